@@ -1,0 +1,226 @@
+"""Typed records parsed from E-utilities responses.
+
+Frozen dataclasses: cheap to build in bulk, hashable, safe to cache and to share between requests.
+PMIDs and PMCIDs are strings; PMCIDs are always normalised to the prefixed ``PMC<digits>`` form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = [
+    "AbstractSection",
+    "DbField",
+    "DbInfo",
+    "DbLink",
+    "DocSummary",
+    "EInfoResult",
+    "ESearchResult",
+    "License",
+    "MeshHeading",
+    "MeshQualifier",
+    "PmcArticle",
+    "PmcSection",
+    "PubDate",
+    "PublicationType",
+    "PubmedRecord",
+    "normalise_pmcid",
+]
+
+
+def normalise_pmcid(value: str) -> str:
+    """``'8435807'``, ``'PMC8435807'``, ``'pmc8435807'`` -> ``'PMC8435807'``."""
+    v = value.strip()
+    if v[:3].upper() == "PMC":
+        v = v[3:]
+    if not v.isdigit():
+        raise ValueError(f"not a PMCID: {value!r}")
+    return "PMC" + v
+
+
+@dataclass(frozen=True, slots=True)
+class AbstractSection:
+    text: str
+    label: str | None = None
+    nlm_category: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PubDate:
+    """Publication date as PubMed gives it: Year[/Month[/Day]] or Season, or a free-text MedlineDate."""
+
+    year: int | None = None
+    month: int | None = None
+    day: int | None = None
+    season: str | None = None
+    medline_date: str | None = None
+
+    def sort_key(self) -> tuple[int, int, int]:
+        return (self.year or 0, self.month or 0, self.day or 0)
+
+
+@dataclass(frozen=True, slots=True)
+class PublicationType:
+    name: str
+    ui: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MeshQualifier:
+    name: str
+    ui: str | None = None
+    major: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class MeshHeading:
+    descriptor: str
+    ui: str | None = None
+    major: bool = False
+    qualifiers: tuple[MeshQualifier, ...] = ()
+
+    @property
+    def is_major(self) -> bool:
+        """Major topic if the descriptor or any of its qualifiers is starred."""
+        return self.major or any(q.major for q in self.qualifiers)
+
+
+@dataclass(frozen=True, slots=True)
+class PubmedRecord:
+    pmid: str
+    title: str
+    abstract: tuple[AbstractSection, ...] = ()
+    journal: str | None = None
+    journal_iso: str | None = None
+    pub_date: PubDate = field(default_factory=PubDate)
+    publication_types: tuple[PublicationType, ...] = ()
+    mesh: tuple[MeshHeading, ...] = ()
+    keywords: tuple[str, ...] = ()
+    languages: tuple[str, ...] = ()
+    authors: tuple[str, ...] = ()
+    doi: str | None = None
+    pmcid: str | None = None
+    status: str | None = None
+    retracted: bool = False
+
+    @property
+    def has_abstract(self) -> bool:
+        return any(s.text.strip() for s in self.abstract)
+
+    @property
+    def abstract_text(self) -> str:
+        """Sections joined with their labels kept: ``'BACKGROUND: ... RESULTS: ...'``."""
+        parts = [f"{s.label}: {s.text}" if s.label else s.text for s in self.abstract if s.text]
+        return "\n".join(parts)
+
+    @property
+    def year(self) -> int | None:
+        return self.pub_date.year
+
+
+@dataclass(frozen=True, slots=True)
+class License:
+    url: str | None = None
+    text: str | None = None
+    license_type: str | None = None  # e.g. ali:license_ref content-type or license/@license-type
+
+
+@dataclass(frozen=True, slots=True)
+class PmcSection:
+    """One body section, flattened depth-first; ``path`` holds the ancestor headings, outermost first."""
+
+    heading: str
+    paragraphs: tuple[str, ...]
+    path: tuple[str, ...] = ()
+    sec_type: str | None = None
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.paragraphs)
+
+
+@dataclass(frozen=True, slots=True)
+class PmcArticle:
+    pmcid: str
+    title: str
+    pmid: str | None = None
+    doi: str | None = None
+    article_type: str | None = None
+    journal: str | None = None
+    year: int | None = None
+    abstract: tuple[AbstractSection, ...] = ()
+    sections: tuple[PmcSection, ...] = ()
+    license: License | None = None
+    copyright: str | None = None
+    open_access: bool = False
+    body_withheld: bool = False  # no <body>: the publisher does not allow full-text XML download
+
+    @property
+    def abstract_text(self) -> str:
+        parts = [f"{s.label}: {s.text}" if s.label else s.text for s in self.abstract if s.text]
+        return "\n".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class ESearchResult:
+    count: int
+    ids: tuple[str, ...] = ()
+    retmax: int = 0
+    retstart: int = 0
+    query_translation: str | None = None
+    translations: tuple[tuple[str, str], ...] = ()
+    phrases_not_found: tuple[str, ...] = ()
+    quoted_phrases_not_found: tuple[str, ...] = ()
+    phrases_ignored: tuple[str, ...] = ()
+    output_messages: tuple[str, ...] = ()
+    query_key: str | None = None
+    webenv: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DocSummary:
+    uid: str
+    title: str | None = None
+    pubdate: str | None = None
+    source: str | None = None
+    authors: tuple[str, ...] = ()
+    pubtypes: tuple[str, ...] = ()
+    doi: str | None = None
+    pmid: str | None = None
+    pmcid: str | None = None
+    has_abstract: bool | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DbField:
+    name: str
+    full_name: str
+    description: str = ""
+    is_date: bool = False
+    hierarchy: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DbLink:
+    name: str
+    menu: str
+    description: str
+    db_to: str
+
+
+@dataclass(frozen=True, slots=True)
+class DbInfo:
+    name: str
+    menu_name: str = ""
+    description: str = ""
+    count: int | None = None
+    last_update: str | None = None
+    fields: tuple[DbField, ...] = ()
+    links: tuple[DbLink, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class EInfoResult:
+    databases: tuple[str, ...] = ()
+    info: DbInfo | None = None
