@@ -27,6 +27,8 @@ class EutilsSettings(BaseModel):
     api_key: SecretStr | None = None
     # None = NCBI's published limits: 3 req/s without a key, 10 with one.
     requests_per_second: float | None = Field(default=None, gt=0)
+    # Spacing margin: network jitter can bunch requests that left evenly spaced, and NCBI counts per second.
+    rate_safety: float = Field(default=0.95, gt=0, le=1)
     timeout_s: float = Field(default=10.0, gt=0)
     connect_timeout_s: float = Field(default=5.0, gt=0)
     max_attempts: int = Field(default=5, ge=1, le=20)

@@ -1,0 +1,162 @@
+"""The ``cometa`` command line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from retrieval import EutilsError, PubmedRecord
+from retrieval._client import EutilsClient
+
+from . import __version__
+from .settings import Settings, get_settings
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="CoMeta: live-literature clinical QA.")
+eutils_app = typer.Typer(
+    no_args_is_help=True, help="E-utilities: the local server and a client for it or NCBI."
+)
+app.add_typer(eutils_app, name="eutils")
+
+console = Console()
+err_console = Console(stderr=True)
+
+OfflineOpt = Annotated[
+    bool,
+    typer.Option(
+        "--offline/--live",
+        help="--offline: bundled corpus through the in-process local server; "
+        "--live: COMETA_EUTILS__BASE_URL (NCBI by default).",
+    ),
+]
+
+
+def _settings(offline: bool) -> Settings:
+    settings = get_settings()
+    return settings.offline() if offline else settings
+
+
+def _client(settings: Settings) -> EutilsClient:
+    if settings.eutils.backend == "local":
+        return EutilsClient.local(settings.local_server, settings.eutils)
+    return EutilsClient(settings.eutils)
+
+
+def _fail(exc: Exception) -> typer.Exit:
+    err_console.print(f"[bold red]error:[/] {type(exc).__name__}: {exc}")
+    return typer.Exit(code=2)
+
+
+@app.command()
+def version() -> None:
+    """Print the CoMeta version."""
+    console.print(f"cometa {__version__}")
+
+
+@eutils_app.command("serve")
+def eutils_serve(
+    host: Annotated[str | None, typer.Option(help="Bind address (default from settings: 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default from settings: 8088).")] = None,
+    corpus: Annotated[
+        Path | None, typer.Option(help="Corpus folder (pubmed/*.xml[.gz], pmc/*.xml); default: bundled.")
+    ] = None,
+    rate_limit: Annotated[
+        bool | None,
+        typer.Option("--rate-limit/--no-rate-limit", help="Answer 429 above 3 req/s (10 with key)."),
+    ] = None,
+) -> None:
+    """Run the NCBI-compatible local E-utilities server (paths under /entrez/eutils/)."""
+    import uvicorn
+
+    from retrieval._server import create_eutils_app
+
+    settings = get_settings().local_server
+    update: dict[str, Any] = {}
+    if host is not None:
+        update["host"] = host
+    if port is not None:
+        update["port"] = port
+    if corpus is not None:
+        update["corpus_dir"] = corpus
+    if rate_limit is not None:
+        update["rate_limit"] = rate_limit
+    settings = settings.model_copy(update=update)
+    try:
+        application = create_eutils_app(settings)
+    except (OSError, ValueError) as exc:
+        raise _fail(exc) from exc
+    console.print(
+        f"Local E-utilities at http://{settings.host}:{settings.port}/entrez/eutils/ "
+        f"(rate limit {'on' if settings.rate_limit else 'off'})"
+    )
+    uvicorn.run(application, host=settings.host, port=settings.port, log_level="warning")
+
+
+@eutils_app.command("search")
+def eutils_search(
+    term: Annotated[str, typer.Argument(help="PubMed query, e.g. 'neoplasms[mh] AND 2010:2015[dp]'.")],
+    offline: OfflineOpt = True,
+    retmax: Annotated[int, typer.Option(min=1, max=10_000)] = 10,
+    sort: Annotated[str | None, typer.Option(help="relevance | pub_date | (none: PMID descending)")] = None,
+    mindate: Annotated[str | None, typer.Option(help="YYYY[/MM[/DD]]; needs --maxdate")] = None,
+    maxdate: Annotated[str | None, typer.Option(help="YYYY[/MM[/DD]]; needs --mindate")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """ESearch + EFetch: count, query translation, and the top records with titles."""
+    settings = _settings(offline)
+    try:
+        result, records = asyncio.run(_search(settings, term, retmax, sort, mindate, maxdate))
+    except EutilsError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        payload = {
+            "count": result.count,
+            "pmids": list(result.ids),
+            "query_translation": result.query_translation,
+            "phrases_not_found": list(result.phrases_not_found),
+            "records": [_record_json(r) for r in records],
+        }
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        return
+    console.print(f"[bold]{result.count}[/] records  ·  {result.query_translation or term}")
+    for phrase in result.phrases_not_found + result.quoted_phrases_not_found:
+        console.print(f"[yellow]phrase not found:[/] {phrase}")
+    table = Table(show_lines=False)
+    for col in ("PMID", "Year", "Type", "Title"):
+        table.add_column(col)
+    for r in records:
+        types = ", ".join(p.name for p in r.publication_types[:2])
+        table.add_row(r.pmid, str(r.year or ""), types, r.title[:100])
+    console.print(table)
+
+
+async def _search(
+    settings: Settings, term: str, retmax: int, sort: str | None, mindate: str | None, maxdate: str | None
+) -> tuple[Any, list[PubmedRecord]]:
+    async with _client(settings) as client:
+        result = await client.esearch(term, retmax=retmax, sort=sort, mindate=mindate, maxdate=maxdate)
+        records = await client.efetch_pubmed(result.ids) if result.ids else []
+        return result, records
+
+
+def _record_json(record: PubmedRecord) -> dict[str, Any]:
+    data = asdict(record)
+    data["abstract_text"] = record.abstract_text
+    return data
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,41 @@
+"""One typed settings object for the whole service, read from ``COMETA_*`` environment variables.
+
+Nested sections use ``__``: ``COMETA_EUTILS__API_KEY=...``, ``COMETA_EUTILS__BACKEND=local``,
+``COMETA_LOCAL_SERVER__RATE_LIMIT=true``. A ``.env`` file in the working directory is read too.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from retrieval import EutilsSettings, LocalServerSettings
+
+__all__ = ["Settings", "get_settings"]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="COMETA_",
+        env_nested_delimiter="__",
+        env_file=".env",
+        extra="ignore",
+    )
+
+    eutils: EutilsSettings = Field(default_factory=EutilsSettings)
+    local_server: LocalServerSettings = Field(default_factory=LocalServerSettings)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # Question text is PHI: logs carry only its hash unless this is switched on explicitly.
+    debug_log_questions: bool = False
+
+    def offline(self) -> Settings:
+        """The offline default: the bundled corpus served in-process by the local E-utilities server."""
+        return self.model_copy(update={"eutils": self.eutils.model_copy(update={"backend": "local"})})
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

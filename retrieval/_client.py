@@ -1,0 +1,509 @@
+"""Async E-utilities client.
+
+One :class:`EutilsClient` wraps one ``httpx.AsyncClient``; rate limiting is process-wide per key
+(:mod:`retrieval._ratelimit`), so any number of clients and coroutines together stay under NCBI's limit.
+The same code path serves live NCBI, a ``cometa eutils serve`` URL, or the bundled corpus in-process
+(``backend="local"``: httpx's ASGI transport into :func:`retrieval._server.create_eutils_app`).
+
+Every request: ``tool``/``email``/``api_key`` sent, explicit ``retmode``, a timeout, retries with
+exponential backoff and jitter on 429 / rate-limit bodies / 5xx / timeouts / malformed bodies, the limiter
+re-acquired before each attempt, and a total retry budget. Failures surface as the
+:class:`~retrieval._exceptions.EutilsError` tree, never as raw httpx or lxml errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import httpx
+from cachetools import TTLCache
+
+from ._config import EutilsSettings, LocalServerSettings
+from ._exceptions import (
+    BadRequest,
+    EutilsError,
+    MalformedResponse,
+    RateLimited,
+    ServerError,
+    TransportError,
+)
+from ._metrics import EUTILS_CACHE, EUTILS_LATENCY, EUTILS_REQUESTS, EUTILS_RETRIES
+from ._models import DocSummary, EInfoResult, ESearchResult, PmcArticle, PubmedRecord, normalise_pmcid
+from ._parsers import (
+    parse_einfo,
+    parse_elink_pubmed_pmc,
+    parse_esearch,
+    parse_esummary,
+    parse_pmc_articles,
+    parse_pubmed_articles,
+)
+from ._ratelimit import effective_rate, limiter_for
+
+__all__ = ["LOCAL_BASE_URL", "ClientStats", "EutilsClient"]
+
+LOCAL_BASE_URL = "http://eutils.local/entrez/eutils/"
+ESEARCH_MAX = 10_000  # NCBI: retmax cap, and PubMed returns only the first 10,000 matches at all
+
+T = TypeVar("T")
+Params = list[tuple[str, str]]
+
+
+@dataclass
+class ClientStats:
+    """Counters for benchmarks and the response metadata (calls per question, cache hit rate)."""
+
+    requests: Counter[str]
+    retries: Counter[str]
+    cache_hits: int = 0
+    cache_misses: int = 0
+
+    @property
+    def total_requests(self) -> int:
+        return sum(self.requests.values())
+
+
+def _is_rate_limit_body(body: bytes) -> bool:
+    # NCBI's limiter answers with a small JSON object; third parties report it with 2xx statuses too.
+    head = body[:512].lstrip()
+    if not head.startswith(b"{") or b"rate limit" not in head.lower():
+        return False
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(payload, dict) and "rate limit" in str(payload.get("error", "")).lower()
+
+
+def _chunks(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _unique(ids: Iterable[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for i in ids:
+        s = str(i).strip()
+        if s:
+            seen.setdefault(s, None)
+    return list(seen)
+
+
+class EutilsClient:
+    """Async client for ESearch, EFetch (PubMed XML, PMC JATS), ESummary, ELink ``pubmed_pmc``, EInfo."""
+
+    def __init__(
+        self,
+        settings: EutilsSettings | None = None,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        rng: random.Random | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings or EutilsSettings()
+        base_url = self.settings.base_url
+        if transport is None and self.settings.backend == "local":
+            transport = _local_transport(LocalServerSettings())
+            base_url = LOCAL_BASE_URL
+        if not base_url.endswith("/"):
+            base_url += "/"
+        self.base_url = base_url
+        timeout = httpx.Timeout(self.settings.timeout_s, connect=self.settings.connect_timeout_s)
+        self._http = httpx.AsyncClient(
+            transport=transport,
+            timeout=timeout,
+            headers={"User-Agent": f"{self.settings.tool} (CoMeta; httpx)"},
+            follow_redirects=True,
+        )
+        self._rng = rng or random.Random()
+        self._sleep = sleep
+        self._clock = clock  # injectable with ``sleep`` so retry-budget tests need not wait
+        cache_size = max(self.settings.cache_max_entries, 1)
+        ttl = self.settings.cache_ttl_s
+        self._cache_enabled = self.settings.cache_max_entries > 0 and ttl > 0
+        # Keyed on normalised parameters (never on tool/email/api_key): same question, same answer.
+        self._cache: TTLCache[tuple[Any, ...], Any] = TTLCache(maxsize=cache_size, ttl=max(ttl, 1e-9))
+        self.stats = ClientStats(requests=Counter(), retries=Counter())
+
+    @classmethod
+    def local(
+        cls,
+        server: LocalServerSettings | None = None,
+        settings: EutilsSettings | None = None,
+        **kwargs: Any,
+    ) -> EutilsClient:
+        """A client wired to the local E-utilities server in-process (the offline default)."""
+        base = (settings or EutilsSettings()).model_copy(
+            update={"backend": "local", "base_url": LOCAL_BASE_URL}
+        )
+        return cls(base, transport=_local_transport(server or LocalServerSettings()), **kwargs)
+
+    async def __aenter__(self) -> EutilsClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # ------------------------------------------------------------------ public API
+
+    async def esearch(
+        self,
+        term: str,
+        *,
+        db: str = "pubmed",
+        retmax: int = 20,
+        retstart: int = 0,
+        sort: str | None = None,
+        field: str | None = None,
+        mindate: str | None = None,
+        maxdate: str | None = None,
+        datetype: str | None = None,
+        reldate: int | None = None,
+        count_only: bool = False,
+        usehistory: bool = False,
+        api_key: str | None = None,
+        use_cache: bool = True,
+    ) -> ESearchResult:
+        """Run one ESearch (JSON). ``mindate``/``maxdate`` must come together, as NCBI requires."""
+        if not term or not term.strip():
+            raise BadRequest("empty search term", endpoint="esearch")
+        if (mindate is None) != (maxdate is None):
+            raise BadRequest("mindate and maxdate must be used together", endpoint="esearch")
+        retmax = max(0, min(int(retmax), ESEARCH_MAX))
+        retstart = max(0, int(retstart))
+        params: Params = [("db", db), ("term", term), ("retmode", "json")]
+        if count_only:
+            params.append(("rettype", "count"))
+        else:
+            params += [("retmax", str(retmax)), ("retstart", str(retstart))]
+        for name, value in (
+            ("sort", sort),
+            ("field", field),
+            ("mindate", mindate),
+            ("maxdate", maxdate),
+            ("datetype", datetype or ("pdat" if mindate or reldate else None)),
+            ("reldate", None if reldate is None else str(reldate)),
+        ):
+            if value:
+                params.append((name, value))
+        if usehistory:
+            params.append(("usehistory", "y"))
+        cacheable = use_cache and not usehistory
+        key = ("esearch", tuple(sorted(params)))
+        if cacheable:
+            hit = self._cache_get("esearch", key)
+            if hit is not None:
+                return hit  # type: ignore[no-any-return]
+        post = len(term) >= self.settings.post_min_term_chars
+        body = await self._request("esearch", params, api_key=api_key, post=post)
+        result = self._parse("esearch", parse_esearch, body)
+        if cacheable:
+            self._cache_put(key, result)
+        return result
+
+    async def efetch_pubmed(self, pmids: Iterable[str], *, api_key: str | None = None) -> list[PubmedRecord]:
+        """PubMed XML records for ``pmids``, in the order asked; unknown PMIDs are simply absent.
+
+        Cached per PMID, so overlapping candidate sets only fetch what is new; misses go out in
+        batches of ``efetch_batch_size`` (POST above ``post_min_ids``).
+        """
+        wanted = _unique(pmids)
+        found: dict[str, PubmedRecord] = {}
+        missing: list[str] = []
+        for pmid in wanted:
+            hit = self._cache_get("efetch", ("efetch", "pubmed", pmid))
+            if hit is not None:
+                found[pmid] = hit
+            else:
+                missing.append(pmid)
+
+        async def fetch(batch: Sequence[str]) -> list[PubmedRecord]:
+            params: Params = [("db", "pubmed"), ("id", ",".join(batch)), ("retmode", "xml")]
+            body = await self._request(
+                "efetch", params, api_key=api_key, post=len(batch) > self.settings.post_min_ids
+            )
+            return self._parse("efetch", parse_pubmed_articles, body)
+
+        for records in await self._gather(
+            fetch(b) for b in _chunks(missing, self.settings.efetch_batch_size)
+        ):
+            for record in records:
+                found[record.pmid] = record
+                self._cache_put(("efetch", "pubmed", record.pmid), record)
+        return [found[p] for p in wanted if p in found]
+
+    async def efetch_pmc(self, pmcids: Iterable[str], *, api_key: str | None = None) -> list[PmcArticle]:
+        """PMC JATS full texts. Accepts ``PMC123`` or ``123``; a withheld body is flagged, not an error."""
+        wanted = _unique(normalise_pmcid(p) for p in pmcids)
+        found: dict[str, PmcArticle] = {}
+        missing: list[str] = []
+        for pmcid in wanted:
+            hit = self._cache_get("efetch", ("efetch", "pmc", pmcid))
+            if hit is not None:
+                found[pmcid] = hit
+            else:
+                missing.append(pmcid)
+
+        async def fetch(batch: Sequence[str]) -> list[PmcArticle]:
+            # EFetch db=pmc takes bare numeric UIDs.
+            params: Params = [("db", "pmc"), ("id", ",".join(p[3:] for p in batch)), ("retmode", "xml")]
+            body = await self._request(
+                "efetch", params, api_key=api_key, post=len(batch) > self.settings.post_min_ids
+            )
+            return self._parse("efetch", parse_pmc_articles, body)
+
+        for articles in await self._gather(
+            fetch(b) for b in _chunks(missing, self.settings.efetch_batch_size)
+        ):
+            for article in articles:
+                found[article.pmcid] = article
+                self._cache_put(("efetch", "pmc", article.pmcid), article)
+        return [found[p] for p in wanted if p in found]
+
+    async def esummary(
+        self, ids: Iterable[str], *, db: str = "pubmed", api_key: str | None = None
+    ) -> list[DocSummary]:
+        """Document summaries (JSON); an unknown id comes back with ``error`` set, as NCBI does."""
+        wanted = _unique(ids)
+        if not wanted:
+            return []
+
+        async def fetch(batch: Sequence[str]) -> list[DocSummary]:
+            params: Params = [("db", db), ("id", ",".join(batch)), ("retmode", "json")]
+            body = await self._request(
+                "esummary", params, api_key=api_key, post=len(batch) > self.settings.post_min_ids
+            )
+            return self._parse("esummary", parse_esummary, body)
+
+        out: list[DocSummary] = []
+        for part in await self._gather(fetch(b) for b in _chunks(wanted, self.settings.efetch_batch_size)):
+            out.extend(part)
+        return out
+
+    async def elink_pubmed_pmc(
+        self, pmids: Iterable[str], *, api_key: str | None = None
+    ) -> dict[str, str | None]:
+        """PMID -> ``PMC<digits>`` (or None) via ELink ``linkname=pubmed_pmc``.
+
+        One-to-one mode (repeated ``id=``) keeps the PMID -> PMCID correspondence that a comma list loses.
+        """
+        wanted = _unique(pmids)
+        out: dict[str, str | None] = {}
+        missing: list[str] = []
+        for pmid in wanted:
+            key = ("elink", "pubmed_pmc", pmid)
+            if self._cache_enabled and key in self._cache:
+                out[pmid] = self._cache_get("elink", key)
+            else:
+                missing.append(pmid)
+
+        async def fetch(batch: Sequence[str]) -> dict[str, str | None]:
+            params: Params = [
+                ("dbfrom", "pubmed"),
+                ("db", "pmc"),
+                ("linkname", "pubmed_pmc"),
+                ("retmode", "xml"),
+            ]
+            params += [("id", p) for p in batch]
+            body = await self._request(
+                "elink", params, api_key=api_key, post=len(batch) > self.settings.post_min_ids
+            )
+            return self._parse("elink", parse_elink_pubmed_pmc, body)
+
+        for part in await self._gather(fetch(b) for b in _chunks(missing, self.settings.efetch_batch_size)):
+            for pmid, pmcid in part.items():
+                out[pmid] = pmcid
+                self._cache_put(("elink", "pubmed_pmc", pmid), pmcid)
+        return {p: out.get(p) for p in wanted}
+
+    async def einfo(self, db: str | None = None, *, api_key: str | None = None) -> EInfoResult:
+        params: Params = [("retmode", "xml")]
+        if db:
+            params.append(("db", db))
+        body = await self._request("einfo", params, api_key=api_key, post=False)
+        return self._parse("einfo", parse_einfo, body)
+
+    # ------------------------------------------------------------------ internals
+
+    async def _gather(self, coros: Iterable[Coroutine[Any, Any, T]]) -> list[T]:
+        # The shared limiter spaces the batches; the task group overlaps their network time and cancels
+        # the siblings as soon as one batch fails, so a failed call never leaves requests running.
+        try:
+            async with asyncio.TaskGroup() as group:
+                tasks = [group.create_task(c) for c in coros]
+        except BaseExceptionGroup as grouped:
+            raise _first_leaf(grouped) from None
+        return [t.result() for t in tasks]
+
+    def _cache_get(self, endpoint: str, key: tuple[Any, ...]) -> Any:
+        if not self._cache_enabled:
+            return None
+        value = self._cache.get(key)
+        hit = value is not None or key in self._cache
+        EUTILS_CACHE.labels(endpoint, "hit" if hit else "miss").inc()
+        if hit:
+            self.stats.cache_hits += 1
+        else:
+            self.stats.cache_misses += 1
+        return value
+
+    def _cache_put(self, key: tuple[Any, ...], value: Any) -> None:
+        if self._cache_enabled:
+            self._cache[key] = value
+
+    def _parse(self, endpoint: str, parser: Callable[[bytes], T], body: bytes) -> T:
+        try:
+            return parser(body)
+        except EutilsError as exc:
+            exc.endpoint = exc.endpoint or endpoint
+            raise
+        except Exception as exc:  # a parser bug must still surface as our typed error
+            raise MalformedResponse(f"{endpoint}: unparseable response ({exc})", endpoint=endpoint) from exc
+
+    def _identity(self, api_key: str | None) -> tuple[Params, str | None]:
+        key = api_key or (self.settings.api_key.get_secret_value() if self.settings.api_key else None)
+        params: Params = [("tool", self.settings.tool)]
+        if self.settings.email:
+            params.append(("email", self.settings.email))
+        if key:
+            params.append(("api_key", key))
+        return params, key
+
+    def _backoff(self, attempt: int) -> float:
+        cap = min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2.0 ** (attempt - 1))
+        # "Equal jitter": keeps a floor so retries never stampede, while desynchronising replicas.
+        return cap / 2 + self._rng.uniform(0, cap / 2)
+
+    async def _request(self, endpoint: str, params: Params, *, api_key: str | None, post: bool) -> bytes:
+        """Send one E-utility call with retries; returns the validated-for-transport body bytes."""
+        identity, key = self._identity(api_key)
+        all_params = params + identity
+        url = f"{self.base_url}{endpoint}.fcgi"
+        rate = effective_rate(key, self.settings.requests_per_second, self.settings.rate_safety)
+        limiter = limiter_for(key, rate)
+        deadline = self._clock() + self.settings.retry_budget_s
+        attempt = 0
+        while True:
+            attempt += 1
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                raise TransportError(f"{endpoint}: retry budget exhausted", endpoint=endpoint)
+            await limiter.acquire()
+            timeout = httpx.Timeout(
+                min(self.settings.timeout_s, remaining),
+                connect=min(self.settings.connect_timeout_s, remaining),
+            )
+            started = time.perf_counter()
+            error: EutilsError
+            reason: str
+            try:
+                # httpx's timeouts are per phase (and absent on the in-process ASGI transport); this caps
+                # the whole exchange, so a stalled or slowly dripping server cannot hold a call forever.
+                async with asyncio.timeout(min(self.settings.timeout_s, remaining)):
+                    if post:
+                        response = await self._http.post(url, data=_form(all_params), timeout=timeout)
+                    else:
+                        response = await self._http.get(
+                            url, params=httpx.QueryParams(tuple(all_params)), timeout=timeout
+                        )
+                    body = response.content
+            except TimeoutError:
+                error, reason = (
+                    TransportError(f"{endpoint}: no answer within the timeout", endpoint=endpoint),
+                    "timeout",
+                )
+            except httpx.TimeoutException as exc:
+                error, reason = (
+                    TransportError(f"{endpoint}: timed out ({exc.__class__.__name__})", endpoint=endpoint),
+                    "timeout",
+                )
+            except httpx.HTTPError as exc:
+                error, reason = (
+                    TransportError(f"{endpoint}: {exc.__class__.__name__}: {exc}", endpoint=endpoint),
+                    "transport",
+                )
+            else:
+                EUTILS_LATENCY.labels(endpoint).observe(time.perf_counter() - started)
+                self.stats.requests[endpoint] += 1
+                status = response.status_code
+                if status == 429 or _is_rate_limit_body(body):
+                    error, reason = (
+                        RateLimited(f"{endpoint}: API rate limit exceeded", endpoint=endpoint, status=status),
+                        "rate_limited",
+                    )
+                elif status >= 500:
+                    error, reason = (
+                        ServerError(f"{endpoint}: HTTP {status}", endpoint=endpoint, status=status),
+                        "server_error",
+                    )
+                elif status >= 400:
+                    EUTILS_REQUESTS.labels(endpoint, "bad_request").inc()
+                    raise BadRequest(
+                        f"{endpoint}: HTTP {status}: {_snippet(body)}", endpoint=endpoint, status=status
+                    )
+                elif not body.strip():
+                    error, reason = (
+                        MalformedResponse(f"{endpoint}: empty body", endpoint=endpoint, status=status),
+                        "malformed",
+                    )
+                elif _looks_like_html(body, response.headers.get("content-type", "")):
+                    # We always send retmode, so HTML here is a proxy/error page: transient, worth a retry.
+                    error, reason = (
+                        MalformedResponse(
+                            f"{endpoint}: HTML instead of XML/JSON", endpoint=endpoint, status=status
+                        ),
+                        "malformed",
+                    )
+                else:
+                    EUTILS_REQUESTS.labels(endpoint, "ok").inc()
+                    return body
+            EUTILS_REQUESTS.labels(endpoint, reason).inc()
+            if attempt >= self.settings.max_attempts:
+                raise error
+            delay = self._backoff(attempt)
+            if self._clock() + delay >= deadline:
+                raise error
+            EUTILS_RETRIES.labels(endpoint, reason).inc()
+            self.stats.retries[reason] += 1
+            await self._sleep(delay)
+
+
+def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    first = group.exceptions[0]
+    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
+
+
+def _form(params: Params) -> dict[str, list[str]]:
+    # httpx encodes list values as repeated fields: needed for ELink's one-to-one id= mode.
+    form: dict[str, list[str]] = {}
+    for name, value in params:
+        form.setdefault(name, []).append(value)
+    return form
+
+
+def _looks_like_html(body: bytes, content_type: str) -> bool:
+    head = body[:256].lstrip().lower()
+    return head.startswith((b"<html", b"<!doctype html")) or (
+        "text/html" in content_type.lower() and not head.startswith((b"<?xml", b"{"))
+    )
+
+
+def _snippet(body: bytes, limit: int = 200) -> str:
+    return body[:limit].decode("utf-8", "replace").replace("\n", " ").strip()
+
+
+def _local_transport(server: LocalServerSettings) -> httpx.AsyncBaseTransport:
+    # Imported lazily: the server and its corpus are only needed for the offline backend.
+    from ._server import create_eutils_app, eutils_transport
+
+    return eutils_transport(create_eutils_app(server))
