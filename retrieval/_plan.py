@@ -1,0 +1,76 @@
+"""The query plan: what the Understand stage hands to Adapt-E.
+
+Produced by the LLM rewriter (JSON-schema-constrained output) or by the deterministic rewriter; both fill
+the same model, and ``source`` says which one produced the plan that ran.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+__all__ = ["MAX_LADDER", "MIN_LADDER", "Concept", "DateLimits", "Intent", "Pico", "QueryPlan"]
+
+MIN_LADDER = 3
+MAX_LADDER = 6
+
+Intent = Literal[
+    "treatment",
+    "diagnosis",
+    "prognosis",
+    "etiology",
+    "prevention",
+    "side_effects",
+    "screening",
+    "communication",
+    "coping",
+    "other",
+]
+
+
+class Concept(BaseModel):
+    """A clinical concept in the question, normalised to MeSH where the vocabulary knows it."""
+
+    text: str = Field(min_length=1, max_length=120)
+    mesh: str | None = Field(default=None, max_length=200)
+    role: Literal["population", "intervention", "comparison", "outcome", "other"] = "other"
+
+
+class Pico(BaseModel):
+    population: list[str] = Field(default_factory=list, max_length=8)
+    intervention: list[str] = Field(default_factory=list, max_length=8)
+    comparison: list[str] = Field(default_factory=list, max_length=8)
+    outcome: list[str] = Field(default_factory=list, max_length=8)
+
+
+class DateLimits(BaseModel):
+    """Publication-year window (inclusive), pushed into ESearch as ``mindate``/``maxdate``."""
+
+    min_year: int = Field(ge=1800, le=2100)
+    max_year: int = Field(ge=1800, le=2100)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> DateLimits:
+        if self.min_year > self.max_year:
+            raise ValueError("min_year must not be after max_year")
+        return self
+
+
+class QueryPlan(BaseModel):
+    corrected_question: str = Field(max_length=4000)
+    intent: Intent = "other"
+    concepts: list[Concept] = Field(default_factory=list, max_length=12)
+    pico: Pico = Field(default_factory=Pico)
+    date_limits: DateLimits | None = None
+    # Strict conjunction first, relaxed disjunction last; each one valid PubMed syntax.
+    ladder: list[str] = Field(min_length=1, max_length=MAX_LADDER)
+    source: Literal["llm", "deterministic"] = "deterministic"
+
+    @field_validator("ladder")
+    @classmethod
+    def _strip(cls, ladder: list[str]) -> list[str]:
+        cleaned = [q.strip() for q in ladder if q and q.strip()]
+        if not cleaned:
+            raise ValueError("the ladder needs at least one query")
+        return cleaned
