@@ -205,8 +205,7 @@ class EutilsClient:
             if hit is not None:
                 return hit  # type: ignore[no-any-return]
         post = len(term) >= self.settings.post_min_term_chars
-        body = await self._request("esearch", params, api_key=api_key, post=post)
-        result = self._parse("esearch", parse_esearch, body)
+        result = await self._call("esearch", params, parse_esearch, api_key=api_key, post=post)
         if cacheable:
             self._cache_put(key, result)
         return result
@@ -229,10 +228,13 @@ class EutilsClient:
 
         async def fetch(batch: Sequence[str]) -> list[PubmedRecord]:
             params: Params = [("db", "pubmed"), ("id", ",".join(batch)), ("retmode", "xml")]
-            body = await self._request(
-                "efetch", params, api_key=api_key, post=len(batch) > self.settings.post_min_ids
+            return await self._call(
+                "efetch",
+                params,
+                parse_pubmed_articles,
+                api_key=api_key,
+                post=len(batch) > self.settings.post_min_ids,
             )
-            return self._parse("efetch", parse_pubmed_articles, body)
 
         for records in await self._gather(
             fetch(b) for b in _chunks(missing, self.settings.efetch_batch_size)
@@ -257,10 +259,13 @@ class EutilsClient:
         async def fetch(batch: Sequence[str]) -> list[PmcArticle]:
             # EFetch db=pmc takes bare numeric UIDs.
             params: Params = [("db", "pmc"), ("id", ",".join(p[3:] for p in batch)), ("retmode", "xml")]
-            body = await self._request(
-                "efetch", params, api_key=api_key, post=len(batch) > self.settings.post_min_ids
+            return await self._call(
+                "efetch",
+                params,
+                parse_pmc_articles,
+                api_key=api_key,
+                post=len(batch) > self.settings.post_min_ids,
             )
-            return self._parse("efetch", parse_pmc_articles, body)
 
         for articles in await self._gather(
             fetch(b) for b in _chunks(missing, self.settings.efetch_batch_size)
@@ -280,10 +285,13 @@ class EutilsClient:
 
         async def fetch(batch: Sequence[str]) -> list[DocSummary]:
             params: Params = [("db", db), ("id", ",".join(batch)), ("retmode", "json")]
-            body = await self._request(
-                "esummary", params, api_key=api_key, post=len(batch) > self.settings.post_min_ids
+            return await self._call(
+                "esummary",
+                params,
+                parse_esummary,
+                api_key=api_key,
+                post=len(batch) > self.settings.post_min_ids,
             )
-            return self._parse("esummary", parse_esummary, body)
 
         out: list[DocSummary] = []
         for part in await self._gather(fetch(b) for b in _chunks(wanted, self.settings.efetch_batch_size)):
@@ -315,10 +323,13 @@ class EutilsClient:
                 ("retmode", "xml"),
             ]
             params += [("id", p) for p in batch]
-            body = await self._request(
-                "elink", params, api_key=api_key, post=len(batch) > self.settings.post_min_ids
+            return await self._call(
+                "elink",
+                params,
+                parse_elink_pubmed_pmc,
+                api_key=api_key,
+                post=len(batch) > self.settings.post_min_ids,
             )
-            return self._parse("elink", parse_elink_pubmed_pmc, body)
 
         for part in await self._gather(fetch(b) for b in _chunks(missing, self.settings.efetch_batch_size)):
             for pmid, pmcid in part.items():
@@ -330,8 +341,7 @@ class EutilsClient:
         params: Params = [("retmode", "xml")]
         if db:
             params.append(("db", db))
-        body = await self._request("einfo", params, api_key=api_key, post=False)
-        return self._parse("einfo", parse_einfo, body)
+        return await self._call("einfo", params, parse_einfo, api_key=api_key, post=False)
 
     # ------------------------------------------------------------------ internals
 
@@ -361,15 +371,6 @@ class EutilsClient:
         if self._cache_enabled:
             self._cache[key] = value
 
-    def _parse(self, endpoint: str, parser: Callable[[bytes], T], body: bytes) -> T:
-        try:
-            return parser(body)
-        except EutilsError as exc:
-            exc.endpoint = exc.endpoint or endpoint
-            raise
-        except Exception as exc:  # a parser bug must still surface as our typed error
-            raise MalformedResponse(f"{endpoint}: unparseable response ({exc})", endpoint=endpoint) from exc
-
     def _identity(self, api_key: str | None) -> tuple[Params, str | None]:
         key = api_key or (self.settings.api_key.get_secret_value() if self.settings.api_key else None)
         params: Params = [("tool", self.settings.tool)]
@@ -384,8 +385,14 @@ class EutilsClient:
         # "Equal jitter": keeps a floor so retries never stampede, while desynchronising replicas.
         return cap / 2 + self._rng.uniform(0, cap / 2)
 
-    async def _request(self, endpoint: str, params: Params, *, api_key: str | None, post: bool) -> bytes:
-        """Send one E-utility call with retries; returns the validated-for-transport body bytes."""
+    async def _call(
+        self, endpoint: str, params: Params, parser: Callable[[bytes], T], *, api_key: str | None, post: bool
+    ) -> T:
+        """Send one E-utility call and parse it, with retries.
+
+        Parsing happens inside the retry loop: a truncated body or a rate-limit answer hidden behind a 2xx
+        is a transient failure like a 5xx, while an ``<ERROR>`` payload (BadRequest) is final.
+        """
         identity, key = self._identity(api_key)
         all_params = params + identity
         url = f"{self.base_url}{endpoint}.fcgi"
@@ -465,8 +472,24 @@ class EutilsClient:
                         "malformed",
                     )
                 else:
-                    EUTILS_REQUESTS.labels(endpoint, "ok").inc()
-                    return body
+                    try:
+                        parsed = parser(body)
+                    except BadRequest as exc:
+                        exc.endpoint = exc.endpoint or endpoint
+                        EUTILS_REQUESTS.labels(endpoint, "bad_request").inc()
+                        raise
+                    except (MalformedResponse, RateLimited) as exc:
+                        exc.endpoint = exc.endpoint or endpoint
+                        error = exc
+                        reason = "rate_limited" if isinstance(exc, RateLimited) else "malformed"
+                    except Exception as exc:  # a parser bug must still surface as our typed error
+                        error = MalformedResponse(
+                            f"{endpoint}: unparseable response ({exc})", endpoint=endpoint
+                        )
+                        reason = "malformed"
+                    else:
+                        EUTILS_REQUESTS.labels(endpoint, "ok").inc()
+                        return parsed
             EUTILS_REQUESTS.labels(endpoint, reason).inc()
             if attempt >= self.settings.max_attempts:
                 raise error

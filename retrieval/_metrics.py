@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Histogram
 
-__all__ = ["EUTILS_CACHE", "EUTILS_LATENCY", "EUTILS_REQUESTS", "EUTILS_RETRIES"]
+__all__ = [
+    "ADAPTE_FINAL_ZERO_HIT",
+    "ADAPTE_TIERS",
+    "ADAPTE_ZERO_HIT",
+    "EUTILS_CACHE",
+    "EUTILS_LATENCY",
+    "EUTILS_REQUESTS",
+    "EUTILS_RETRIES",
+    "FALLBACKS",
+    "QUESTIONS",
+]
 
 EUTILS_REQUESTS = Counter(
     "cometa_eutils_requests_total",
@@ -22,4 +32,19 @@ EUTILS_LATENCY = Histogram(
 )
 EUTILS_CACHE = Counter(
     "cometa_eutils_cache_total", "E-utilities client cache lookups", ["endpoint", "result"]
+)
+
+ADAPTE_TIERS = Counter(
+    "cometa_adapte_tier_runs_total",
+    "Adapt-E tiers executed, by tier and outcome (hit/zero/error)",
+    ["tier", "outcome"],
+)
+ADAPTE_ZERO_HIT = Counter("cometa_adapte_zero_hit_total", "ESearch zero-hits per Adapt-E tier", ["tier"])
+ADAPTE_FINAL_ZERO_HIT = Counter(
+    "cometa_adapte_final_zero_hit_total",
+    "Questions for which every tier and the relaxed fallback found nothing",
+)
+QUESTIONS = Counter("cometa_questions_total", "Questions understood, by rewriting path", ["path"])
+FALLBACKS = Counter(
+    "cometa_rewriter_fallback_total", "Deterministic-rewriter fallbacks, by reason", ["reason"]
 )

@@ -27,6 +27,7 @@ The parser only builds data; nothing in the query is ever evaluated.
 
 from __future__ import annotations
 
+import calendar
 import dataclasses
 import re
 from dataclasses import dataclass
@@ -107,7 +108,6 @@ _ALIASES: dict[str, str] = {
 }
 _PROXIMITY = re.compile(r"^(ti|title|tiab|title/abstract)\s*:\s*~\s*(\d{1,3})$")
 _DATE = re.compile(r"^(\d{4})(?:[/-](\d{1,2})(?:[/-](\d{1,2}))?)?$")
-_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 _MAX_DEPTH = 100
 _OPERATORS = frozenset({"AND", "OR", "NOT"})
 _MIN_WILDCARD_STEM = 4
@@ -160,10 +160,7 @@ def normalise_field(tag: str) -> str | None:
 
 
 def parse_date_bounds(text: str) -> tuple[int, int] | None:
-    """``'2015'`` -> (20150101, 20151231); ``'2015/06'`` -> (20150601, 20150631); None when invalid.
-
-    Day 31 for every month keeps comparisons simple and is harmless: no record carries an impossible date.
-    """
+    """``'2015'`` -> (20150101, 20151231); ``'2015/06'`` -> (20150601, 20150630); None when invalid."""
     m = _DATE.match(text.strip())
     if not m:
         return None
@@ -174,9 +171,11 @@ def parse_date_bounds(text: str) -> tuple[int, int] | None:
     if not 1 <= month <= 12:
         return None
     if m.group(3) is None:
-        return year * 10000 + month * 100 + 1, year * 10000 + month * 100 + 31
+        # The real last day, since the bound is echoed back in QueryTranslation.
+        last = calendar.monthrange(year, month)[1]
+        return year * 10000 + month * 100 + 1, year * 10000 + month * 100 + last
     day = int(m.group(3))
-    if not 1 <= day <= _DAYS[month - 1]:
+    if not 1 <= day <= calendar.monthrange(year, month)[1]:
         return None
     v = year * 10000 + month * 100 + day
     return v, v

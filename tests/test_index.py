@@ -323,7 +323,7 @@ def test_date_terms_and_ranges(index: LiteratureIndex) -> None:
 def test_mindate_maxdate_and_reldate(index: LiteratureIndex) -> None:
     hits = index.search("screening", mindate="2013", maxdate="2020/06")
     assert hits.ids == ("300",)
-    assert hits.query_translation.endswith(" AND 2013/01/01:2020/06/31[Date - Publication]")
+    assert hits.query_translation.endswith(" AND 2013/01/01:2020/06/30[Date - Publication]")
     assert ids(index, "cancer[tiab]", mindate="2015/01/01", maxdate="2015/01/01") == {
         "200"
     }  # year-only = Jan 1

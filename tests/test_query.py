@@ -208,10 +208,11 @@ def test_validate_query_accepts_valid() -> None:
 
 def test_parse_date_bounds() -> None:
     assert parse_date_bounds("2015") == (20150101, 20151231)
-    assert parse_date_bounds("2015/6") == (20150601, 20150631)
+    assert parse_date_bounds("2015/6") == (20150601, 20150630)
+    assert parse_date_bounds("2016/02") == (20160201, 20160229)  # leap year
     assert parse_date_bounds("2016/02/29") == (20160229, 20160229)
     assert parse_date_bounds("2015-06-01") == (20150601, 20150601)
-    for bad in ("15", "2015/0", "2015/13", "2015/04/31", "x", "2015/01/01/01"):
+    for bad in ("15", "2015/0", "2015/13", "2015/04/31", "2015/02/29", "x", "2015/01/01/01"):
         assert parse_date_bounds(bad) is None
 
 

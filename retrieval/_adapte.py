@@ -1,0 +1,179 @@
+"""Adapt-E: run the Boolean ladder strict -> relaxed against ESearch and stop once enough PMIDs are in.
+
+A query that returns nothing is a *zero-hit*. When every tier is a zero-hit, one last relaxed OR of the
+plan's top concepts runs; only when that also finds nothing is the question a final zero-hit.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ._client import EutilsClient
+from ._exceptions import EutilsError
+from ._metrics import ADAPTE_FINAL_ZERO_HIT, ADAPTE_TIERS, ADAPTE_ZERO_HIT
+from ._plan import QueryPlan
+from ._query import parse_query
+
+__all__ = ["AdaptE", "AdaptEResult", "TierResult", "relaxed_or"]
+
+
+@dataclass(frozen=True, slots=True)
+class TierResult:
+    tier: int  # 1-based position in the ladder; the final fallback gets len(ladder) + 1
+    query: str
+    count: int
+    latency_ms: float
+    used: bool  # its PMIDs were collected
+    new_pmids: int
+    kind: Literal["ladder", "fallback"] = "ladder"
+    error: str | None = None
+    phrases_not_found: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AdaptEResult:
+    pmids: tuple[str, ...]  # ranked: earlier (stricter) tiers first, each tier in ESearch order
+    tiers: tuple[TierResult, ...]
+    zero_hit: bool  # nothing found even by the final relaxed OR
+    fallback_used: bool
+    stopped_at: int | None  # tier that reached ``min_hits``; None if the ladder ran out first
+    errors: tuple[str, ...] = field(default=())
+
+    @property
+    def tiers_run(self) -> int:
+        return len(self.tiers)
+
+
+def _quoted(term: str) -> str:
+    # User-derived text is always data: strip anything that could act as syntax, then quote it.
+    cleaned = "".join(ch for ch in term if ch not in '"[]()*#').strip()
+    return f'"{cleaned}"' if cleaned else ""
+
+
+def relaxed_or(plan: QueryPlan, max_terms: int = 4) -> str | None:
+    """The last-resort query: an OR of the plan's top concepts (MeSH name where known), in Title/Abstract.
+
+    Words are searched in Title/Abstract rather than as MeSH so that a concept the indexers did not assign
+    can still match the text.
+    """
+    terms: list[str] = []
+    for concept in plan.concepts:
+        for candidate in (concept.mesh, concept.text):
+            q = _quoted(candidate or "")
+            if q and q.lower() not in {t.lower() for t in terms}:
+                terms.append(q)
+    if not terms:
+        words = [w for w in plan.corrected_question.split() if len(w) > 3][:max_terms]
+        terms = [q for q in (_quoted(w) for w in words) if q]
+    if not terms:
+        return None
+    query = " OR ".join(f"{t}[tiab]" for t in terms[: max_terms * 2])
+    parse_query(query)  # raises QuerySyntaxError if our quoting ever let syntax through
+    return query
+
+
+class AdaptE:
+    """Adaptive execution of a query ladder. One instance per process is fine (it holds no state)."""
+
+    def __init__(
+        self,
+        client: EutilsClient,
+        *,
+        min_hits: int = 10,
+        retmax: int = 50,
+        sort: str | None = "relevance",
+    ) -> None:
+        self.client = client
+        self.min_hits = min_hits
+        self.retmax = retmax
+        self.sort = sort
+
+    async def run(
+        self,
+        plan: QueryPlan,
+        *,
+        mindate: str | None = None,
+        maxdate: str | None = None,
+        api_key: str | None = None,
+    ) -> AdaptEResult:
+        """Run ``plan.ladder`` in order. Explicit ``mindate``/``maxdate`` override the plan's date limits."""
+        if mindate is None and maxdate is None and plan.date_limits is not None:
+            mindate, maxdate = str(plan.date_limits.min_year), str(plan.date_limits.max_year)
+        collected: dict[str, None] = {}
+        tiers: list[TierResult] = []
+        errors: list[str] = []
+        stopped_at: int | None = None
+        for number, query in enumerate(plan.ladder, start=1):
+            tier = await self._run_tier(number, query, "ladder", collected, mindate, maxdate, api_key)
+            tiers.append(tier)
+            if tier.error:
+                errors.append(tier.error)
+            if len(collected) >= self.min_hits:
+                stopped_at = number
+                break
+        fallback_used = False
+        if not collected:
+            fallback = relaxed_or(plan)
+            if fallback is not None and fallback not in plan.ladder:
+                fallback_used = True
+                tier = await self._run_tier(
+                    len(plan.ladder) + 1, fallback, "fallback", collected, mindate, maxdate, api_key
+                )
+                tiers.append(tier)
+                if tier.error:
+                    errors.append(tier.error)
+        zero_hit = not collected
+        if zero_hit:
+            ADAPTE_FINAL_ZERO_HIT.inc()
+        if errors and len(errors) == len(tiers):
+            # Every call failed: that is an outage, not a zero-hit; let the caller degrade honestly.
+            raise EutilsError(f"all {len(tiers)} ESearch calls failed: {errors[-1]}", endpoint="esearch")
+        return AdaptEResult(
+            pmids=tuple(collected),
+            tiers=tuple(tiers),
+            zero_hit=zero_hit,
+            fallback_used=fallback_used,
+            stopped_at=stopped_at,
+            errors=tuple(errors),
+        )
+
+    async def _run_tier(
+        self,
+        number: int,
+        query: str,
+        kind: Literal["ladder", "fallback"],
+        collected: dict[str, None],
+        mindate: str | None,
+        maxdate: str | None,
+        api_key: str | None,
+    ) -> TierResult:
+        started = time.perf_counter()
+        label = str(number) if kind == "ladder" else "fallback"
+        try:
+            result = await self.client.esearch(
+                query, retmax=self.retmax, sort=self.sort, mindate=mindate, maxdate=maxdate, api_key=api_key
+            )
+        except EutilsError as exc:
+            latency = (time.perf_counter() - started) * 1000
+            ADAPTE_TIERS.labels(label, "error").inc()
+            return TierResult(number, query, 0, latency, False, 0, kind, error=f"{type(exc).__name__}: {exc}")
+        latency = (time.perf_counter() - started) * 1000
+        before = len(collected)
+        for pmid in result.ids:
+            collected.setdefault(pmid, None)
+        new = len(collected) - before
+        if result.count == 0:
+            ADAPTE_ZERO_HIT.labels(label).inc()
+        ADAPTE_TIERS.labels(label, "hit" if result.count else "zero").inc()
+        return TierResult(
+            number,
+            query,
+            result.count,
+            latency,
+            used=new > 0,
+            new_pmids=new,
+            kind=kind,
+            phrases_not_found=result.phrases_not_found + result.quoted_phrases_not_found,
+        )
