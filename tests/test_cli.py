@@ -1,0 +1,101 @@
+"""The ``cometa`` CLI: the README's demo search, and ``cometa eutils serve`` as a real process over HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from app.cli import app
+from retrieval._parsers import parse_esearch, parse_pmc_articles, parse_pubmed_articles
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_offline_search_json_matches_the_corpus() -> None:
+    result = CliRunner().invoke(
+        app, ["eutils", "search", "--offline", "--json", "neoplasms[mh] AND 2010:2015[dp]"]
+    )
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["count"] >= len(payload["pmids"]) == 10
+    assert payload["query_translation"].startswith('"neoplasms"[MeSH Terms] AND 2010/01/01:2015/12/31')
+    assert [r["pmid"] for r in payload["records"]] == payload["pmids"]
+    assert all(2010 <= r["pub_date"]["year"] <= 2015 for r in payload["records"])
+
+
+def test_bad_query_exits_cleanly_with_a_message() -> None:
+    result = CliRunner().invoke(app, ["eutils", "search", "--offline", "(cancer AND"])
+    assert result.exit_code == 2
+    assert "BadRequest" in result.output and "Traceback" not in result.output
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[str]:
+    port = _free_port()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "eutils", "serve", "--port", str(port)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}/entrez/eutils/"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(base + "einfo.fcgi", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                out = proc.stdout.read().decode() if proc.stdout else ""
+                pytest.fail(f"server did not start: {out}")
+            time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_served_readme_curl_examples(served: str) -> None:
+    # The exact requests the README shows with curl.
+    r = httpx.get(
+        served + "esearch.fcgi?db=pubmed&term=neoplasms[mh]+AND+2010:2015[dp]&retmode=json", timeout=5
+    )
+    assert r.status_code == 200 and r.headers["content-type"].startswith("application/json")
+    result = parse_esearch(r.content)
+    assert result.count == 70 and len(result.ids) == 20
+    r = httpx.get(served + "efetch.fcgi?db=pubmed&id=21645374&retmode=xml", timeout=5)
+    (record,) = parse_pubmed_articles(r.content)
+    assert record.pmid == "21645374" and record.has_abstract
+    r = httpx.get(served + "elink.fcgi?dbfrom=pubmed&db=pmc&linkname=pubmed_pmc&id=23149571", timeout=5)
+    assert b"<LinkName>pubmed_pmc</LinkName>" in r.content and b"<Id>3574550</Id>" in r.content
+    r = httpx.get(served + "efetch.fcgi?db=pmc&id=3574550", timeout=5)
+    (article,) = parse_pmc_articles(r.content)
+    assert article.pmcid == "PMC3574550" and article.sections
+
+
+def test_served_post_and_unknown_path(served: str) -> None:
+    r = httpx.post(
+        served + "esearch.fcgi", data={"db": "pubmed", "term": "cancer", "retmode": "json"}, timeout=5
+    )
+    assert parse_esearch(r.content).count > 0
+    assert httpx.get(served + "nosuch.fcgi", timeout=5).status_code == 404
