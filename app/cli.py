@@ -13,10 +13,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from retrieval import EutilsError, PubmedRecord
+from retrieval import CometaError, EutilsError, PubmedRecord
 from retrieval._client import EutilsClient
 
 from . import __version__
+from .pipeline import Pipeline, SearchOutcome
 from .settings import Settings, get_settings
 
 __all__ = ["app", "main"]
@@ -146,6 +147,72 @@ async def _search(
         result = await client.esearch(term, retmax=retmax, sort=sort, mindate=mindate, maxdate=maxdate)
         records = await client.efetch_pubmed(result.ids) if result.ids else []
         return result, records
+
+
+@app.command("search")
+def search(
+    question: Annotated[str, typer.Argument(help="The patient's question or narrative, as typed.")],
+    offline: OfflineOpt = False,
+    use_llm: Annotated[
+        bool, typer.Option("--llm/--no-llm", help="Use the configured LLM rewriter (falls back if it fails).")
+    ] = True,
+    mindate: Annotated[str | None, typer.Option(help="YYYY[/MM[/DD]]; needs --maxdate")] = None,
+    maxdate: Annotated[str | None, typer.Option(help="YYYY[/MM[/DD]]; needs --mindate")] = None,
+    top_k: Annotated[int, typer.Option(min=1, max=200, help="Records to fetch and show.")] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Understand the question, run the Boolean ladder with Adapt-E, and show the ranked PMIDs."""
+    if (mindate is None) != (maxdate is None):
+        err_console.print("[bold red]error:[/] --mindate and --maxdate go together")
+        raise typer.Exit(code=2)
+    settings = _settings(offline)
+    try:
+        outcome = asyncio.run(_run_search(settings, question, use_llm, mindate, maxdate, top_k))
+    except CometaError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        sys.stdout.write(json.dumps(outcome.to_json(), indent=2) + "\n")
+        return
+    u, a = outcome.understanding, outcome.adapte
+    plan = u.plan
+    console.print(f"[bold]Rewriter:[/] {u.path}" + (f" ({u.fallback_reason})" if u.fallback_reason else ""))
+    console.print(f"[bold]Question:[/] {plan.corrected_question}")
+    console.print(
+        f"[bold]Intent:[/] {plan.intent}   [bold]Concepts:[/] "
+        + "; ".join(f"{c.text}" + (f" → {c.mesh}" if c.mesh else "") for c in plan.concepts)
+    )
+    if plan.date_limits:
+        console.print(f"[bold]Years:[/] {plan.date_limits.min_year}–{plan.date_limits.max_year}")
+    tiers = Table(title="Adapt-E ladder", show_lines=False)
+    for col in ("#", "query", "count", "ms", "used"):
+        tiers.add_column(col)
+    for t in a.tiers:
+        tiers.add_row(
+            str(t.tier) if t.kind == "ladder" else "fallback",
+            t.query,
+            "error" if t.error else str(t.count),
+            f"{t.latency_ms:.0f}",
+            "yes" if t.used else "",
+        )
+    console.print(tiers)
+    if a.zero_hit:
+        console.print(
+            "[bold yellow]No evidence found[/] (every tier and the relaxed fallback were zero-hits)."
+        )
+        return
+    ranked = Table(title=f"Top {len(outcome.records)} of {len(a.pmids)} PMIDs")
+    for col in ("rank", "PMID", "Year", "Title"):
+        ranked.add_column(col)
+    for rank, r in enumerate(outcome.records, start=1):
+        ranked.add_row(str(rank), r.pmid, str(r.year or ""), r.title[:100])
+    console.print(ranked)
+
+
+async def _run_search(
+    settings: Settings, question: str, use_llm: bool, mindate: str | None, maxdate: str | None, top_k: int
+) -> SearchOutcome:
+    async with Pipeline(settings, use_llm=use_llm) as pipeline:
+        return await pipeline.search(question, mindate=mindate, maxdate=maxdate, top_k=top_k)
 
 
 def _record_json(record: PubmedRecord) -> dict[str, Any]:

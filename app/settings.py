@@ -12,7 +12,8 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from retrieval import EutilsSettings, LocalServerSettings
+from llm import LLMSettings
+from retrieval import AdaptESettings, EutilsSettings, LocalServerSettings
 
 __all__ = ["Settings", "get_settings"]
 
@@ -27,13 +28,27 @@ class Settings(BaseSettings):
 
     eutils: EutilsSettings = Field(default_factory=EutilsSettings)
     local_server: LocalServerSettings = Field(default_factory=LocalServerSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    adapte: AdaptESettings = Field(default_factory=AdaptESettings)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     # Question text is PHI: logs carry only its hash unless this is switched on explicitly.
     debug_log_questions: bool = False
 
     def offline(self) -> Settings:
-        """The offline default: the bundled corpus served in-process by the local E-utilities server."""
-        return self.model_copy(update={"eutils": self.eutils.model_copy(update={"backend": "local"})})
+        """The offline default: the bundled corpus served in-process by the local E-utilities server.
+
+        The LLM stays as configured only when ``COMETA_LLM__BACKEND`` was set explicitly (e.g. ``embedded``);
+        otherwise the default vLLM URL is unreachable offline, so LLM stages are switched off and the
+        deterministic paths run.
+        """
+        llm = (
+            self.llm
+            if "backend" in self.llm.model_fields_set
+            else self.llm.model_copy(update={"backend": "none"})
+        )
+        return self.model_copy(
+            update={"eutils": self.eutils.model_copy(update={"backend": "local"}), "llm": llm}
+        )
 
 
 @lru_cache(maxsize=1)

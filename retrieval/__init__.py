@@ -2,7 +2,7 @@
 
 from ._adapte import AdaptE, AdaptEResult, TierResult
 from ._client import EutilsClient
-from ._config import NCBI_EUTILS_URL, EutilsSettings, FaultSettings, LocalServerSettings
+from ._config import NCBI_EUTILS_URL, AdaptESettings, EutilsSettings, FaultSettings, LocalServerSettings
 from ._corpus import Corpus, load_corpus
 from ._exceptions import (
     BadRequest,
@@ -43,6 +43,7 @@ __all__ = [
     "AbstractSection",
     "AdaptE",
     "AdaptEResult",
+    "AdaptESettings",
     "BadRequest",
     "CometaError",
     "Concept",

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, SecretStr
 
-__all__ = ["NCBI_EUTILS_URL", "EutilsSettings", "FaultSettings", "LocalServerSettings"]
+__all__ = ["NCBI_EUTILS_URL", "AdaptESettings", "EutilsSettings", "FaultSettings", "LocalServerSettings"]
 
 NCBI_EUTILS_URL = "https://eutils.ncbi.nlm.nih.gov/entrez/eutils/"
 
@@ -67,3 +67,11 @@ class LocalServerSettings(BaseModel):
     port: int = Field(default=8088, ge=0, le=65535)
     restricted_pmcids: tuple[str, ...] = ()  # serve these PMC articles without <body>, like publishers do
     faults: FaultSettings = FaultSettings()
+
+
+class AdaptESettings(BaseModel):
+    """Adaptive execution of the Boolean ladder."""
+
+    min_hits: int = Field(default=10, ge=1, le=10_000)  # stop once this many PMIDs are collected
+    retmax: int = Field(default=50, ge=1, le=10_000)  # PMIDs taken from each tier
+    sort: str | None = "relevance"

@@ -10,7 +10,16 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-__all__ = ["MAX_LADDER", "MIN_LADDER", "Concept", "DateLimits", "Intent", "Pico", "QueryPlan"]
+__all__ = [
+    "MAX_LADDER",
+    "MIN_LADDER",
+    "Concept",
+    "DateLimits",
+    "Intent",
+    "Pico",
+    "QueryPlan",
+    "RewriterOutput",
+]
 
 MIN_LADDER = 3
 MAX_LADDER = 6
@@ -57,7 +66,9 @@ class DateLimits(BaseModel):
         return self
 
 
-class QueryPlan(BaseModel):
+class RewriterOutput(BaseModel):
+    """What the LLM rewriter must return (JSON-schema-constrained); see ``prompts/rewrite_query``."""
+
     corrected_question: str = Field(max_length=4000)
     intent: Intent = "other"
     concepts: list[Concept] = Field(default_factory=list, max_length=12)
@@ -65,7 +76,6 @@ class QueryPlan(BaseModel):
     date_limits: DateLimits | None = None
     # Strict conjunction first, relaxed disjunction last; each one valid PubMed syntax.
     ladder: list[str] = Field(min_length=1, max_length=MAX_LADDER)
-    source: Literal["llm", "deterministic"] = "deterministic"
 
     @field_validator("ladder")
     @classmethod
@@ -74,3 +84,9 @@ class QueryPlan(BaseModel):
         if not cleaned:
             raise ValueError("the ladder needs at least one query")
         return cleaned
+
+
+class QueryPlan(RewriterOutput):
+    """A rewriter's output plus which rewriter produced it."""
+
+    source: Literal["llm", "deterministic"] = "deterministic"
