@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llm import LLMClient, build_llm
-from retrieval import AdaptE, AdaptEResult, EutilsClient, PubmedRecord
+from retrieval import AdaptE, AdaptEResult, EutilsClient, MeshVocabulary, PubmedRecord
 from retrieval._understand import QueryUnderstander, Understanding
 
 from .settings import Settings
@@ -96,7 +96,9 @@ class Pipeline:
         self.llm = llm if use_llm else None
         self.understander = QueryUnderstander(llm=self.llm, scrub_for_llm=settings.llm.scrub_phi_for_llm)
         a = settings.adapte
-        self.adapte = AdaptE(client, min_hits=a.min_hits, retmax=a.retmax, sort=a.sort)
+        self.adapte = AdaptE(
+            client, min_hits=a.min_hits, retmax=a.retmax, sort=a.sort, vocabulary=MeshVocabulary.load()
+        )
 
     async def __aenter__(self) -> Pipeline:
         return self

@@ -28,7 +28,7 @@ from typing import Any
 from rich.progress import Progress
 
 from llm import LLMClient
-from retrieval import AdaptE, EutilsClient, EutilsError
+from retrieval import AdaptE, EutilsClient, EutilsError, MeshVocabulary
 from retrieval._phi import scrub
 from retrieval._understand import QueryUnderstander
 
@@ -138,7 +138,7 @@ async def run_adapte_eval(
     min_hits: int = 10,
     progress: bool = True,
 ) -> list[SystemScore]:
-    adapte = AdaptE(client, min_hits=min_hits)
+    adapte = AdaptE(client, min_hits=min_hits, vocabulary=MeshVocabulary.load())
     systems: list[tuple[str, QueryUnderstander | None]] = [
         ("raw E-utilities", None),
         ("Adapt-E (deterministic)", QueryUnderstander(llm=None)),

@@ -12,6 +12,7 @@ from typing import Literal
 
 from ._client import EutilsClient
 from ._exceptions import EutilsError
+from ._mesh import MeshVocabulary
 from ._metrics import ADAPTE_FINAL_ZERO_HIT, ADAPTE_TIERS, ADAPTE_ZERO_HIT
 from ._plan import QueryPlan
 from ._query import parse_query
@@ -27,7 +28,7 @@ class TierResult:
     latency_ms: float
     used: bool  # its PMIDs were collected
     new_pmids: int
-    kind: Literal["ladder", "fallback"] = "ladder"
+    kind: Literal["ladder", "fallback", "undated"] = "ladder"
     error: str | None = None
     phrases_not_found: tuple[str, ...] = ()
 
@@ -40,6 +41,9 @@ class AdaptEResult:
     fallback_used: bool
     stopped_at: int | None  # tier that reached ``min_hits``; None if the ladder ran out first
     errors: tuple[str, ...] = field(default=())
+    # Nothing within the requested years, so the relaxed query ran once more without them: the evidence
+    # is older than asked, and the answer must say so.
+    date_limits_relaxed: bool = False
 
     @property
     def tiers_run(self) -> int:
@@ -52,24 +56,41 @@ def _quoted(term: str) -> str:
     return f'"{cleaned}"' if cleaned else ""
 
 
-def relaxed_or(plan: QueryPlan, max_terms: int = 4) -> str | None:
-    """The last-resort query: an OR of the plan's top concepts (MeSH name where known), in Title/Abstract.
+def relaxed_or(plan: QueryPlan, vocabulary: MeshVocabulary | None = None, max_terms: int = 4) -> str | None:
+    """The last-resort query: an OR of the plan's top concepts, broadened one step up the MeSH tree.
 
-    Words are searched in Title/Abstract rather than as MeSH so that a concept the indexers did not assign
-    can still match the text.
+    Concept words are searched in Title/Abstract (a concept the indexers did not assign can still match
+    the text); with a vocabulary, each concept's parent descriptors join as ``[mh]`` — the clinical
+    abstraction a librarian makes when nothing specific exists (glioblastoma -> glioma).
     """
     terms: list[str] = []
-    for concept in plan.concepts:
+    seen: set[str] = set()
+
+    def add(term: str) -> None:
+        if term and term.lower() not in seen:
+            seen.add(term.lower())
+            terms.append(term)
+
+    concepts = plan.concepts[:max_terms]
+    for concept in concepts:
         for candidate in (concept.mesh, concept.text):
             q = _quoted(candidate or "")
-            if q and q.lower() not in {t.lower() for t in terms}:
-                terms.append(q)
+            if q:
+                add(f"{q}[tiab]")
+    if vocabulary is not None:
+        for concept in concepts:
+            name = vocabulary.lookup(concept.mesh or concept.text)
+            for parent in vocabulary.parents(name) if name else ():
+                add(f"{_quoted(parent)}[mh]")
     if not terms:
         words = [w for w in plan.corrected_question.split() if len(w) > 3][:max_terms]
-        terms = [q for q in (_quoted(w) for w in words) if q]
+        for w in words:
+            q = _quoted(w)
+            if q:
+                add(f"{q}[tiab]")
     if not terms:
         return None
-    query = " OR ".join(f"{t}[tiab]" for t in terms[: max_terms * 2])
+    query = " OR ".join(terms[: max_terms * 3])
     parse_query(query)  # raises QuerySyntaxError if our quoting ever let syntax through
     return query
 
@@ -84,8 +105,10 @@ class AdaptE:
         min_hits: int = 10,
         retmax: int = 50,
         sort: str | None = "relevance",
+        vocabulary: MeshVocabulary | None = None,
     ) -> None:
         self.client = client
+        self.vocabulary = vocabulary
         self.min_hits = min_hits
         self.retmax = retmax
         self.sort = sort
@@ -114,8 +137,9 @@ class AdaptE:
                 stopped_at = number
                 break
         fallback_used = False
+        fallback: str | None = None
         if not collected:
-            fallback = relaxed_or(plan)
+            fallback = relaxed_or(plan, self.vocabulary)
             if fallback is not None and fallback not in plan.ladder:
                 fallback_used = True
                 tier = await self._run_tier(
@@ -124,6 +148,14 @@ class AdaptE:
                 tiers.append(tier)
                 if tier.error:
                     errors.append(tier.error)
+        date_relaxed = False
+        if not collected and (mindate or maxdate):
+            relaxed = fallback if fallback_used and fallback else plan.ladder[-1]
+            date_relaxed = True
+            tier = await self._run_tier(len(tiers) + 1, relaxed, "undated", collected, None, None, api_key)
+            tiers.append(tier)
+            if tier.error:
+                errors.append(tier.error)
         zero_hit = not collected
         if zero_hit:
             ADAPTE_FINAL_ZERO_HIT.inc()
@@ -137,20 +169,21 @@ class AdaptE:
             fallback_used=fallback_used,
             stopped_at=stopped_at,
             errors=tuple(errors),
+            date_limits_relaxed=date_relaxed,
         )
 
     async def _run_tier(
         self,
         number: int,
         query: str,
-        kind: Literal["ladder", "fallback"],
+        kind: Literal["ladder", "fallback", "undated"],
         collected: dict[str, None],
         mindate: str | None,
         maxdate: str | None,
         api_key: str | None,
     ) -> TierResult:
         started = time.perf_counter()
-        label = str(number) if kind == "ladder" else "fallback"
+        label = str(number) if kind == "ladder" else kind
         try:
             result = await self.client.esearch(
                 query, retmax=self.retmax, sort=self.sort, mindate=mindate, maxdate=maxdate, api_key=api_key

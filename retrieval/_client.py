@@ -49,6 +49,7 @@ from ._ratelimit import effective_rate, limiter_for
 __all__ = ["LOCAL_BASE_URL", "ClientStats", "EutilsClient"]
 
 LOCAL_BASE_URL = "http://eutils.local/entrez/eutils/"
+LOCAL_REQUESTS_PER_SECOND = 1000.0
 ESEARCH_MAX = 10_000  # NCBI: retmax cap, and PubMed returns only the first 10,000 matches at all
 
 T = TypeVar("T")
@@ -107,7 +108,11 @@ class EutilsClient:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.settings = settings or EutilsSettings()
+        settings = settings or EutilsSettings()
+        if settings.backend == "local" and settings.requests_per_second is None:
+            # NCBI's 3/10 req/s protect NCBI; the in-process server needs no such spacing.
+            settings = settings.model_copy(update={"requests_per_second": LOCAL_REQUESTS_PER_SECOND})
+        self.settings = settings
         base_url = self.settings.base_url
         if transport is None and self.settings.backend == "local":
             transport = _local_transport(LocalServerSettings())

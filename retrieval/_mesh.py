@@ -167,6 +167,19 @@ class MeshVocabulary:
         self._desc_cache[canonical] = result
         return result
 
+    def parents(self, name: str) -> tuple[str, ...]:
+        """Canonical names of the descriptors directly above ``name`` (one per tree number), C04 only.
+
+        Used to broaden a concept that found nothing: no glioblastoma evidence -> look at gliomas.
+        """
+        out: dict[str, None] = {}
+        for tn in self.tree_numbers(name):
+            parent_tn = tn.rpartition(".")[0]
+            parent = self._by_tree.get(parent_tn) if parent_tn else None
+            if parent is not None:
+                out.setdefault(parent, None)
+        return tuple(out)
+
     def names(self) -> list[str]:
         """Every canonical descriptor name known (C04 plus registered ones), sorted."""
         return sorted(set(self._names.values()))

@@ -287,11 +287,15 @@ _LAST_N_YEARS = re.compile(
     r"\s+years?\b"
 )
 _RECENT = re.compile(
-    r"\b(?:recent|latest|newest|current|emerging|novel|new|up[- ]to[- ]date|cutting[- ]edge|"
+    # "new"/"novel" count only before treatment or research words: "a target for new drugs" asks what
+    # works, not what is recent.
+    r"\b(?:recent|latest|newest|current|emerging|up[- ]to[- ]date|cutting[- ]edge|"
     r"state[- ]of[- ]the[- ]art|breakthrough)s?\s+(?:\w+\s+)?"
     r"(?:research|studies|study|advances?|treatments?|therapy|therapies|trials?|drugs?|options?|evidence|data|guidelines?|developments?|medicines?|medications?|breakthroughs?|findings|papers?|"
     r"approaches|immunotherapy|immunotherapies)\b"
     r"|\b(?:latest|newest)\b(?!\s+(?:scan|scans|test|tests|results?|blood|appointment|visit|pet|ct|mri))"
+    r"|\b(?:new|novel)\s+(?:treatments?|therap(?:y|ies)|trials?|research|stud(?:y|ies)|options?|advances?|"
+    r"immunotherap(?:y|ies))\b"
     r"|\bup[- ]to[- ]date\b|\bcutting[- ]edge\b|\bbreakthroughs?\b|\bthese days\b|\bnowadays\b"
 )
 _SINCE_YEAR = re.compile(r"\b(?:since|after|from)\s+((?:19|20)\d{2})\b")

@@ -21,6 +21,7 @@ from retrieval import (
     EutilsSettings,
     FaultSettings,
     LocalServerSettings,
+    MeshVocabulary,
     QueryPlan,
     parse_query,
 )
@@ -290,4 +291,36 @@ async def test_outage_is_an_error_not_a_zero_hit() -> None:
     client, _ = local_client(server, max_attempts=2, backoff_base_s=0.01)
     with pytest.raises(EutilsError):
         await AdaptE(client).run(plan(["cancer", "neoplasms[mh]"]))
+    await client.aclose()
+
+
+async def test_empty_date_window_relaxes_dates_once_and_says_so() -> None:
+    client, transport = local_client()
+    p = QueryPlan(
+        corrected_question="q",
+        ladder=["neoplasms[mh]", "cancer"],
+        concepts=[Concept(text="cancer")],
+        date_limits=DateLimits(min_year=2024, max_year=2026),  # the bundled corpus ends in 2017
+    )
+    result = await AdaptE(client).run(p)
+    assert result.date_limits_relaxed and not result.zero_hit and result.pmids
+    assert [t.kind for t in result.tiers] == ["ladder", "ladder", "fallback", "undated"]
+    assert "mindate" not in transport.params[-1] and transport.params[0]["mindate"] == ["2024"]
+    await client.aclose()
+
+
+async def test_fallback_broadens_to_the_mesh_parent_when_nothing_specific_exists() -> None:
+    client, _ = local_client()
+    # The bundled corpus has no glioblastoma article, but it has astrocytomas (glioblastoma's parent).
+    p = QueryPlan(
+        corrected_question="newest glioblastoma treatments",
+        ladder=['"Glioblastoma"[mh] AND "therapeutics"[tiab]', '"glioblastoma"[tiab]'],
+        concepts=[Concept(text="glioblastoma", mesh="Glioblastoma")],
+    )
+    plain = await AdaptE(client).run(p)
+    assert plain.zero_hit
+    broadened = await AdaptE(client, vocabulary=MeshVocabulary.load()).run(p)
+    assert not broadened.zero_hit and '"Astrocytoma"[mh]' in broadened.tiers[-1].query
+    records = await client.efetch_pubmed(broadened.pmids)
+    assert any("astrocytoma" in (r.title + r.abstract_text).lower() for r in records)
     await client.aclose()
