@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from retrieval import CometaError, EutilsError, PubmedRecord
@@ -128,15 +129,15 @@ def eutils_search(
         }
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
         return
-    console.print(f"[bold]{result.count}[/] records  ·  {result.query_translation or term}")
+    console.print(f"[bold]{result.count}[/] records  ·  {escape(result.query_translation or term)}")
     for phrase in result.phrases_not_found + result.quoted_phrases_not_found:
-        console.print(f"[yellow]phrase not found:[/] {phrase}")
+        console.print(f"[yellow]phrase not found:[/] {escape(phrase)}")
     table = Table(show_lines=False)
     for col in ("PMID", "Year", "Type", "Title"):
         table.add_column(col)
     for r in records:
         types = ", ".join(p.name for p in r.publication_types[:2])
-        table.add_row(r.pmid, str(r.year or ""), types, r.title[:100])
+        table.add_row(r.pmid, str(r.year or ""), escape(types), escape(r.title[:100]))
     console.print(table)
 
 
@@ -176,7 +177,7 @@ def search(
     u, a = outcome.understanding, outcome.adapte
     plan = u.plan
     console.print(f"[bold]Rewriter:[/] {u.path}" + (f" ({u.fallback_reason})" if u.fallback_reason else ""))
-    console.print(f"[bold]Question:[/] {plan.corrected_question}")
+    console.print(f"[bold]Question:[/] {escape(plan.corrected_question)}")
     console.print(
         f"[bold]Intent:[/] {plan.intent}   [bold]Concepts:[/] "
         + "; ".join(f"{c.text}" + (f" → {c.mesh}" if c.mesh else "") for c in plan.concepts)
@@ -188,13 +189,15 @@ def search(
         tiers.add_column(col)
     for t in a.tiers:
         tiers.add_row(
-            str(t.tier) if t.kind == "ladder" else "fallback",
-            t.query,
+            str(t.tier) if t.kind == "ladder" else t.kind,
+            escape(t.query),  # queries carry [mh]/[tiab] tags, which rich would read as markup
             "error" if t.error else str(t.count),
             f"{t.latency_ms:.0f}",
             "yes" if t.used else "",
         )
     console.print(tiers)
+    if a.date_limits_relaxed:
+        console.print("[yellow]Nothing within the requested years; showing older evidence.[/]")
     if a.zero_hit:
         console.print(
             "[bold yellow]No evidence found[/] (every tier and the relaxed fallback were zero-hits)."
@@ -204,7 +207,7 @@ def search(
     for col in ("rank", "PMID", "Year", "Title"):
         ranked.add_column(col)
     for rank, r in enumerate(outcome.records, start=1):
-        ranked.add_row(str(rank), r.pmid, str(r.year or ""), r.title[:100])
+        ranked.add_row(str(rank), r.pmid, str(r.year or ""), escape(r.title[:100]))
     console.print(ranked)
 
 

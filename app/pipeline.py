@@ -56,6 +56,7 @@ class SearchOutcome:
                 for t in a.tiers
             ],
             "fallback_used": a.fallback_used,
+            "date_limits_relaxed": a.date_limits_relaxed,
             "stopped_at": a.stopped_at,
             "records": [
                 {

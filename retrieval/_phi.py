@@ -465,7 +465,10 @@ def _name_tokens(candidate: str, start: int, text: str, strong: bool) -> list[tu
         key = normalize_token(word)
         if len(word) == 1 or key in _TITLES:  # initials and titles are not the name itself
             continue
-        if key in blocked or key in _CLINICAL_WORDS or _FAMILY_RE.fullmatch(word):
+        # After a first name, the next capitalised word is most likely the surname ("I'm Linda Parker"), so
+        # only clinical words stop it then, not the common-word filter.
+        stop = protected if out else blocked
+        if key in stop or key in _CLINICAL_WORDS or _FAMILY_RE.fullmatch(word):
             break
         after = text[start + m.end() :].lstrip()
         nxt = after.split(maxsplit=1)[0].lower().strip(".,;:!?") if after else ""
