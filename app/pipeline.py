@@ -98,7 +98,12 @@ class Pipeline:
         self.understander = QueryUnderstander(llm=self.llm, scrub_for_llm=settings.llm.scrub_phi_for_llm)
         a = settings.adapte
         self.adapte = AdaptE(
-            client, min_hits=a.min_hits, retmax=a.retmax, sort=a.sort, vocabulary=MeshVocabulary.load()
+            client,
+            min_hits=a.min_hits,
+            retmax=a.retmax,
+            sort=a.sort,
+            vocabulary=MeshVocabulary.load(),
+            speculative=a.speculative,
         )
 
     async def __aenter__(self) -> Pipeline:

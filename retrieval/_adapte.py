@@ -6,6 +6,7 @@ plan's top concepts runs; only when that also finds nothing is the question a fi
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field
 from typing import Literal
@@ -14,10 +15,13 @@ from ._client import EutilsClient
 from ._exceptions import EutilsError
 from ._mesh import MeshVocabulary
 from ._metrics import ADAPTE_FINAL_ZERO_HIT, ADAPTE_TIERS, ADAPTE_ZERO_HIT
+from ._models import ESearchResult
 from ._plan import QueryPlan
 from ._query import parse_query
 
 __all__ = ["AdaptE", "AdaptEResult", "TierResult", "relaxed_or"]
+
+_Outcome = tuple["ESearchResult | EutilsError", float]  # result or error, latency in ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,9 +110,14 @@ class AdaptE:
         retmax: int = 50,
         sort: str | None = "relevance",
         vocabulary: MeshVocabulary | None = None,
+        speculative: bool = False,
     ) -> None:
         self.client = client
         self.vocabulary = vocabulary
+        # Speculative: send every tier's ESearch at once (the shared limiter still spaces them) and cancel
+        # what is not needed after early stop. Saves wall time only when the rate allows several requests
+        # per round trip (API key); costs wasted calls otherwise. See bench/adapte.py before enabling.
+        self.speculative = speculative
         self.min_hits = min_hits
         self.retmax = retmax
         self.sort = sort
@@ -128,14 +137,25 @@ class AdaptE:
         tiers: list[TierResult] = []
         errors: list[str] = []
         stopped_at: int | None = None
-        for number, query in enumerate(plan.ladder, start=1):
-            tier = await self._run_tier(number, query, "ladder", collected, mindate, maxdate, api_key)
-            tiers.append(tier)
-            if tier.error:
-                errors.append(tier.error)
-            if len(collected) >= self.min_hits:
-                stopped_at = number
-                break
+        pending: list[asyncio.Task[_Outcome]] = []
+        if self.speculative:
+            pending = [asyncio.create_task(self._search(q, mindate, maxdate, api_key)) for q in plan.ladder]
+        try:
+            for number, query in enumerate(plan.ladder, start=1):
+                if pending:
+                    outcome = await pending[number - 1]
+                else:
+                    outcome = await self._search(query, mindate, maxdate, api_key)
+                tier = self._record(number, query, "ladder", outcome, collected)
+                tiers.append(tier)
+                if tier.error:
+                    errors.append(tier.error)
+                if len(collected) >= self.min_hits:
+                    stopped_at = number
+                    break
+        finally:
+            for task in pending:
+                task.cancel()
         fallback_used = False
         fallback: str | None = None
         if not collected:
@@ -182,17 +202,35 @@ class AdaptE:
         maxdate: str | None,
         api_key: str | None,
     ) -> TierResult:
+        outcome = await self._search(query, mindate, maxdate, api_key)
+        return self._record(number, query, kind, outcome, collected)
+
+    async def _search(
+        self, query: str, mindate: str | None, maxdate: str | None, api_key: str | None
+    ) -> _Outcome:
         started = time.perf_counter()
-        label = str(number) if kind == "ladder" else kind
         try:
-            result = await self.client.esearch(
+            result: ESearchResult | EutilsError = await self.client.esearch(
                 query, retmax=self.retmax, sort=self.sort, mindate=mindate, maxdate=maxdate, api_key=api_key
             )
         except EutilsError as exc:
-            latency = (time.perf_counter() - started) * 1000
+            result = exc
+        return result, (time.perf_counter() - started) * 1000
+
+    def _record(
+        self,
+        number: int,
+        query: str,
+        kind: Literal["ladder", "fallback", "undated"],
+        outcome: _Outcome,
+        collected: dict[str, None],
+    ) -> TierResult:
+        result, latency = outcome
+        label = str(number) if kind == "ladder" else kind
+        if isinstance(result, EutilsError):
             ADAPTE_TIERS.labels(label, "error").inc()
-            return TierResult(number, query, 0, latency, False, 0, kind, error=f"{type(exc).__name__}: {exc}")
-        latency = (time.perf_counter() - started) * 1000
+            error = f"{type(result).__name__}: {result}"
+            return TierResult(number, query, 0, latency, False, 0, kind, error=error)
         before = len(collected)
         for pmid in result.ids:
             collected.setdefault(pmid, None)

@@ -324,3 +324,14 @@ async def test_fallback_broadens_to_the_mesh_parent_when_nothing_specific_exists
     records = await client.efetch_pubmed(broadened.pmids)
     assert any("astrocytoma" in (r.title + r.abstract_text).lower() for r in records)
     await client.aclose()
+
+
+async def test_speculative_execution_gives_the_sequential_result() -> None:
+    ladder = ['"lace plant"[tiab]', "zzqqxx", '"programmed cell death"[tiab]', "neoplasms[mh]", "cancer", "x"]
+    client, _ = local_client()
+    sequential = await AdaptE(client, min_hits=5, retmax=3).run(plan(ladder))
+    speculative = await AdaptE(client, min_hits=5, retmax=3, speculative=True).run(plan(ladder))
+    assert speculative.pmids == sequential.pmids
+    assert [t.count for t in speculative.tiers] == [t.count for t in sequential.tiers]
+    assert speculative.stopped_at == sequential.stopped_at == 5
+    await client.aclose()
