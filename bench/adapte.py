@@ -58,9 +58,11 @@ async def run(limit: int) -> None:
                 total = time.perf_counter() - started
                 calls = sum(1 for r in app.state.request_log if r.endpoint == "esearch")
             n = len(plans)
+            strategy = "speculative" if speculative else "sequential"
+            p50 = statistics.median(durations)
             print(
-                f"| {'yes' if api_key else 'no'} | {'speculative' if speculative else 'sequential'} | "
-                f"{60 * n / total:.1f} | {statistics.median(durations):.2f} | {calls / n:.2f} | {tiers / n:.2f} |"
+                f"| {'yes' if api_key else 'no'} | {strategy} | {60 * n / total:.1f} | {p50:.2f} | "
+                f"{calls / n:.2f} | {tiers / n:.2f} |"
             )
 
 
