@@ -6,7 +6,7 @@ the same model, and ``source`` says which one produced the plan that ran.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
@@ -23,6 +23,8 @@ __all__ = [
 
 MIN_LADDER = 3
 MAX_LADDER = 6
+MAX_QUERY_CHARS = 480  # LLM output; llama.cpp drops grammar length limits above 500
+MAX_PLAN_QUERY_CHARS = 1000  # any plan, our deterministic ladders included
 
 Intent = Literal[
     "treatment",
@@ -75,7 +77,10 @@ class RewriterOutput(BaseModel):
     pico: Pico = Field(default_factory=Pico)
     date_limits: DateLimits | None = None
     # Strict conjunction first, relaxed disjunction last; each one valid PubMed syntax.
-    ladder: list[str] = Field(min_length=1, max_length=MAX_LADDER)
+    # Each query bounded: a small model can loop inside an unbounded JSON string until max_tokens.
+    ladder: list[Annotated[str, Field(max_length=MAX_QUERY_CHARS)]] = Field(
+        min_length=1, max_length=MAX_LADDER
+    )
 
     @field_validator("ladder")
     @classmethod
@@ -89,4 +94,7 @@ class RewriterOutput(BaseModel):
 class QueryPlan(RewriterOutput):
     """A rewriter's output plus which rewriter produced it."""
 
+    ladder: list[Annotated[str, Field(max_length=MAX_PLAN_QUERY_CHARS)]] = Field(
+        min_length=1, max_length=MAX_LADDER
+    )
     source: Literal["llm", "deterministic"] = "deterministic"

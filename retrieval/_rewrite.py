@@ -28,7 +28,7 @@ from ._exceptions import QuerySyntaxError
 from ._lexicon import SKIP_TOKENS, Kind, LayLexicon, normalize_tokens, token_spans
 from ._mesh import MESH_DIR, MeshVocabulary
 from ._phi import ScrubResult, scrub, strip_phi_from_query
-from ._plan import MAX_LADDER, Concept, DateLimits, Intent, Pico, QueryPlan
+from ._plan import MAX_LADDER, MAX_PLAN_QUERY_CHARS, Concept, DateLimits, Intent, Pico, QueryPlan
 from ._query import validate_query
 
 __all__ = ["DEFAULT_RECENT_YEARS", "DeterministicRewriter", "spell_correct"]
@@ -945,7 +945,7 @@ class DeterministicRewriter:
         out: list[str] = []
         for q in ladder:
             safe = strip_phi_from_query(q, found) if found.found else q
-            if not safe:
+            if not safe or len(safe) > MAX_PLAN_QUERY_CHARS:  # an over-long synonym OR list is dropped
                 continue
             try:
                 validate_query(safe)

@@ -1,0 +1,44 @@
+"""The LLM layer every stage reuses: one async client interface, OpenAI-compatible or embedded backends.
+
+from llm import LLMSettings, build_llm
+from prompts import load_prompt
+
+llm = build_llm(settings.llm)             # None when settings.llm.backend == "none"
+prompt = load_prompt("rewrite_query")
+result = await llm.complete_json(prompt.render(question=q, current_year=2025), QueryPlan,
+                                 prompt_version=prompt.id)
+result.value, result.attempts, result.prompt_tokens, result.json_mode_used
+"""
+
+from ._client import (
+    JsonModeUsed,
+    LLMClient,
+    LLMResult,
+    Message,
+    OpenAICompatibleLLM,
+    build_llm,
+    extract_json_object,
+)
+from ._config import DEFAULT_MODEL_CACHE, JsonMode, LLMSettings
+from ._embedded import EmbeddedLLM, ensure_embedded_model
+from ._errors import LLMError, LLMOutputInvalid, LLMRequestRejected, LLMTimeout, LLMUnavailable
+
+__all__ = [
+    "DEFAULT_MODEL_CACHE",
+    "EmbeddedLLM",
+    "JsonMode",
+    "JsonModeUsed",
+    "LLMClient",
+    "LLMError",
+    "LLMOutputInvalid",
+    "LLMRequestRejected",
+    "LLMResult",
+    "LLMSettings",
+    "LLMTimeout",
+    "LLMUnavailable",
+    "Message",
+    "OpenAICompatibleLLM",
+    "build_llm",
+    "ensure_embedded_model",
+    "extract_json_object",
+]
