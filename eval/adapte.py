@@ -213,15 +213,25 @@ def save(scores: Sequence[SystemScore], out_dir: Path) -> None:
 def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - thin CLI wrapper
     import argparse
 
+    from llm import LLMSettings, build_llm
+
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sets", nargs="+", default=["standard", "narrative", "handwritten"])
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--llm", choices=["none", "embedded", "openai"], default="none", help="add the LLM rewriter column"
+    )
     args = parser.parse_args(argv)
 
     async def go() -> list[SystemScore]:
-        async with EutilsClient.local() as client:
-            return await run_adapte_eval(client, args.sets, limit=args.limit)
+        llm = build_llm(LLMSettings(backend=args.llm))
+        try:
+            async with EutilsClient.local() as client:
+                return await run_adapte_eval(client, args.sets, llm=llm, limit=args.limit)
+        finally:
+            if llm is not None:
+                await llm.aclose()
 
     scores = asyncio.run(go())
     print(markdown_table(scores))

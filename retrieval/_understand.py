@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -63,8 +64,29 @@ def _terms(node: Node) -> Iterator[Term | Range]:
         yield from _terms(node.right)
 
 
-def check_ladder_query(query: str, found: ScrubResult | None = None) -> tuple[str | None, str | None]:
-    """(clean query, None) if ``query`` may run, else (None, reason). PHI is stripped first."""
+_WORD = re.compile(r"[a-z0-9]+")
+# Words too generic to tie a query to a question.
+_GENERIC = frozenset(
+    "a an and or not of in on at to for with by the is are be do does can will my her his their our "
+    "patient patients people disease diseases treatment treatments therapy therapeutics study studies "
+    "risk effect effects outcome outcomes".split()
+)
+
+
+def _stems(text: str) -> set[str]:
+    # Crude stemming is enough to tie "tumors" to "tumor" and "metastases" to "metastas..."; the point is
+    # catching queries about something else entirely, not ranking.
+    return {w[:6] for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _GENERIC}
+
+
+def check_ladder_query(
+    query: str, found: ScrubResult | None = None, anchors: set[str] | None = None
+) -> tuple[str | None, str | None]:
+    """(clean query, None) if ``query`` may run, else (None, reason). PHI is stripped first.
+
+    ``anchors`` (stems of the question and of its recognised concepts) rejects a query none of whose
+    terms relates to the question: small models copy their few-shot examples verbatim.
+    """
     cleaned = strip_phi_from_query(query, found)
     if not cleaned.strip():
         return None, "nothing left after PHI removal"
@@ -72,10 +94,15 @@ def check_ladder_query(query: str, found: ScrubResult | None = None) -> tuple[st
         ast = parse_query(cleaned)
     except QuerySyntaxError as exc:
         return None, f"invalid PubMed syntax: {exc}"
-    for term in _terms(ast):
+    terms = list(_terms(ast))
+    for term in terms:
         fld = term.field
         if fld is not None and fld not in ALLOWED_FIELDS:
             return None, f"field [{fld}] not allowed in a rewritten query"
+    if anchors is not None:
+        words = [t for t in terms if isinstance(t, Term)]
+        if words and not any(_stems(t.text) & anchors for t in words):
+            return None, "no term relates to the question"
     return cleaned, None
 
 
@@ -113,8 +140,11 @@ class QueryUnderstander:
         output = result.value
         ladder: list[str] = []
         dropped: list[tuple[str, str]] = []
+        anchors = _stems(found.text)
+        for concept in fallback.concepts:
+            anchors |= _stems(f"{concept.text} {concept.mesh or ''}")
         for query in output.ladder:
-            cleaned, why = check_ladder_query(query, found)
+            cleaned, why = check_ladder_query(query, found, anchors)
             if cleaned is None:
                 dropped.append((query, why or "rejected"))
             elif cleaned not in ladder:

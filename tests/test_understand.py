@@ -335,3 +335,28 @@ async def test_speculative_execution_gives_the_sequential_result() -> None:
     assert [t.count for t in speculative.tiers] == [t.count for t in sequential.tiers]
     assert speculative.stopped_at == sequential.stopped_at == 5
     await client.aclose()
+
+
+async def test_copied_few_shot_ladder_is_rejected_as_unrelated() -> None:
+    # What Gemma-3-270M really did: it returned the prompt's pancreatic example for a penile-cancer question.
+    copied = [
+        '"pancreatic tumor" AND "biopsy" AND "truth-telling" AND "caregivers"',
+        '"pancreatic tumor" AND "biopsy" AND ("truth-telling" OR "disclosure")',
+        '"pancreatic tumor" OR "biopsy" OR "truth-telling"',
+    ]
+    u = await understander(ScriptedLLM(llm_plan(copied))).understand(
+        "I have a squamous cell cancer on my penis and they want to do an ultrasound. does it help staging?"
+    )
+    assert u.path == "deterministic" and u.fallback_reason == "no valid query in the LLM ladder"
+    assert {why for _, why in u.dropped} == {"no term relates to the question"}
+
+
+async def test_abstraction_with_one_anchored_term_is_kept() -> None:
+    ladder = [
+        '"pancreatic neoplasms"[mh] AND "truth disclosure"[mh]',
+        '"pancreatic neoplasms"[mh] OR "caregivers"',
+    ]
+    u = await understander(ScriptedLLM(llm_plan(ladder))).understand(
+        "The doc thinks she has a tumor in her pancreas. We don't want to tell her it's canc'r."
+    )
+    assert u.path == "llm" and u.plan.ladder[:2] == ladder and not u.dropped
