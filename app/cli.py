@@ -106,7 +106,7 @@ def eutils_serve(
 @eutils_app.command("search")
 def eutils_search(
     term: Annotated[str, typer.Argument(help="PubMed query, e.g. 'neoplasms[mh] AND 2010:2015[dp]'.")],
-    offline: OfflineOpt = True,
+    offline: OfflineOpt = False,
     retmax: Annotated[int, typer.Option(min=1, max=10_000)] = 10,
     sort: Annotated[str | None, typer.Option(help="relevance | pub_date | (none: PMID descending)")] = None,
     mindate: Annotated[str | None, typer.Option(help="YYYY[/MM[/DD]]; needs --maxdate")] = None,

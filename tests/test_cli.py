@@ -99,3 +99,28 @@ def test_served_post_and_unknown_path(served: str) -> None:
     )
     assert parse_esearch(r.content).count > 0
     assert httpx.get(served + "nosuch.fcgi", timeout=5).status_code == 404
+
+
+def test_search_json_runs_the_ladder_and_keeps_phi_out() -> None:
+    narrative = (
+        "Hi I'm Linda Parker (555-201-7788). My mom has a mass on her pancreas and her CA 19 9 came back "
+        "really high, is the whipple pointless?"
+    )
+    result = CliRunner().invoke(app, ["search", "--offline", "--json", narrative])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["pmids"] and all(p.isdigit() for p in payload["pmids"])
+    assert payload["rewriter"]["path"] == "deterministic"
+    tiers = payload["tiers"]
+    assert tiers and {"query", "count", "latency_ms", "used"} <= set(tiers[0])
+    assert payload["records"][0]["pmid"] == payload["pmids"][0]
+    # The top hit is the corpus article on exactly this dilemma.
+    assert "19459018" in payload["pmids"][:3]
+    for secret in ("Linda", "Parker", "555-201-7788"):
+        assert secret not in result.stdout
+    assert {"NAME", "PHONE"} <= set(payload["rewriter"]["phi_removed"])
+
+
+def test_search_rejects_half_a_date_window() -> None:
+    result = CliRunner().invoke(app, ["search", "--offline", "--mindate", "2010", "cancer"])
+    assert result.exit_code == 2 and "go together" in result.output
