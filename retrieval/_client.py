@@ -53,6 +53,7 @@ LOCAL_REQUESTS_PER_SECOND = 1000.0
 ESEARCH_MAX = 10_000  # NCBI: retmax cap, and PubMed returns only the first 10,000 matches at all
 
 T = TypeVar("T")
+R = TypeVar("R")
 Params = list[tuple[str, str]]
 
 
@@ -221,64 +222,47 @@ class EutilsClient:
         Cached per PMID, so overlapping candidate sets only fetch what is new; misses go out in
         batches of ``efetch_batch_size`` (POST above ``post_min_ids``).
         """
-        wanted = _unique(pmids)
-        found: dict[str, PubmedRecord] = {}
-        missing: list[str] = []
-        for pmid in wanted:
-            hit = self._cache_get("efetch", ("efetch", "pubmed", pmid))
-            if hit is not None:
-                found[pmid] = hit
-            else:
-                missing.append(pmid)
-
-        async def fetch(batch: Sequence[str]) -> list[PubmedRecord]:
-            params: Params = [("db", "pubmed"), ("id", ",".join(batch)), ("retmode", "xml")]
-            return await self._call(
-                "efetch",
-                params,
-                parse_pubmed_articles,
-                api_key=api_key,
-                post=len(batch) > self.settings.post_min_ids,
-            )
-
-        for records in await self._gather(
-            fetch(b) for b in _chunks(missing, self.settings.efetch_batch_size)
-        ):
-            for record in records:
-                found[record.pmid] = record
-                self._cache_put(("efetch", "pubmed", record.pmid), record)
-        return [found[p] for p in wanted if p in found]
+        return await self._efetch_cached(
+            "pubmed", _unique(pmids), str, parse_pubmed_articles, lambda r: r.pmid, api_key
+        )
 
     async def efetch_pmc(self, pmcids: Iterable[str], *, api_key: str | None = None) -> list[PmcArticle]:
         """PMC JATS full texts. Accepts ``PMC123`` or ``123``; a withheld body is flagged, not an error."""
         wanted = _unique(normalise_pmcid(p) for p in pmcids)
-        found: dict[str, PmcArticle] = {}
+        # EFetch db=pmc takes bare numeric UIDs.
+        return await self._efetch_cached(
+            "pmc", wanted, lambda pmcid: pmcid[3:], parse_pmc_articles, lambda a: a.pmcid, api_key
+        )
+
+    async def _efetch_cached(
+        self,
+        db: str,
+        wanted: list[str],
+        uid: Callable[[str], str],
+        parser: Callable[[bytes], list[R]],
+        key_of: Callable[[R], str],
+        api_key: str | None,
+    ) -> list[R]:
+        found: dict[str, R] = {}
         missing: list[str] = []
-        for pmcid in wanted:
-            hit = self._cache_get("efetch", ("efetch", "pmc", pmcid))
+        for ident in wanted:
+            hit = self._cache_get("efetch", ("efetch", db, ident))
             if hit is not None:
-                found[pmcid] = hit
+                found[ident] = hit
             else:
-                missing.append(pmcid)
+                missing.append(ident)
 
-        async def fetch(batch: Sequence[str]) -> list[PmcArticle]:
-            # EFetch db=pmc takes bare numeric UIDs.
-            params: Params = [("db", "pmc"), ("id", ",".join(p[3:] for p in batch)), ("retmode", "xml")]
-            return await self._call(
-                "efetch",
-                params,
-                parse_pmc_articles,
-                api_key=api_key,
-                post=len(batch) > self.settings.post_min_ids,
-            )
+        async def fetch(batch: Sequence[str]) -> list[R]:
+            params: Params = [("db", db), ("id", ",".join(uid(i) for i in batch)), ("retmode", "xml")]
+            post = len(batch) > self.settings.post_min_ids
+            return await self._call("efetch", params, parser, api_key=api_key, post=post)
 
-        for articles in await self._gather(
-            fetch(b) for b in _chunks(missing, self.settings.efetch_batch_size)
-        ):
-            for article in articles:
-                found[article.pmcid] = article
-                self._cache_put(("efetch", "pmc", article.pmcid), article)
-        return [found[p] for p in wanted if p in found]
+        for items in await self._gather(fetch(b) for b in _chunks(missing, self.settings.efetch_batch_size)):
+            for item in items:
+                key = key_of(item)
+                found[key] = item
+                self._cache_put(("efetch", db, key), item)
+        return [found[i] for i in wanted if i in found]
 
     async def esummary(
         self, ids: Iterable[str], *, db: str = "pubmed", api_key: str | None = None
