@@ -157,18 +157,21 @@ def search(
     use_llm: Annotated[
         bool, typer.Option("--llm/--no-llm", help="Use the configured LLM rewriter (falls back if it fails).")
     ] = True,
+    use_dense: Annotated[
+        bool, typer.Option("--dense/--no-dense", help="Fuse the dense (semantic) arm with the Boolean arm.")
+    ] = True,
     mindate: Annotated[str | None, typer.Option(help="YYYY[/MM[/DD]]; needs --maxdate")] = None,
     maxdate: Annotated[str | None, typer.Option(help="YYYY[/MM[/DD]]; needs --mindate")] = None,
-    top_k: Annotated[int, typer.Option(min=1, max=200, help="Records to fetch and show.")] = 10,
+    show: Annotated[int, typer.Option(min=1, max=200, help="Evidence documents to show.")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """Understand the question, run the Boolean ladder with Adapt-E, and show the ranked PMIDs."""
+    """Understand the question, run Adapt-E and the dense arm, fuse, filter, and show the evidence."""
     if (mindate is None) != (maxdate is None):
         err_console.print("[bold red]error:[/] --mindate and --maxdate go together")
         raise typer.Exit(code=2)
     settings = _settings(offline)
     try:
-        outcome = asyncio.run(_run_search(settings, question, use_llm, mindate, maxdate, top_k))
+        outcome = asyncio.run(_run_search(settings, question, use_llm, use_dense, mindate, maxdate))
     except CometaError as exc:
         raise _fail(exc) from exc
     if as_json:
@@ -176,15 +179,15 @@ def search(
         return
     u, a = outcome.understanding, outcome.adapte
     plan = u.plan
-    console.print(f"[bold]Rewriter:[/] {u.path}" + (f" ({u.fallback_reason})" if u.fallback_reason else ""))
-    console.print(f"[bold]Question:[/] {escape(plan.corrected_question)}")
     console.print(
-        f"[bold]Intent:[/] {plan.intent}   [bold]Concepts:[/] "
-        + "; ".join(f"{c.text}" + (f" → {c.mesh}" if c.mesh else "") for c in plan.concepts)
+        f"[bold]Rewriter:[/] {u.path}" + (f" ({escape(u.fallback_reason)})" if u.fallback_reason else "")
     )
+    console.print(f"[bold]Question:[/] {escape(plan.corrected_question)}")
+    concepts = "; ".join(escape(c.text + (f" → {c.mesh}" if c.mesh else "")) for c in plan.concepts)
+    console.print(f"[bold]Intent:[/] {plan.intent}   [bold]Concepts:[/] {concepts}")
     if plan.date_limits:
         console.print(f"[bold]Years:[/] {plan.date_limits.min_year}–{plan.date_limits.max_year}")
-    tiers = Table(title="Adapt-E ladder", show_lines=False)
+    tiers = Table(title="Adapt-E ladder (Boolean arm)")
     for col in ("#", "query", "count", "ms", "used"):
         tiers.add_column(col)
     for t in a.tiers:
@@ -196,26 +199,38 @@ def search(
             "yes" if t.used else "",
         )
     console.print(tiers)
-    if a.date_limits_relaxed:
-        console.print("[yellow]Nothing within the requested years; showing older evidence.[/]")
-    if a.zero_hit:
-        console.print(
-            "[bold yellow]No evidence found[/] (every tier and the relaxed fallback were zero-hits)."
-        )
+    for warning in outcome.warnings:
+        console.print(f"[yellow]{escape(warning)}[/]")
+    docs = outcome.evidence.docs
+    if not docs:
+        console.print("[bold yellow]No evidence found.[/]")
         return
-    ranked = Table(title=f"Top {len(outcome.records)} of {len(a.pmids)} PMIDs")
-    for col in ("rank", "PMID", "Year", "Title"):
+    dropped = outcome.evidence.dropped_by_reason
+    note = ", ".join(f"{n} {reason}" for reason, n in dropped.items())
+    ranked = Table(title=f"Evidence: {len(docs)} documents" + (f" (dropped: {note})" if note else ""))
+    for col in ("rank", "PMID", "year", "class", "depth", "arms", "title"):
         ranked.add_column(col)
-    for rank, r in enumerate(outcome.records, start=1):
-        ranked.add_row(str(rank), r.pmid, str(r.year or ""), escape(r.title[:100]))
+    for rank, d in enumerate(docs[:show], start=1):
+        arms = " ".join(
+            f"B{p.rank}" + (f"/t{p.tier}" if p.tier else "") if p.arm == "boolean" else f"D{p.rank}"
+            for p in d.provenance
+        )
+        ranked.add_row(
+            str(rank), d.pmid, str(d.year or ""), d.doc_class, d.depth_used, arms, escape(d.title[:90])
+        )
     console.print(ranked)
 
 
 async def _run_search(
-    settings: Settings, question: str, use_llm: bool, mindate: str | None, maxdate: str | None, top_k: int
+    settings: Settings,
+    question: str,
+    use_llm: bool,
+    use_dense: bool,
+    mindate: str | None,
+    maxdate: str | None,
 ) -> SearchOutcome:
-    async with Pipeline(settings, use_llm=use_llm) as pipeline:
-        return await pipeline.search(question, mindate=mindate, maxdate=maxdate, top_k=top_k)
+    async with Pipeline(settings, use_llm=use_llm, use_dense=use_dense) as pipeline:
+        return await pipeline.search(question, mindate=mindate, maxdate=maxdate)
 
 
 def _record_json(record: PubmedRecord) -> dict[str, Any]:

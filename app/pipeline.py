@@ -1,36 +1,72 @@
-"""Orchestration: settings -> the stages, wired once, shared by the CLI and (later) the web service."""
+"""Orchestration: settings -> the stages, wired once; shared by the CLI, evaluation and the service.
+
+``Pipeline.search``: Understand -> (Adapt-E Boolean arm ‖ dense arm) -> RRF -> one batched EFetch ->
+metadata filters and depth policy -> an ordered evidence list.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from retrieval._dense import DenseHit, DenseRetriever
+
 from llm import LLMClient, build_llm
-from retrieval import AdaptE, AdaptEResult, EutilsClient, MeshVocabulary, PubmedRecord
+from retrieval import AdaptE, AdaptEResult, EutilsClient, MeshVocabulary
+from retrieval._evidence import EvidenceBuilder, EvidenceSet
+from retrieval._exceptions import CometaError
+from retrieval._fusion import FusedHit, fuse
 from retrieval._understand import QueryUnderstander, Understanding
 
 from .settings import Settings
 
-__all__ = ["Pipeline", "SearchOutcome"]
+__all__ = ["Pipeline", "SearchOutcome", "build_dense_retriever"]
+
+log = logging.getLogger("cometa.pipeline")
+
+
+def build_dense_retriever(settings: Settings) -> DenseRetriever:
+    """Encoder + vector index per settings; the bundled-corpus index is built on first use when local."""
+    from retrieval._dense import ensure_bundled_index
+
+    from retrieval._encoders import load_encoder
+    from retrieval._vector import open_index
+
+    encoder = load_encoder(settings.dense)
+    if settings.eutils.backend == "local":
+        index = ensure_bundled_index(settings.dense, encoder)
+    else:
+        index = open_index(settings.dense, encoder)
+    return DenseRetriever(encoder, index)
+
+
+def _year(value: str | None) -> int | None:
+    return int(value[:4]) if value and value[:4].isdigit() else None
 
 
 @dataclass
 class SearchOutcome:
     understanding: Understanding
     adapte: AdaptEResult
-    records: list[PubmedRecord]  # the top ``top_k`` PMIDs, fetched, in rank order
+    dense: list[DenseHit]
+    fused: list[FusedHit]
+    evidence: EvidenceSet
+    warnings: list[str] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
 
     @property
     def pmids(self) -> list[str]:
-        return list(self.adapte.pmids)
+        """The final ranking: fused, fetched, filtered."""
+        return list(self.evidence.pmids)
 
     def to_json(self) -> dict[str, Any]:
         u, a = self.understanding, self.adapte
         return {
-            "pmids": list(a.pmids),
-            "zero_hit": a.zero_hit,
+            "pmids": self.pmids,
+            "zero_hit": not self.evidence.docs,
             "plan": u.plan.model_dump(),
             "rewriter": {
                 "path": u.path,
@@ -55,27 +91,42 @@ class SearchOutcome:
                 }
                 for t in a.tiers
             ],
+            "boolean_pmids": list(a.pmids),
+            "boolean_zero_hit": a.zero_hit,
             "fallback_used": a.fallback_used,
             "date_limits_relaxed": a.date_limits_relaxed,
             "stopped_at": a.stopped_at,
-            "records": [
+            "dense": [{"pmid": h.pmid, "score": round(h.score, 4), "rank": h.rank} for h in self.dense],
+            "evidence": [
                 {
-                    "pmid": r.pmid,
-                    "title": r.title,
-                    "year": r.year,
-                    "journal": r.journal,
-                    "publication_types": [p.name for p in r.publication_types],
-                    "pmcid": r.pmcid,
+                    "rank": rank,
+                    "pmid": d.pmid,
+                    "pmcid": d.pmcid,
+                    "title": d.title,
+                    "year": d.year,
+                    "journal": d.journal,
+                    "publication_types": list(d.publication_types),
+                    "class": d.doc_class,
+                    "depth": d.depth_used,
+                    "depth_fallback_reason": d.depth_fallback_reason,
+                    "url": d.url,
+                    "rrf_score": round(d.rrf_score, 6),
+                    "provenance": [
+                        {"arm": p.arm, "rank": p.rank, "score": p.score, "tier": p.tier} for p in d.provenance
+                    ],
+                    "text_units": len(d.text_units),
                 }
-                for r in self.records
+                for rank, d in enumerate(self.evidence.docs, start=1)
             ],
+            "dropped": [{"pmid": d.pmid, "reason": d.reason} for d in self.evidence.dropped],
+            "warnings": self.warnings,
             "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
             "question_hash": u.question_hash,
         }
 
 
 class Pipeline:
-    """Owns one E-utilities client and one LLM client for the life of a process (or a CLI call)."""
+    """Owns one E-utilities client, one LLM client and one dense retriever for the life of a process."""
 
     def __init__(
         self,
@@ -84,6 +135,8 @@ class Pipeline:
         client: EutilsClient | None = None,
         llm: LLMClient | None = None,
         use_llm: bool = True,
+        dense: DenseRetriever | None = None,
+        use_dense: bool = True,
     ) -> None:
         self.settings = settings
         if client is None:
@@ -105,6 +158,11 @@ class Pipeline:
             vocabulary=MeshVocabulary.load(),
             speculative=a.speculative,
         )
+        self.use_dense = use_dense and settings.dense.enabled
+        self._dense = dense
+        self._dense_error: str | None = None
+        self._dense_lock = asyncio.Lock()
+        self.evidence = EvidenceBuilder(client, settings.evidence)
 
     async def __aenter__(self) -> Pipeline:
         return self
@@ -117,25 +175,75 @@ class Pipeline:
         if self.llm is not None:
             await self.llm.aclose()
 
+    async def dense_retriever(self) -> DenseRetriever | None:
+        """The dense arm, loaded once (model + index); None, with a remembered reason, if it cannot load."""
+        if not self.use_dense:
+            return None
+        async with self._dense_lock:
+            if self._dense is None and self._dense_error is None:
+                try:
+                    self._dense = await asyncio.to_thread(build_dense_retriever, self.settings)
+                except CometaError as exc:
+                    self._dense_error = f"{type(exc).__name__}: {exc}"
+                    log.warning("dense retrieval disabled: %s", self._dense_error)
+        return self._dense
+
     async def search(
         self,
         question: str,
         *,
         mindate: str | None = None,
         maxdate: str | None = None,
-        top_k: int = 10,
         api_key: str | None = None,
     ) -> SearchOutcome:
-        timings: dict[str, float] = {}
         t0 = time.perf_counter()
         understanding = await self.understander.understand(question)
+        understand_ms = (time.perf_counter() - t0) * 1000
+        outcome = await self.retrieve(understanding, mindate=mindate, maxdate=maxdate, api_key=api_key)
+        outcome.timings_ms = {"understand": understand_ms, **outcome.timings_ms}
+        return outcome
+
+    async def retrieve(
+        self,
+        understanding: Understanding,
+        *,
+        mindate: str | None = None,
+        maxdate: str | None = None,
+        api_key: str | None = None,
+    ) -> SearchOutcome:
+        """Everything after Understand; the evaluation suites call this with precomputed plans."""
+        plan = understanding.plan
+        timings: dict[str, float] = {}
+        warnings: list[str] = []
+        started = time.perf_counter()
+
+        async def boolean_arm() -> AdaptEResult:
+            result = await self.adapte.run(plan, mindate=mindate, maxdate=maxdate, api_key=api_key)
+            timings["esearch"] = (time.perf_counter() - started) * 1000
+            return result
+
+        async def dense_arm() -> list[DenseHit]:
+            retriever = await self.dense_retriever()
+            if retriever is None:
+                return []
+            hits = await retriever.asearch(plan.corrected_question, self.settings.dense.top_k)
+            timings["dense"] = (time.perf_counter() - started) * 1000
+            return hits
+
+        boolean, dense = await asyncio.gather(boolean_arm(), dense_arm())
+        if self.use_dense and self._dense_error:
+            warnings.append(f"dense retrieval unavailable ({self._dense_error}); Boolean arm only")
+        if boolean.date_limits_relaxed:
+            warnings.append("no evidence within the requested years; older evidence shown")
         t1 = time.perf_counter()
-        timings["understand"] = (t1 - t0) * 1000
-        result = await self.adapte.run(understanding.plan, mindate=mindate, maxdate=maxdate, api_key=api_key)
+        fused = fuse(self.settings.evidence, boolean=boolean, dense=dense)
+        timings["fuse"] = (time.perf_counter() - t1) * 1000
+        min_year, max_year = _year(mindate), _year(maxdate)
+        if min_year is None and max_year is None and plan.date_limits is not None:
+            min_year, max_year = plan.date_limits.min_year, plan.date_limits.max_year
+        if boolean.date_limits_relaxed:
+            min_year = max_year = None  # the window was already given up for this question, on purpose
         t2 = time.perf_counter()
-        timings["esearch"] = (t2 - t1) * 1000
-        records = (
-            await self.client.efetch_pubmed(result.pmids[:top_k], api_key=api_key) if result.pmids else []
-        )
-        timings["efetch"] = (time.perf_counter() - t2) * 1000
-        return SearchOutcome(understanding, result, records, timings)
+        evidence = await self.evidence.build(fused, min_year=min_year, max_year=max_year, api_key=api_key)
+        timings["metadata"] = (time.perf_counter() - t2) * 1000
+        return SearchOutcome(understanding, boolean, dense, fused, evidence, warnings, timings)

@@ -14,6 +14,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from llm import LLMSettings
 from retrieval import AdaptESettings, EutilsSettings, LocalServerSettings
+from retrieval._config import DenseSettings, EvidenceSettings
 
 __all__ = ["Settings", "get_settings"]
 
@@ -30,6 +31,8 @@ class Settings(BaseSettings):
     local_server: LocalServerSettings = Field(default_factory=LocalServerSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     adapte: AdaptESettings = Field(default_factory=AdaptESettings)
+    dense: DenseSettings = Field(default_factory=DenseSettings)
+    evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     # Question text is PHI: logs carry only its hash unless this is switched on explicitly.
     debug_log_questions: bool = False

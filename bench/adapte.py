@@ -17,7 +17,7 @@ import time
 
 from pydantic import SecretStr
 
-from eval.adapte import load_items
+from eval.retrieval import load_items
 from retrieval import AdaptE, EutilsSettings, FaultSettings, LocalServerSettings, MeshVocabulary
 from retrieval._client import LOCAL_BASE_URL, EutilsClient
 from retrieval._server import create_eutils_app, eutils_transport

