@@ -12,10 +12,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from retrieval._dense import DenseHit, DenseRetriever
-
 from llm import LLMClient, build_llm
 from retrieval import AdaptE, AdaptEResult, EutilsClient, MeshVocabulary
+from retrieval._dense import DenseHit, DenseRetriever, open_retriever
 from retrieval._evidence import EvidenceBuilder, EvidenceSet
 from retrieval._exceptions import CometaError
 from retrieval._fusion import FusedHit, fuse
@@ -29,18 +28,9 @@ log = logging.getLogger("cometa.pipeline")
 
 
 def build_dense_retriever(settings: Settings) -> DenseRetriever:
-    """Encoder + vector index per settings; the bundled-corpus index is built on first use when local."""
-    from retrieval._dense import ensure_bundled_index
-
-    from retrieval._encoders import load_encoder
-    from retrieval._vector import open_index
-
-    encoder = load_encoder(settings.dense)
-    if settings.eutils.backend == "local":
-        index = ensure_bundled_index(settings.dense, encoder)
-    else:
-        index = open_index(settings.dense, encoder)
-    return DenseRetriever(encoder, index)
+    """Encoder + vector index per settings; offline, the local corpus's index is built on first use."""
+    local = settings.eutils.backend == "local"
+    return open_retriever(settings.dense, bundled=local, corpus_dir=settings.local_server.corpus_dir)
 
 
 def _year(value: str | None) -> int | None:

