@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
@@ -28,6 +30,10 @@ eutils_app = typer.Typer(
     no_args_is_help=True, help="E-utilities: the local server and a client for it or NCBI."
 )
 app.add_typer(eutils_app, name="eutils")
+index_app = typer.Typer(
+    no_args_is_help=True, help="Dense vector index: build (or resume) from several sources."
+)
+app.add_typer(index_app, name="index")
 
 console = Console()
 err_console = Console(stderr=True)
@@ -44,7 +50,11 @@ OfflineOpt = Annotated[
 
 def _settings(offline: bool) -> Settings:
     settings = get_settings()
-    return settings.offline() if offline else settings
+    if not offline:
+        return settings
+    # Offline means offline: a Hugging Face hub lookup would hang for over a minute before failing.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    return settings.offline()
 
 
 def _client(settings: Settings) -> EutilsClient:
@@ -231,6 +241,61 @@ async def _run_search(
 ) -> SearchOutcome:
     async with Pipeline(settings, use_llm=use_llm, use_dense=use_dense) as pipeline:
         return await pipeline.search(question, mindate=mindate, maxdate=maxdate)
+
+
+@index_app.command("build")
+def index_build(
+    source: Annotated[
+        str,
+        typer.Option(
+            help="bundled: the local corpus; baseline: PubMed XML files/folders (PATHS); "
+            "medcpt: NCBI's MedCPT embeddings folder (PATHS[0], embeds_chunk_*.npy + pmids_chunk_*.json)"
+        ),
+    ] = "bundled",
+    paths: Annotated[list[Path] | None, typer.Argument(help="Inputs for --source baseline / medcpt.")] = None,
+    offline: OfflineOpt = False,
+    index_dir: Annotated[Path | None, typer.Option(help="Where the index lives (default: settings).")] = None,
+    batch_size: Annotated[int | None, typer.Option(min=1, help="Encoding batch size.")] = None,
+) -> None:
+    """Build (or resume building) the dense index; prints throughput. Re-running skips indexed PMIDs."""
+    from retrieval._dense import build_from_baseline, ensure_bundled_index, import_medcpt_embeddings
+    from retrieval._encoders import load_encoder
+    from retrieval._vector import open_index
+
+    if source not in {"bundled", "baseline", "medcpt"}:
+        err_console.print(f"[bold red]error:[/] unknown --source {source!r}")
+        raise typer.Exit(code=2)
+    if source != "bundled" and not paths:
+        err_console.print(f"[bold red]error:[/] --source {source} needs input PATHS")
+        raise typer.Exit(code=2)
+    settings = _settings(offline)
+    dense = settings.dense
+    if index_dir is not None:
+        dense = dense.model_copy(update={"index_dir": index_dir})
+    if batch_size is not None:
+        dense = dense.model_copy(update={"encode_batch_size": batch_size})
+    started = time.perf_counter()
+    try:
+        encoder = load_encoder(dense)
+        if source == "bundled":
+            index = ensure_bundled_index(
+                dense, encoder, corpus_dir=settings.local_server.corpus_dir, progress=True
+            )
+            console.print(f"bundled-corpus index ready: {len(index)} vectors ({encoder.name})")
+        else:
+            index = open_index(dense, encoder, create=True)
+            if source == "baseline":
+                stats = build_from_baseline(paths or [], encoder, index, batch_size=dense.encode_batch_size)
+            else:
+                stats = import_medcpt_embeddings((paths or [])[0], index)
+            index.save()
+            console.print(
+                f"added {stats.added}, skipped {stats.skipped} in {stats.seconds:.1f} s "
+                f"({stats.docs_per_s:.1f} docs/s); index holds {len(index)} vectors"
+            )
+    except (CometaError, OSError) as exc:
+        raise _fail(exc) from exc
+    console.print(f"done in {time.perf_counter() - started:.1f} s")
 
 
 def _record_json(record: PubmedRecord) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import statistics
 import time
@@ -171,11 +172,11 @@ async def run_retrieval_eval(
             for label, pipeline in pipelines.items():
                 task = bar.add_task(f"{query_set} · {label}", total=len(items))
                 for item in items:
-                    rows = await _run_pipeline(pipeline, item)
-                    columns.setdefault(f"Adapt-E ({label})", []).append(rows["adapte"])
+                    by_system = await _run_pipeline(pipeline, item)
+                    columns.setdefault(f"Adapt-E ({label})", []).append(by_system["adapte"])
                     if pipeline is first:
-                        columns.setdefault(f"dense ({_dense_name(pipeline)})", []).append(rows["dense"])
-                    columns.setdefault(f"hybrid ({label})", []).append(rows["hybrid"])
+                        columns.setdefault(f"dense ({_dense_name(pipeline)})", []).append(by_system["dense"])
+                    columns.setdefault(f"hybrid ({label})", []).append(by_system["hybrid"])
                     bar.advance(task)
             for system, rows in columns.items():
                 for item, row in zip(items, rows, strict=True):
@@ -262,10 +263,11 @@ async def evaluate(
     """The offline-default pipelines (bundled corpus, MiniLM dense arm), deterministic and optionally LLM."""
     from app.settings import Settings
 
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # offline run: never wait on a hub lookup
     settings = Settings().offline()
     det = Pipeline(settings, use_llm=False)
     pipelines: dict[str, Pipeline] = {"deterministic": det}
-    llm = build_llm(LLMSettings(backend=llm_backend))  # type: ignore[arg-type]
+    llm = build_llm(LLMSettings.model_validate({"backend": llm_backend}))
     if llm is not None:
         pipelines[f"LLM: {llm.model_name}"] = Pipeline(
             settings, client=det.client, llm=llm, dense=await det.dense_retriever()

@@ -113,7 +113,8 @@ def test_search_json_runs_the_ladder_and_keeps_phi_out() -> None:
     assert payload["rewriter"]["path"] == "deterministic"
     tiers = payload["tiers"]
     assert tiers and {"query", "count", "latency_ms", "used"} <= set(tiers[0])
-    assert payload["records"][0]["pmid"] == payload["pmids"][0]
+    assert payload["evidence"][0]["pmid"] == payload["pmids"][0]
+    assert {"class", "depth", "provenance", "url"} <= set(payload["evidence"][0])
     # The top hit is the corpus article on exactly this dilemma.
     assert "19459018" in payload["pmids"][:3]
     for secret in ("Linda", "Parker", "555-201-7788"):
@@ -124,3 +125,19 @@ def test_search_json_runs_the_ladder_and_keeps_phi_out() -> None:
 def test_search_rejects_half_a_date_window() -> None:
     result = CliRunner().invoke(app, ["search", "--offline", "--mindate", "2010", "cancer"])
     assert result.exit_code == 2 and "go together" in result.output
+
+
+def test_index_build_from_baseline_resumes(tmp_path: Path) -> None:
+    sample = REPO / "retrieval" / "corpus" / "pubmed" / "ncbi_samples.xml"
+    args = ["index", "build", "--offline", "--source", "baseline", "--index-dir", str(tmp_path), str(sample)]
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert "added 13, skipped 0" in first.output and "docs/s" in first.output
+    second = CliRunner().invoke(app, args)
+    assert second.exit_code == 0, second.output
+    assert "added 0, skipped 13" in second.output and "index holds 13 vectors" in second.output
+
+
+def test_index_build_needs_inputs_for_baseline() -> None:
+    result = CliRunner().invoke(app, ["index", "build", "--offline", "--source", "baseline"])
+    assert result.exit_code == 2 and "needs input PATHS" in result.output
