@@ -1,0 +1,57 @@
+"""The retrieval ablation suite: metrics by hand, the user JSONL format, and one real small run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.pipeline import Pipeline
+from app.settings import Settings
+from eval.retrieval import load_items, markdown_table, raw_term, run_retrieval_eval, score_ranking
+
+
+def test_score_ranking_by_hand() -> None:
+    assert score_ranking(["a", "b", "c"], ["c"]) == (1.0, pytest.approx(1 / 3), 1.0)
+    assert score_ranking(["a", "b"], ["x"]) == (0.0, 0.0, 0.0)
+    hit, rr, recall = score_ranking([str(i) for i in range(20)], ["3", "15", "99"])
+    assert (hit, rr, recall) == (1.0, 0.25, pytest.approx(1 / 3))  # "15" is outside the top 10
+    assert score_ranking([], ["1"]) == (0.0, 0.0, 0.0)
+
+
+def test_raw_term_strips_phi_and_syntax() -> None:
+    term = raw_term('I\'m Linda Parker (555-201-7788) "breast cancer" [pmid] AND chemo?')
+    assert "Linda" not in term and "555" not in term
+    assert not set('"[]()') & set(term) and " AND " not in term
+    assert "breast cancer" in term and "chemo" in term
+
+
+def test_user_jsonl_question_file(tmp_path: Path) -> None:
+    path = tmp_path / "mine.jsonl"
+    lines = [{"question": "Is aspirin useful?", "pmids": [123, "456"]}, {"question": "q2", "pmids": []}]
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    items = load_items(str(path))
+    assert [i.gold for i in items] == [("123", "456"), ()]
+    assert [i.text for i in items] == ["Is aspirin useful?", "q2"]
+
+
+async def test_small_real_run_over_the_pipeline() -> None:
+    settings = Settings().offline()
+    async with Pipeline(settings, use_llm=False) as pipeline:
+        scores = await run_retrieval_eval({"deterministic": pipeline}, ["narrative"], limit=4, progress=False)
+    systems = [s.system for s in scores]
+    assert systems == [
+        "raw E-utilities",
+        "Adapt-E (deterministic)",
+        "dense (MiniLM-L6)",
+        "hybrid (deterministic)",
+    ]
+    by = {s.system: s for s in scores}
+    assert all(s.n == 4 for s in scores)
+    assert by["raw E-utilities"].hit0 == 1.0  # narratives defeat raw E-utilities
+    assert by["Adapt-E (deterministic)"].hit0 == 0.0 and by["hybrid (deterministic)"].hit0 == 0.0
+    hybrid = by["hybrid (deterministic)"]
+    assert hybrid.hit10 is not None and hybrid.hit10 >= 0.75
+    table = markdown_table(scores)
+    assert table.count("\n") == len(scores) + 1 and "| narrative | hybrid (deterministic) | 4 |" in table
