@@ -4,6 +4,9 @@ from ._adapte import AdaptE, AdaptEResult, TierResult
 from ._client import EutilsClient
 from ._config import NCBI_EUTILS_URL, AdaptESettings, EutilsSettings, FaultSettings, LocalServerSettings
 from ._corpus import Corpus, load_corpus
+from ._dense import DenseHit, DenseRetriever, open_retriever
+from ._encoders import Encoder, EncoderUnavailable, load_encoder
+from ._evidence import EvidenceBuilder, EvidenceDoc, EvidenceSet, classify
 from ._exceptions import (
     BadRequest,
     CometaError,
@@ -14,6 +17,7 @@ from ._exceptions import (
     ServerError,
     TransportError,
 )
+from ._fusion import FusedHit, fuse, rrf
 from ._index import LiteratureIndex, SearchHits
 from ._mesh import MeshVocabulary
 from ._models import (
@@ -37,6 +41,7 @@ from ._models import (
 from ._plan import Concept, DateLimits, Pico, QueryPlan
 from ._query import parse_query, render, validate_query
 from ._server import create_eutils_app, eutils_transport
+from ._vector import IndexMismatchError
 
 __all__ = [
     "NCBI_EUTILS_URL",
@@ -52,13 +57,22 @@ __all__ = [
     "DbField",
     "DbInfo",
     "DbLink",
+    "DenseHit",
+    "DenseRetriever",
     "DocSummary",
     "EInfoResult",
     "ESearchResult",
+    "Encoder",
+    "EncoderUnavailable",
     "EutilsClient",
     "EutilsError",
     "EutilsSettings",
+    "EvidenceBuilder",
+    "EvidenceDoc",
+    "EvidenceSet",
     "FaultSettings",
+    "FusedHit",
+    "IndexMismatchError",
     "License",
     "LiteratureIndex",
     "LocalServerSettings",
@@ -79,11 +93,16 @@ __all__ = [
     "ServerError",
     "TierResult",
     "TransportError",
+    "classify",
     "create_eutils_app",
     "eutils_transport",
+    "fuse",
     "load_corpus",
+    "load_encoder",
     "normalise_pmcid",
+    "open_retriever",
     "parse_query",
     "render",
+    "rrf",
     "validate_query",
 ]
