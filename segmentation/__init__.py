@@ -1,1 +1,39 @@
-"""Stage 5: segmentation of full texts (SEOS and baselines), then passage retrieval and reranking."""
+"""Stage 5: segmentation of full texts (SEOS and baselines), then passage retrieval and reranking.
+
+* :func:`split_sentences` — biomedical sentence splitting with exact offsets (syntok + repairs).
+* :class:`SEOSSegmenter` — Semantic Enhanced Overlap Segmentation (CoMeta §3.2.2, Appendix A.4).
+* :class:`FixedTokenSegmenter`, :class:`SentenceWindowSegmenter`, :class:`TextTilingSegmenter` —
+  baselines behind the same :class:`Segmenter` interface.
+* :func:`counter_for` / :class:`HFTokenCounter` — token counts with the encoder's own tokenizer.
+* :func:`source_from_pmc` / :func:`source_from_abstract` — documents to segment.
+"""
+
+from ._baselines import FixedTokenSegmenter, SentenceWindowSegmenter, TextTilingSegmenter
+from ._jats import source_from_abstract, source_from_pmc, source_from_pubmed
+from ._sentences import SPLITTERS, split_sentences
+from ._seos import SEOSSegmenter, default_budget
+from ._tokens import HFTokenCounter, WhitespaceTokenCounter, counter_for, split_long_sentence
+from ._types import Chunk, Segmenter, Sentence, SourceSection, SourceText, TokenCounter
+
+__all__ = [
+    "SPLITTERS",
+    "Chunk",
+    "FixedTokenSegmenter",
+    "HFTokenCounter",
+    "SEOSSegmenter",
+    "Segmenter",
+    "Sentence",
+    "SentenceWindowSegmenter",
+    "SourceSection",
+    "SourceText",
+    "TextTilingSegmenter",
+    "TokenCounter",
+    "WhitespaceTokenCounter",
+    "counter_for",
+    "default_budget",
+    "source_from_abstract",
+    "source_from_pmc",
+    "source_from_pubmed",
+    "split_long_sentence",
+    "split_sentences",
+]
