@@ -1,0 +1,212 @@
+"""PassageRetriever: abstracts whole, sections segmented, dense -> rerank -> top-k, budgeted expansion."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from retrieval._encoders import FloatArray
+from retrieval._evidence import EvidenceDoc, TextUnit
+from retrieval._rerank import BiEncoderReranker
+from segmentation._passages import PassageContext, PassageRetriever, PassageSettings, build_chunks
+from segmentation._types import Chunk, SourceText
+
+VOCAB = ["tumor", "chemo", "survival", "pain", "biopsy", "diet", "sleep", "scan"]
+
+
+class FakeEncoder:
+    """Counts of VOCAB words, L2-normalised: dense scores are predictable by hand."""
+
+    name = "fake"
+    dim = len(VOCAB)
+    query_max_length = 64
+    doc_max_length = 64
+
+    def __init__(self) -> None:
+        self.doc_calls = 0
+
+    def _vec(self, text: str) -> np.ndarray:
+        words = text.lower().replace(".", " ").split()
+        v = np.array([words.count(w) for w in VOCAB], dtype=np.float32)
+        n = float(np.linalg.norm(v))
+        return v / n if n else v
+
+    def encode_queries(self, texts: Sequence[str], batch_size: int = 32) -> FloatArray:
+        return np.stack([self._vec(t) for t in texts]).astype(np.float32)
+
+    def encode_documents(
+        self, docs: Sequence[tuple[str, str]], batch_size: int = 32, progress: bool = False
+    ) -> FloatArray:
+        self.doc_calls += 1
+        return np.stack([self._vec(f"{t} {a}") for t, a in docs]).astype(np.float32)
+
+
+class SentenceSegmenter:
+    """One chunk per '. '-separated sentence, token count = words; ids/prev/next over the document."""
+
+    name = "sentence"
+
+    def segment(self, doc: SourceText) -> list[Chunk]:
+        raw: list[tuple[int, int, int, str]] = []
+        for si, sec in enumerate(doc.sections):
+            pos = 0
+            for part in sec.text.split(". "):
+                start = sec.text.index(part, pos)
+                raw.append((si, start, start + len(part), part))
+                pos = start + len(part)
+        ids = [f"{doc.doc_id}#{n}" for n in range(len(raw))]
+        return [
+            Chunk(
+                id=ids[n],
+                doc_id=doc.doc_id,
+                text=text,
+                section_index=si,
+                heading=doc.sections[si].heading,
+                path=doc.sections[si].path,
+                start=s,
+                end=e,
+                sentence_start=n,
+                sentence_end=n + 1,
+                token_count=len(text.split()),
+                prev_id=ids[n - 1] if n else None,
+                next_id=ids[n + 1] if n + 1 < len(raw) else None,
+            )
+            for n, (si, s, e, text) in enumerate(raw)
+        ]
+
+
+class ReverseReranker:
+    """A 'cross-encoder' that prefers shorter texts: proves the rerank order replaces the dense order."""
+
+    name = "reverse"
+    kind = "cross-encoder"
+    note = None
+
+    def rerank(self, query: str, texts: Sequence[str]) -> list[float]:
+        return [-float(len(t)) for t in texts]
+
+
+def doc(pmid: str, units: list[tuple[str, str, str]], pmcid: str | None = None, rank: int = 1) -> EvidenceDoc:
+    return EvidenceDoc(
+        pmid=pmid,
+        pmcid=pmcid,
+        title=f"title {pmid}",
+        year=2020,
+        journal=None,
+        publication_types=(),
+        doc_class="D2" if pmcid else "D1",
+        depth_used="fulltext" if pmcid else "abstract",
+        depth_fallback_reason=None,
+        license=None,
+        url="",
+        fused_rank=rank,
+        rrf_score=0.0,
+        provenance=(),
+        text_units=tuple(
+            TextUnit(kind, text, label, (label,), "pmc" if kind == "section" else "pubmed", i)  # type: ignore[arg-type]
+            for i, (kind, label, text) in enumerate(units)
+        ),
+    )
+
+
+ABSTRACT = "Tumor chemo survival. Chemo pain diet. Sleep scan"
+REVIEW_SECTION = "Diet sleep. Tumor chemo chemo chemo. Pain biopsy scan. Survival diet sleep"
+DOCS = [
+    doc("1", [("abstract", "Abstract", ABSTRACT)]),
+    doc(
+        "2", [("abstract", "Abstract", "Biopsy scan scan"), ("section", "Results", REVIEW_SECTION)], "PMC2", 2
+    ),
+]
+
+
+def retriever(reranker: object = None, **kw: int) -> PassageRetriever:
+    return PassageRetriever(SentenceSegmenter(), FakeEncoder(), reranker, PassageSettings(**kw))  # type: ignore[arg-type]
+
+
+def test_abstracts_are_single_passages_and_sections_are_segmented() -> None:
+    chunks = build_chunks(DOCS[1], SentenceSegmenter())
+    kinds = [(k, u) for _, k, u in chunks]
+    assert kinds == [("abstract", 0), ("section", 1), ("section", 1), ("section", 1), ("section", 1)]
+    abstract = chunks[0][0]
+    assert abstract.text == "Biopsy scan scan" and abstract.id == "PMID:2#a0"
+    assert all(c.doc_id == "PMID:2" for c, _, _ in chunks)
+    (whole, _, _) = build_chunks(DOCS[0], SentenceSegmenter())[0]
+    assert whole.text == ABSTRACT  # not split although it has three sentences
+
+
+async def test_dense_top_k_order_and_metadata() -> None:
+    ctx = await retriever(top_k=3, expand_radius=0).retrieve("chemo chemo", DOCS)
+    assert isinstance(ctx, PassageContext)
+    assert ctx.scored == 6 and ctx.reranker_name is None and ctx.rerank_note == "no reranker: dense order"
+    top = ctx.passages
+    assert [p.rank for p in top] == [1, 2, 3]
+    assert top[0].text == "Tumor chemo chemo chemo"  # the most 'chemo' per word
+    assert top[0].pmid == "2" and top[0].pmcid == "PMC2" and top[0].doc_class == "D2" and top[0].doc_rank == 2
+    assert top[0].heading == "Results" and top[0].kind == "section" and top[0].unit_index == 1
+    assert REVIEW_SECTION[top[0].start : top[0].end] == top[0].text
+    dense = [p.scores["dense"] for p in top]
+    assert dense == sorted(dense, reverse=True)
+    assert all("rerank" not in p.scores for p in top)
+
+
+async def test_rerank_reorders_candidates_and_scores_of_every_stage_are_kept() -> None:
+    ctx = await retriever(ReverseReranker(), candidates=3, top_k=2, expand_radius=0).retrieve("chemo", DOCS)
+    assert ctx.reranker_kind == "cross-encoder" and ctx.rerank_note is None
+    dense_only = await retriever(candidates=3, top_k=3, expand_radius=0).retrieve("chemo", DOCS)
+    pool = {p.chunk_id for p in dense_only.passages}  # the 3 dense candidates
+    assert {p.chunk_id for p in ctx.passages} <= pool
+    lengths = [len(p.text) for p in ctx.passages]
+    assert lengths == sorted(lengths)  # shortest first: the reranker's order, not the dense one
+    for p in ctx.passages:
+        assert set(p.scores) == {"dense", "rerank"}
+        assert p.scores["rerank"] == -len(p.text)
+
+
+async def test_bi_encoder_rerank_is_stated_in_the_metadata() -> None:
+    enc = FakeEncoder()
+    rr = BiEncoderReranker(enc, note="offline: bi-encoder rerank, no cross-encoder weights")
+    ctx = await PassageRetriever(SentenceSegmenter(), enc, rr, PassageSettings(top_k=2)).retrieve(
+        "pain", DOCS
+    )
+    assert ctx.reranker_kind == "bi-encoder"
+    assert ctx.rerank_note == "offline: bi-encoder rerank, no cross-encoder weights"
+    assert ctx.reranker_name == "bi-encoder:fake"
+
+
+async def test_neighbour_expansion_respects_the_budget() -> None:
+    # "Pain biopsy scan" (3 words) is selected; its neighbours have 4 words each.
+    base = dict(candidates=30, top_k=1)
+    ctx = await retriever(context_tokens=3, expand_radius=1, **base).retrieve("biopsy pain", DOCS[1:])
+    assert [p.text for p in ctx.passages] == ["Pain biopsy scan"] and ctx.budget_used == 3
+    ctx = await retriever(context_tokens=7, expand_radius=1, **base).retrieve("biopsy pain", DOCS[1:])
+    assert [p.text for p in ctx.passages] == ["Tumor chemo chemo chemo", "Pain biopsy scan"]  # prev first
+    assert ctx.passages[0].expanded_from == ctx.passages[1].chunk_id and ctx.passages[1].expanded_from is None
+    assert ctx.budget_used == 7 <= ctx.budget
+    assert ctx.selected == (ctx.passages[1],)
+    ctx = await retriever(context_tokens=11, expand_radius=1, **base).retrieve("biopsy pain", DOCS[1:])
+    assert [p.text for p in ctx.passages] == [
+        "Tumor chemo chemo chemo",
+        "Pain biopsy scan",
+        "Survival diet sleep",
+    ]
+    assert ctx.budget_used == 10
+    # A radius covering the section pulls the parent section, nearest first, still within budget.
+    ctx = await retriever(context_tokens=100, expand_radius=50, **base).retrieve("biopsy pain", DOCS[1:])
+    assert "".join(p.text for p in ctx.passages).count("Diet sleep") == 1 and len(ctx.passages) == 4
+    assert ctx.budget_used == sum(p.token_count for p in ctx.passages) == 12
+    assert all("dense" in p.scores for p in ctx.passages)
+
+
+async def test_abstracts_are_not_expanded_and_empty_input() -> None:
+    ctx = await retriever(top_k=1, expand_radius=5).retrieve("tumor chemo survival", DOCS[:1])
+    assert len(ctx.passages) == 1 and ctx.passages[0].kind == "abstract"
+    empty = await retriever().retrieve("q", [])
+    assert empty.passages == () and empty.scored == 0
+
+
+@pytest.mark.parametrize("budget", [1, 5, 20])
+async def test_budget_is_never_exceeded(budget: int) -> None:
+    ctx = await retriever(context_tokens=budget, top_k=8, expand_radius=3).retrieve("scan diet", DOCS)
+    assert ctx.budget_used == sum(p.token_count for p in ctx.passages) <= budget
