@@ -229,6 +229,19 @@ def search(
             str(rank), d.pmid, str(d.year or ""), d.doc_class, d.depth_used, arms, escape(d.title[:90])
         )
     console.print(ranked)
+    context = outcome.context
+    if context is not None and context.passages:
+        table = Table(
+            title=f"Passages for the answer ({context.reranker_kind} rerank: {context.reranker_name})"
+        )
+        for col in ("rank", "PMID", "section", "rerank", "passage"):
+            table.add_column(col)
+        for p in context.selected[:5]:
+            score = p.scores.get("rerank", p.scores.get("dense", 0.0))
+            table.add_row(
+                str(p.rank), p.pmid, escape(p.heading[:24]), f"{score:.3f}", escape(p.text[:160]) + "…"
+            )
+        console.print(table)
 
 
 async def _run_search(

@@ -18,7 +18,10 @@ from retrieval._dense import DenseHit, DenseRetriever, open_retriever
 from retrieval._evidence import EvidenceBuilder, EvidenceSet
 from retrieval._exceptions import CometaError
 from retrieval._fusion import FusedHit, fuse
+from retrieval._rerank import load_reranker
 from retrieval._understand import QueryUnderstander, Understanding
+from segmentation import SEOSSegmenter, counter_for
+from segmentation._passages import PassageContext, PassageRetriever
 
 from .settings import Settings
 
@@ -44,6 +47,7 @@ class SearchOutcome:
     dense: list[DenseHit]
     fused: list[FusedHit]
     evidence: EvidenceSet
+    context: PassageContext | None = None  # passages for the answer (None when passages are off)
     warnings: list[str] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
 
@@ -109,6 +113,31 @@ class SearchOutcome:
                 for rank, d in enumerate(self.evidence.docs, start=1)
             ],
             "dropped": [{"pmid": d.pmid, "reason": d.reason} for d in self.evidence.dropped],
+            "context": None
+            if self.context is None
+            else {
+                "reranker": self.context.reranker_name,
+                "reranker_kind": self.context.reranker_kind,
+                "rerank_note": self.context.rerank_note,
+                "budget_tokens": self.context.budget,
+                "budget_used": self.context.budget_used,
+                "passages": [
+                    {
+                        "rank": p.rank,
+                        "chunk_id": p.chunk_id,
+                        "pmid": p.pmid,
+                        "pmcid": p.pmcid,
+                        "class": p.doc_class,
+                        "section": p.heading,
+                        "start": p.start,
+                        "end": p.end,
+                        "scores": {k: round(v, 4) for k, v in p.scores.items()},
+                        "expanded_from": p.expanded_from,
+                        "text": p.text,
+                    }
+                    for p in self.context.passages
+                ],
+            },
             "warnings": self.warnings,
             "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
             "question_hash": u.question_hash,
@@ -127,6 +156,7 @@ class Pipeline:
         use_llm: bool = True,
         dense: DenseRetriever | None = None,
         use_dense: bool = True,
+        use_passages: bool = True,
     ) -> None:
         self.settings = settings
         if client is None:
@@ -153,6 +183,8 @@ class Pipeline:
         self._dense_error: str | None = None
         self._dense_lock = asyncio.Lock()
         self.evidence = EvidenceBuilder(client, settings.evidence)
+        self.use_passages = use_passages
+        self._passages: PassageRetriever | None = None
 
     async def __aenter__(self) -> Pipeline:
         return self
@@ -177,6 +209,23 @@ class Pipeline:
                     self._dense_error = f"{type(exc).__name__}: {exc}"
                     log.warning("dense retrieval disabled: %s", self._dense_error)
         return self._dense
+
+    async def passage_retriever(self) -> PassageRetriever | None:
+        """SEOS + passage retrieval + rerank on the dense encoder; None when the dense arm is unavailable."""
+        if not self.use_passages:
+            return None
+        dense = await self.dense_retriever()
+        if dense is None:
+            return None
+        if self._passages is None:
+            encoder = dense.encoder
+            counter = await asyncio.to_thread(counter_for, encoder)
+            reranker = await asyncio.to_thread(load_reranker, self.settings.rerank, encoder=encoder)
+            segmenter = SEOSSegmenter(encoder, counter)
+            self._passages = PassageRetriever(
+                segmenter, encoder, reranker, self.settings.passages, counter=counter
+            )
+        return self._passages
 
     async def search(
         self,
@@ -236,4 +285,12 @@ class Pipeline:
         t2 = time.perf_counter()
         evidence = await self.evidence.build(fused, min_year=min_year, max_year=max_year, api_key=api_key)
         timings["metadata"] = (time.perf_counter() - t2) * 1000
-        return SearchOutcome(understanding, boolean, dense, fused, evidence, warnings, timings)
+        context = None
+        passages = await self.passage_retriever()
+        if passages is not None and evidence.docs:
+            t3 = time.perf_counter()
+            context = await passages.retrieve(plan.corrected_question, evidence.docs)
+            timings["passages"] = (time.perf_counter() - t3) * 1000
+            if context.rerank_note:
+                warnings.append(context.rerank_note)
+        return SearchOutcome(understanding, boolean, dense, fused, evidence, context, warnings, timings)

