@@ -245,6 +245,21 @@ class MedCPTEncoder:
     def doc_max_length(self) -> int:
         return self._doc_max_length
 
+    # Chunks are encoded as the second member of a [title, text] pair: 3 special tokens, not 2.
+    document_pair = True
+
+    @property
+    def document_tokenizer(self) -> Any:
+        """The article tokenizer (alone, without loading the article model if it is not loaded yet)."""
+        if self._article is not None:
+            return self._article[0]
+        from transformers import AutoTokenizer
+
+        def load(name: str, local_only: bool) -> Any:
+            return AutoTokenizer.from_pretrained(name, local_files_only=local_only)
+
+        return _load_pretrained(self._article_src, load)
+
     def _cls(self, net: Any, encoded: Any) -> torch.Tensor:
         encoded = {k: v.to(self.device) for k, v in encoded.items()}
         out: torch.Tensor = net(**encoded).last_hidden_state[:, 0, :]
@@ -368,6 +383,12 @@ class SentenceTransformerEncoder:
     @property
     def doc_max_length(self) -> int:
         return self._max_length
+
+    document_pair = False
+
+    @property
+    def document_tokenizer(self) -> Any:
+        return self._model.tokenizer
 
     def _encode(self, texts: list[str], batch_size: int, progress: bool) -> FloatArray:
         if not texts:

@@ -107,17 +107,6 @@ class HFTokenCounter:
         return [(int(s), int(e)) for s, e in enc["offset_mapping"] if e > s]
 
 
-def _load_tokenizer(source: str) -> Any:
-    from transformers import AutoTokenizer
-
-    from retrieval._encoders import _load_pretrained
-
-    def load(name: str, local_only: bool) -> Any:
-        return AutoTokenizer.from_pretrained(name, local_files_only=local_only)
-
-    return _load_pretrained(source, load)
-
-
 def counter_for(encoder: Any, *, reserve: int = 0) -> HFTokenCounter:
     """The counter matching how ``encoder`` encodes documents (chunks are encoded as documents).
 
@@ -126,21 +115,13 @@ def counter_for(encoder: Any, *, reserve: int = 0) -> HFTokenCounter:
     * :class:`~retrieval.MedCPTEncoder`: the *article* tokenizer (loaded alone, without the ~440 MB
       article model), limit ``doc_max_length``, texts as the second member of a ``[title, text]`` pair:
       3 special tokens; pass ``reserve`` for the title tokens if titles are encoded with chunks.
-    * anything else exposing a ``tokenizer`` attribute: that tokenizer with ``doc_max_length``.
+    * anything else exposing ``document_tokenizer`` (or ``tokenizer``), with ``doc_max_length``.
     """
-    from retrieval._encoders import MedCPTEncoder, SentenceTransformerEncoder
-
     limit = int(encoder.doc_max_length)
-    if isinstance(encoder, SentenceTransformerEncoder):
-        return HFTokenCounter(encoder._model.tokenizer, limit, reserve=reserve)
-    if isinstance(encoder, MedCPTEncoder):
-        loaded = encoder._article
-        tok = loaded[0] if loaded is not None else _load_tokenizer(encoder._article_src)
-        return HFTokenCounter(tok, limit, pair=True, reserve=reserve)
-    tok = getattr(encoder, "tokenizer", None)
+    tok = getattr(encoder, "document_tokenizer", None) or getattr(encoder, "tokenizer", None)
     if tok is None:
         raise TypeError(f"cannot find a tokenizer for {type(encoder).__name__}; pass a counter explicitly")
-    return HFTokenCounter(tok, limit, reserve=reserve)
+    return HFTokenCounter(tok, limit, pair=bool(getattr(encoder, "document_pair", False)), reserve=reserve)
 
 
 def token_spans(counter: TokenCounter, text: str) -> list[tuple[int, int]]:
