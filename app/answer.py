@@ -1,0 +1,490 @@
+"""Answering: evidence -> a cited patient answer (free text) or an option letter (multiple choice).
+
+Free text (prompt ``answer_patient``): plain language, a ``[PMID:n]`` after every claim, uncertainty and
+evidence age stated. Citations are checked mechanically: ids the model cites that are not in the context
+are cut from the text and counted (``citations_removed``); the citation list is the valid ids in order of
+first appearance.
+
+Choice (prompt ``answer_choice``, CoMeta A.6 "LLM with CoT + RAG"): JSON ``{step_by_step_thinking,
+answer_choice}``; the letter is validated inside the schema, so the LLM layer's retry on invalid output
+also covers a letter outside the options.
+
+Degradation, never a silent guess:
+
+* no documents -> ``insufficient_evidence`` and the LLM is never called (nothing to ground an answer in);
+* no LLM, an LLM error, or empty/garbage free text -> ``extractive``: the top evidence sentences quoted
+  with their citations, and a warning.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from llm import LLMClient, LLMError, LLMOutputInvalid
+from prompts import load_prompt
+from retrieval._evidence import EvidenceDoc
+from segmentation import split_sentences
+from segmentation._passages import PassageContext
+
+__all__ = [
+    "INSUFFICIENT_TEXT",
+    "Answer",
+    "AnswerMode",
+    "AnswerSettings",
+    "Answerer",
+    "ChoiceOutput",
+    "Citation",
+    "ContextBlock",
+    "EvidenceContext",
+    "build_evidence_context",
+    "find_insufficient_option",
+    "parse_citation_ids",
+    "strip_reasoning",
+    "verify_citations",
+]
+
+AnswerMode = Literal["llm", "extractive", "insufficient_evidence"]
+
+INSUFFICIENT_TEXT = (
+    "No published evidence was found for this question, so no answer can be given from the literature. "
+    "Please discuss the question with your care team."
+)
+WARN_LLM_UNAVAILABLE = (
+    "the language model was unavailable: quoting the most relevant evidence sentences instead"
+)
+WARN_GARBAGE = "the language model's answer was empty or unusable: quoting the evidence instead"
+WARN_UNPARSEABLE = "unparseable answer: the model gave no valid option letter"
+WARN_NO_CHOICE_LLM = "the language model was unavailable: no option could be chosen"
+
+# [PMID:123], [PMID: 123, 456], [pmid 123; 456]
+_CITATION_RE = re.compile(r"\s?\[\s*PMID\s*:?\s*(\d+(?:\s*[,;]\s*(?:PMID\s*:?\s*)?\d+)*)\s*\]", re.IGNORECASE)
+_ID_RE = re.compile(r"\d+")
+_THINK_RE = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL | re.IGNORECASE)
+_INSUFFICIENT_RE = re.compile(
+    r"insufficient|not enough|cannot be (?:determined|answered)|can't be determined|unknown|no answer",
+    re.IGNORECASE,
+)
+_WORD_RE = re.compile(r"[^\W\d_]{2,}")
+
+
+class AnswerSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_passages: int = Field(default=8, ge=1, le=200)  # selected passages (neighbours ride along)
+    max_context_chars: int = Field(default=12_000, ge=200, le=1_000_000)
+    extractive_sentences: int = Field(default=3, ge=1, le=50)
+    max_tokens: int = Field(default=700, ge=16, le=32_000)
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    pmid: str
+    pmcid: str | None
+    title: str
+    year: int | None
+    publication_types: tuple[str, ...]
+    url: str
+    doc_class: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    text: str
+    mode: AnswerMode
+    answer_choice: str | None
+    reasoning: str | None
+    citations: tuple[Citation, ...]
+    citations_removed: int  # [PMID:n] ids the model cited that were not in the context
+    model: str | None
+    prompt_id: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    warnings: tuple[str, ...]
+
+
+# --- context ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ContextBlock:
+    pmid: str
+    label: str  # "[PMID:123] 2021 | Review | section: Results"
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceContext:
+    blocks: tuple[ContextBlock, ...]  # highest-ranked first
+    citations: Mapping[str, Citation]  # every PMID present in the blocks
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(f"{b.label}\n{b.text}" for b in self.blocks)
+
+
+def _citation(doc: EvidenceDoc) -> Citation:
+    return Citation(
+        pmid=doc.pmid,
+        pmcid=doc.pmcid,
+        title=doc.title,
+        year=doc.year,
+        publication_types=doc.publication_types,
+        url=doc.url,
+        doc_class=doc.doc_class,
+    )
+
+
+def _label(pmid: str, doc: EvidenceDoc | None, section: str) -> str:
+    parts = [f"[PMID:{pmid}]"]
+    if doc is not None:
+        parts.append(str(doc.year) if doc.year is not None else "year unknown")
+        parts.append(", ".join(doc.publication_types) or "publication type unknown")
+    parts.append(f"section: {section}")
+    return " | ".join(parts)
+
+
+def _abstract(doc: EvidenceDoc) -> tuple[str, str]:
+    """(section label, text): the abstract, else the first text unit, else the title."""
+    units = [u for u in doc.text_units if u.kind == "abstract" and u.text.strip()]
+    units = units or [u for u in doc.text_units if u.text.strip()]
+    if units:
+        return units[0].label or "Abstract", units[0].text.strip()
+    return "Title", doc.title.strip()
+
+
+def build_evidence_context(
+    docs: Sequence[EvidenceDoc],
+    context: PassageContext | None = None,
+    *,
+    max_passages: int = 8,
+    max_chars: int = 12_000,
+) -> EvidenceContext:
+    """Labelled evidence blocks: passages when there are any for ``docs``, else the abstracts.
+
+    Blocks are added in rank order until ``max_chars``; the first block is truncated rather than dropped
+    so that some evidence always reaches the model.
+    """
+    by_pmid = {d.pmid: d for d in docs}
+    raw: list[tuple[str, str, str]] = []  # (pmid, section, text)
+    passages = [p for p in (context.passages if context else ()) if not by_pmid or p.pmid in by_pmid]
+    if passages:
+        ranks: list[int] = []
+        for p in sorted(passages, key=lambda p: p.rank):  # stable: neighbours keep their text order
+            if p.rank not in ranks:
+                if len(ranks) >= max_passages:
+                    break
+                ranks.append(p.rank)
+            raw.append((p.pmid, " > ".join(p.path) or p.heading or p.kind, p.text.strip()))
+    else:
+        for doc in docs[:max_passages]:
+            section, text = _abstract(doc)
+            raw.append((doc.pmid, section, text))
+
+    blocks: list[ContextBlock] = []
+    used = 0
+    for pmid, section, text in raw:
+        if not text:
+            continue
+        label = _label(pmid, by_pmid.get(pmid), section)
+        size = len(label) + len(text) + 2
+        if used + size > max_chars:
+            if not blocks:
+                blocks.append(ContextBlock(pmid, label, text[: max(0, max_chars - len(label) - 2)]))
+            break
+        blocks.append(ContextBlock(pmid, label, text))
+        used += size
+
+    citations: dict[str, Citation] = {}
+    for block in blocks:
+        if block.pmid in citations:
+            continue
+        found = by_pmid.get(block.pmid)
+        if found is not None:
+            citations[block.pmid] = _citation(found)
+        else:  # a passage whose document was not handed in: cite what the passage knows
+            p = next(p for p in passages if p.pmid == block.pmid)
+            url = f"https://pubmed.ncbi.nlm.nih.gov/{p.pmid}/"
+            citations[block.pmid] = Citation(p.pmid, p.pmcid, "", None, (), url, p.doc_class)
+    return EvidenceContext(tuple(blocks), citations)
+
+
+# --- citations ----------------------------------------------------------------------------------------
+
+
+def parse_citation_ids(text: str) -> list[str]:
+    """Every PMID cited as ``[PMID:n]`` / ``[PMID: n, m]``, in order of appearance (repeats kept)."""
+    return [i for m in _CITATION_RE.finditer(text) for i in _ID_RE.findall(m.group(1))]
+
+
+def verify_citations(text: str, valid: Mapping[str, Citation] | set[str]) -> tuple[str, list[str], int]:
+    """(text with invalid ids removed, valid cited ids in first-appearance order, number removed)."""
+    removed = 0
+    order: list[str] = []
+
+    def fix(match: re.Match[str]) -> str:
+        nonlocal removed
+        ids = _ID_RE.findall(match.group(1))
+        good = [i for i in dict.fromkeys(ids) if i in valid]
+        removed += len(set(ids)) - len(good)
+        for i in good:
+            if i not in order:
+                order.append(i)
+        if not good:
+            return ""
+        lead = " " if match.group(0).startswith((" ", "\t", "\n")) else ""
+        return f"{lead}[PMID:{', '.join(good)}]"
+
+    fixed = _CITATION_RE.sub(fix, text)
+    fixed = re.sub(r"[ \t]+([.,;:!?])", r"\1", fixed)  # a removed citation leaves "claim ." behind
+    return fixed.strip(), order, removed
+
+
+def strip_reasoning(text: str) -> str:
+    """The reply without ``<think>`` blocks (reasoning models), trimmed."""
+    return _THINK_RE.sub("", text).strip()
+
+
+def _is_garbage(text: str) -> bool:
+    # Fewer than three real words, or a JSON/markup dump instead of prose.
+    return len(_WORD_RE.findall(text)) < 3 or text.lstrip().startswith(("{", "[", "<"))
+
+
+# --- choice -------------------------------------------------------------------------------------------
+
+
+def _enum_letters(schema: dict[str, Any], cls: type[Any]) -> None:
+    # Put the option letters into the wire schema so grammar-constrained backends can only emit them.
+    letters = getattr(cls, "allowed", ())
+    prop = schema.get("properties", {}).get("answer_choice")
+    if letters and isinstance(prop, dict):
+        prop["enum"] = list(letters)
+
+
+class ChoiceOutput(BaseModel):
+    """The A.6 JSON. Subclassed per question with ``allowed`` / ``option_texts`` (see :meth:`for_options`)."""
+
+    model_config = ConfigDict(json_schema_extra=_enum_letters)
+
+    allowed: ClassVar[tuple[str, ...]] = ()
+    option_texts: ClassVar[dict[str, str]] = {}  # lower-cased option text -> letter ("yes" -> "A")
+
+    step_by_step_thinking: str = ""
+    answer_choice: str
+
+    @field_validator("answer_choice", mode="before")
+    @classmethod
+    def _letter(cls, value: Any) -> str:
+        if not isinstance(value, str):
+            raise ValueError("answer_choice must be a string")
+        raw = value.strip()
+        if not cls.allowed:
+            return raw
+        if raw.lower().rstrip(".") in cls.option_texts:
+            return cls.option_texts[raw.lower().rstrip(".")]
+        # "A", "(A)", "A.", "A) text", "Option A: text", "a"
+        m = re.match(r"^(?:option|answer|choice)?\s*[(\[]?\s*([A-Za-z])\s*(?:[)\].:]|$|\s)", raw, re.I)
+        if m and m.group(1).upper() in cls.allowed:
+            return m.group(1).upper()
+        raise ValueError(f"answer_choice {value!r} is not one of {', '.join(cls.allowed)}")
+
+    @classmethod
+    def for_options(cls, options: Mapping[str, str]) -> type[ChoiceOutput]:
+        namespace = {
+            "allowed": tuple(options),
+            "option_texts": {text.strip().lower().rstrip("."): k for k, text in options.items()},
+            "__module__": __name__,
+        }
+        return type("ChoiceOutput", (cls,), namespace)
+
+
+def find_insufficient_option(options: Mapping[str, str]) -> str | None:
+    """The letter of an "insufficient information" style option (MedRGB), if any."""
+    return next((k for k, text in options.items() if _INSUFFICIENT_RE.search(text)), None)
+
+
+# --- the answerer -------------------------------------------------------------------------------------
+
+
+class Answerer:
+    """Evidence -> :class:`Answer`. ``llm=None`` runs extractive only (no model configured)."""
+
+    def __init__(
+        self,
+        llm: LLMClient | None,
+        settings: AnswerSettings | None = None,
+        *,
+        today: Callable[[], datetime.date] = datetime.date.today,
+    ) -> None:
+        self.llm = llm
+        self.settings = settings or AnswerSettings()
+        self._today = today
+        self._free_prompt = load_prompt("answer_patient")
+        self._choice_prompt = load_prompt("answer_choice")
+
+    async def answer(
+        self,
+        question: str,
+        docs: Sequence[EvidenceDoc],
+        context: PassageContext | None = None,
+        *,
+        options: Mapping[str, str] | None = None,
+        answer_type: Literal["free", "choice"] = "free",
+        allow_insufficient: bool = False,
+    ) -> Answer:
+        choice = answer_type == "choice" or bool(options)
+        if choice and not options:
+            raise ValueError("a choice question needs options")
+        evidence = build_evidence_context(
+            docs,
+            context,
+            max_passages=self.settings.max_passages,
+            max_chars=self.settings.max_context_chars,
+        )
+        if not evidence.blocks:
+            # Never ask the model without evidence: it would answer from its own memory, uncited.
+            letter = find_insufficient_option(options) if (options and allow_insufficient) else None
+            return Answer(
+                INSUFFICIENT_TEXT, "insufficient_evidence", letter, None, (), 0, None, None, 0, 0, ()
+            )
+        if options:
+            return await self._choice(question, evidence, options, allow_insufficient)
+        return await self._free(question, evidence)
+
+    async def _free(self, question: str, evidence: EvidenceContext) -> Answer:
+        if self.llm is None:
+            return self._extractive(evidence, WARN_LLM_UNAVAILABLE)
+        prompt = self._free_prompt
+        messages = prompt.render(question=question, context=evidence.text, current_year=self._today().year)
+        try:
+            result = await self.llm.complete_text(
+                messages, prompt_version=prompt.id, max_tokens=self.settings.max_tokens, temperature=0.0
+            )
+        except LLMError as exc:
+            return self._extractive(evidence, f"{WARN_LLM_UNAVAILABLE} ({type(exc).__name__})")
+        text, order, removed = verify_citations(strip_reasoning(result.value), evidence.citations)
+        if _is_garbage(text):
+            return self._extractive(evidence, WARN_GARBAGE)
+        warnings: list[str] = []
+        if removed:
+            warnings.append(f"removed {removed} citation(s) to sources that were not in the evidence")
+        if not order:
+            warnings.append("the answer cites no source")
+        return Answer(
+            text=text,
+            mode="llm",
+            answer_choice=None,
+            reasoning=None,
+            citations=tuple(evidence.citations[i] for i in order),
+            citations_removed=removed,
+            model=result.model,
+            prompt_id=result.prompt_version,
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+            warnings=tuple(warnings),
+        )
+
+    def _extractive(self, evidence: EvidenceContext, warning: str, *, choice: bool = False) -> Answer:
+        """Top evidence sentences, round-robin over the blocks (best block first) so several sources show."""
+        per_block = [
+            [s.text for s in split_sentences(b.text) if len(_WORD_RE.findall(s.text)) >= 3]
+            for b in evidence.blocks
+        ]
+        picked: list[tuple[str, str]] = []
+        depth = 0
+        want = self.settings.extractive_sentences
+        while len(picked) < want and any(depth < len(s) for s in per_block):
+            for block, sentences in zip(evidence.blocks, per_block, strict=True):
+                if depth < len(sentences) and len(picked) < want:
+                    picked.append((sentences[depth], block.pmid))
+            depth += 1
+        text = " ".join(f"{s} [PMID:{pmid}]" for s, pmid in picked)
+        cited = list(dict.fromkeys(pmid for _s, pmid in picked))
+        warnings = (WARN_NO_CHOICE_LLM, warning) if choice else (warning,)
+        return Answer(
+            text=text,
+            mode="extractive",
+            answer_choice=None,
+            reasoning=None,
+            citations=tuple(evidence.citations[i] for i in cited),
+            citations_removed=0,
+            model=None,
+            prompt_id=None,
+            prompt_tokens=0,
+            completion_tokens=0,
+            warnings=warnings,
+        )
+
+    async def _choice(
+        self, question: str, evidence: EvidenceContext, options: Mapping[str, str], allow_insufficient: bool
+    ) -> Answer:
+        if self.llm is None:
+            return self._extractive(evidence, WARN_LLM_UNAVAILABLE, choice=True)
+        insufficient = find_insufficient_option(options) if allow_insufficient else None
+        note = (
+            f"\n4. If the EVIDENCE is not enough to choose an answer, choose {insufficient}."
+            if insufficient
+            else ""
+        )
+        prompt = self._choice_prompt
+        messages = prompt.render(
+            question=question,
+            options="\n".join(f"{k}. {v}" for k, v in options.items()),
+            context=evidence.text,
+            insufficient_note=note,
+        )
+        schema = ChoiceOutput.for_options(options)
+        try:
+            result = await self.llm.complete_json(
+                messages,
+                schema,
+                prompt_version=prompt.id,
+                max_tokens=self.settings.max_tokens,
+                temperature=0.0,
+            )
+        except LLMOutputInvalid as exc:
+            # The LLM layer already retried; a still-invalid letter is reported, never guessed.
+            return Answer(
+                text="",
+                mode="llm",
+                answer_choice=None,
+                reasoning=None,
+                citations=(),
+                citations_removed=0,
+                model=exc.model,
+                prompt_id=prompt.id,
+                prompt_tokens=0,
+                completion_tokens=0,
+                warnings=(WARN_UNPARSEABLE,),
+            )
+        except LLMError as exc:
+            return self._extractive(evidence, f"{WARN_LLM_UNAVAILABLE} ({type(exc).__name__})", choice=True)
+        letter = result.value.answer_choice
+        reasoning, order, removed = verify_citations(
+            strip_reasoning(result.value.step_by_step_thinking), evidence.citations
+        )
+        # Cited sources when the reasoning names any, else every source the model was shown.
+        cited = order or list(evidence.citations)
+        warnings = (
+            ["the evidence was judged insufficient to choose an answer"] if letter == insufficient else []
+        )
+        if removed:
+            warnings.append(f"removed {removed} citation(s) to sources that were not in the evidence")
+        return Answer(
+            text=f"{letter}. {options[letter]}",
+            mode="llm",
+            answer_choice=letter,
+            reasoning=reasoning or None,
+            citations=tuple(evidence.citations[i] for i in cited),
+            citations_removed=removed,
+            model=result.model,
+            prompt_id=result.prompt_version,
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+            warnings=tuple(warnings),
+        )

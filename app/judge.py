@@ -1,0 +1,323 @@
+"""Cross-source judging (HERO-QA §4.2-4.3, Appendices D/E): does the evidence agree with itself?
+
+1. :meth:`CrossSourceJudge.answer_per_source` answers the question from each source alone (prompt
+   ``answer_per_source``), or the exact ``NOT ADDRESSED: ...`` sentence.
+2. Absence pre-screen: the ``NOT ADDRESSED`` prefix, else a YES/NO LLM check (``judge_absence``), cached
+   per (source, question) so each source is screened once across all the pairs it takes part in.
+3. :meth:`CrossSourceJudge.judge`: a pair with an absent side is ``ABSENT`` without an LLM call; every
+   other pair gets ONE structured call (``judge_compare``): classification, reasoning, divergence topic,
+   clinical significance (the paper's ablation shows a label-only judge loses Divergent vs Complementary).
+   If the JSON fails, a label-only fallback scans the raw reply; the other fields stay ``None``.
+
+Each unordered pair is judged once, in canonical order (A = the source listed first), and the matrix is
+symmetrised: the five labels are symmetric relations, and judging both orders would double the cost.
+
+Rates (paper, Table 2): ``r_abs`` = ABSENT / judged pairs; ``r_div`` = (DIVERGENT + CONTRADICTORY) /
+non-absent judged pairs; ``r_con`` = CONSISTENT / non-absent judged pairs; ``None`` when the denominator
+is 0. A pair whose LLM call failed has ``classification=None`` and counts in no rate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, field_validator
+
+from llm import LLMClient, LLMError, LLMOutputInvalid
+from prompts import load_prompt
+from retrieval._evidence import EvidenceDoc
+from segmentation._passages import PassageContext
+
+from .answer import build_evidence_context, strip_reasoning
+
+__all__ = [
+    "LABELS",
+    "NOT_ADDRESSED",
+    "CompareOutput",
+    "CrossSourceJudge",
+    "JudgeReport",
+    "Label",
+    "PairJudgement",
+    "SourceAnswer",
+    "has_absent_prefix",
+    "parse_label_fallback",
+    "parse_yes_no",
+]
+
+Label = Literal["ABSENT", "CONSISTENT", "COMPLEMENTARY", "DIVERGENT", "CONTRADICTORY"]
+LABELS: tuple[Label, ...] = get_args(Label)
+Significance = Literal["low", "medium", "high"]
+NOT_ADDRESSED = "NOT ADDRESSED: This source does not contain information on this topic."
+
+# Longest labels first so that, at one position, a longer label wins over a shorter one it contains.
+_LABEL_ALT = "|".join(sorted(LABELS, key=len, reverse=True))
+_KEYED_LABEL_RE = re.compile(rf"classification\W{{0,6}}({_LABEL_ALT})\b", re.IGNORECASE)
+_UPPER_LABEL_RE = re.compile(rf"\b({_LABEL_ALT})\b")
+_ANY_LABEL_RE = re.compile(rf"\b({_LABEL_ALT})\b", re.IGNORECASE)
+_YES_NO_RE = re.compile(r"\b(YES|NO)\b", re.IGNORECASE)
+_PREFIX_RE = re.compile(r"^[\s\"'*_`>#-]*NOT\s+ADDRESSED\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceAnswer:
+    source_id: str  # the PMID
+    label: str  # "PMID:123"
+    text: str
+    absent: bool
+    absence_method: Literal["prefix", "llm"] | None  # None: not screened, or the screen failed
+    error: str | None = None  # the per-source answer call failed: its pairs are not judged
+    screen_error: str | None = None  # the YES/NO absence check failed: treated as present, recorded
+
+
+@dataclass(frozen=True, slots=True)
+class PairJudgement:
+    a: str  # label of the source listed first
+    b: str
+    classification: Label | None  # None: the judge call failed (see JudgeReport.errors)
+    reasoning: str | None
+    divergence_topic: str | None
+    clinical_significance: Significance | None
+    parsed_by: Literal["json", "label-fallback", "prescreen"] | None
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeReport:
+    question_hash: str  # sha256 prefix: reports can be logged without the patient's words
+    sources: tuple[str, ...]
+    answers: tuple[SourceAnswer, ...]
+    pairs: tuple[PairJudgement, ...]
+    matrix: list[list[Label | None]]  # N x N over ``sources``, symmetric, diagonal None
+    counts: dict[Label, int]
+    r_abs: float | None
+    r_div: float | None
+    r_con: float | None
+    any_div: bool
+    note: str | None  # plain-language note for the patient when sources diverge
+    pairs_judged_by_llm: int
+    errors: tuple[str, ...]
+
+
+class CompareOutput(BaseModel):
+    """Appendix E output schema; lenient about case and "null" strings, strict about the label."""
+
+    classification: Label
+    reasoning: str = ""
+    divergence_topic: str | None = None
+    clinical_significance: Significance | None = None
+
+    @field_validator("classification", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        return value.strip().upper() if isinstance(value, str) else value
+
+    @field_validator("divergence_topic", mode="before")
+    @classmethod
+    def _topic(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() in ("", "null", "none", "n/a"):
+            return None
+        return value
+
+    @field_validator("clinical_significance", mode="before")
+    @classmethod
+    def _significance(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            v = value.strip().lower()
+            return v if v in ("low", "medium", "high") else None
+        return value
+
+
+def has_absent_prefix(text: str) -> bool:
+    """The canonical ``NOT ADDRESSED`` opening (quotes, markdown emphasis and case tolerated)."""
+    return bool(_PREFIX_RE.match(strip_reasoning(text)))
+
+
+def parse_yes_no(text: str) -> bool | None:
+    """``True`` for YES, ``False`` for NO (first of the two words in the reply), ``None`` for neither."""
+    m = _YES_NO_RE.search(strip_reasoning(text))
+    return None if m is None else m.group(1).upper() == "YES"
+
+
+def parse_label_fallback(text: str) -> Label | None:
+    """The label of a non-JSON judge reply: after "classification", else the first upper-case label,
+    else the first label in any case; first match wins."""
+    text = strip_reasoning(text)
+    for regex in (_KEYED_LABEL_RE, _UPPER_LABEL_RE, _ANY_LABEL_RE):
+        m = regex.search(text)
+        if m:
+            found = m.group(1).upper()
+            return next(label for label in LABELS if label == found)
+    return None
+
+
+class CrossSourceJudge:
+    def __init__(
+        self, llm: LLMClient, *, max_sources: int = 4, concurrency: int = 4, cache_size: int = 1024
+    ) -> None:
+        if max_sources < 2:
+            raise ValueError("max_sources must be at least 2: judging compares pairs")
+        self.llm = llm
+        self.max_sources = max_sources
+        self._semaphore = asyncio.Semaphore(concurrency)
+        self._cache: OrderedDict[tuple[str, str], bool] = OrderedDict()
+        self._cache_size = cache_size
+        self._answer_prompt = load_prompt("answer_per_source")
+        self._absence_prompt = load_prompt("judge_absence")
+        self._compare_prompt = load_prompt("judge_compare")
+
+    # --- per-source answers ---------------------------------------------------------------------------
+
+    async def answer_per_source(
+        self, question: str, docs: Sequence[EvidenceDoc], context: PassageContext | None = None
+    ) -> list[SourceAnswer]:
+        """One answer per source (the first ``max_sources`` docs), each already absence-screened."""
+        return list(
+            await asyncio.gather(*(self._one_source(question, d, context) for d in docs[: self.max_sources]))
+        )
+
+    async def _one_source(
+        self, question: str, doc: EvidenceDoc, context: PassageContext | None
+    ) -> SourceAnswer:
+        label = f"PMID:{doc.pmid}"
+        evidence = build_evidence_context([doc], context)
+        prompt = self._answer_prompt
+        messages = prompt.render(question=question, source_label=label, context=evidence.text)
+        try:
+            async with self._semaphore:
+                result = await self.llm.complete_text(messages, prompt_version=prompt.id, temperature=0.0)
+        except LLMError as exc:
+            return SourceAnswer(doc.pmid, label, "", False, None, f"{label}: answer failed: {exc}")
+        answer = SourceAnswer(doc.pmid, label, strip_reasoning(result.value), False, None)
+        return await self.screen(question, answer)
+
+    async def screen(self, question: str, answer: SourceAnswer) -> SourceAnswer:
+        """The answer with ``absent`` set: prefix heuristic, else the cached YES/NO LLM check."""
+        if answer.error is not None:
+            return answer
+        if has_absent_prefix(answer.text):
+            return SourceAnswer(answer.source_id, answer.label, answer.text, True, "prefix")
+        key = (answer.source_id, question)
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            return SourceAnswer(answer.source_id, answer.label, answer.text, self._cache[key], "llm")
+        prompt = self._absence_prompt
+        try:
+            async with self._semaphore:
+                result = await self.llm.complete_text(
+                    prompt.render(answer=answer.text), prompt_version=prompt.id, max_tokens=8, temperature=0.0
+                )
+        except LLMError as exc:
+            # A failed screen must not hide a real answer: treat it as present and say so.
+            note = f"{answer.label}: absence check failed ({type(exc).__name__}); treated as present"
+            return SourceAnswer(answer.source_id, answer.label, answer.text, False, None, screen_error=note)
+        verdict = parse_yes_no(result.value)
+        if verdict is None:
+            note = f"{answer.label}: absence check gave no YES/NO ({result.value[:40]!r}); treated as present"
+            return SourceAnswer(answer.source_id, answer.label, answer.text, False, None, screen_error=note)
+        self._cache[key] = verdict
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return SourceAnswer(answer.source_id, answer.label, answer.text, verdict, "llm")
+
+    # --- pairwise judging -----------------------------------------------------------------------------
+
+    async def judge(self, question: str, answers: Sequence[SourceAnswer]) -> JudgeReport:
+        sources = tuple(a.label for a in answers)
+        errors = [e for a in answers for e in (a.error, a.screen_error) if e is not None]
+        index_pairs = [(i, j) for i in range(len(answers)) for j in range(i + 1, len(answers))]
+        llm_calls = 0
+
+        async def one(i: int, j: int) -> PairJudgement:
+            nonlocal llm_calls
+            a, b = answers[i], answers[j]
+            if a.absent or b.absent:
+                return PairJudgement(a.label, b.label, "ABSENT", None, None, None, "prescreen")
+            if a.error or b.error:
+                return PairJudgement(a.label, b.label, None, None, None, None, None)
+            llm_calls += 1
+            return await self._compare(question, a, b, errors)
+
+        pairs = tuple(await asyncio.gather(*(one(i, j) for i, j in index_pairs)))
+
+        matrix: list[list[Label | None]] = [[None] * len(answers) for _ in answers]
+        for (i, j), pair in zip(index_pairs, pairs, strict=True):
+            matrix[i][j] = matrix[j][i] = pair.classification
+        counts: dict[Label, int] = dict.fromkeys(LABELS, 0)
+        for pair in pairs:
+            if pair.classification is not None:
+                counts[pair.classification] += 1
+        judged = sum(counts.values())
+        present = judged - counts["ABSENT"]
+        divergent = counts["DIVERGENT"] + counts["CONTRADICTORY"]
+        return JudgeReport(
+            question_hash=hashlib.sha256(question.encode()).hexdigest()[:16],
+            sources=sources,
+            answers=tuple(answers),
+            pairs=pairs,
+            matrix=matrix,
+            counts=counts,
+            r_abs=counts["ABSENT"] / judged if judged else None,
+            r_div=divergent / present if present else None,
+            r_con=counts["CONSISTENT"] / present if present else None,
+            any_div=divergent > 0,
+            note=_patient_note(pairs),
+            pairs_judged_by_llm=llm_calls,
+            errors=tuple(errors),
+        )
+
+    async def _compare(
+        self, question: str, a: SourceAnswer, b: SourceAnswer, errors: list[str]
+    ) -> PairJudgement:
+        prompt = self._compare_prompt
+        messages = prompt.render(
+            question=question, label_a=a.label, answer_a=a.text, label_b=b.label, answer_b=b.text
+        )
+        try:
+            async with self._semaphore:
+                result = await self.llm.complete_json(
+                    messages, CompareOutput, prompt_version=prompt.id, temperature=0.0
+                )
+        except LLMOutputInvalid as exc:
+            label = parse_label_fallback(exc.raw_text)
+            if label is None:
+                errors.append(f"{a.label} vs {b.label}: judge reply had no JSON and no label")
+                return PairJudgement(a.label, b.label, None, None, None, None, None)
+            return PairJudgement(a.label, b.label, label, None, None, None, "label-fallback")
+        except LLMError as exc:
+            errors.append(f"{a.label} vs {b.label}: judge call failed ({type(exc).__name__}: {exc})")
+            return PairJudgement(a.label, b.label, None, None, None, None, None)
+        v = result.value
+        return PairJudgement(
+            a.label,
+            b.label,
+            v.classification,
+            v.reasoning or None,
+            v.divergence_topic,
+            v.clinical_significance,
+            "json",
+        )
+
+    async def run(
+        self, question: str, docs: Sequence[EvidenceDoc], context: PassageContext | None = None
+    ) -> JudgeReport:
+        return await self.judge(question, await self.answer_per_source(question, docs, context))
+
+
+def _patient_note(pairs: Sequence[PairJudgement]) -> str | None:
+    parts: list[str] = []
+    for p in pairs:
+        if p.classification in ("DIVERGENT", "CONTRADICTORY"):
+            how = "give opposite guidance" if p.classification == "CONTRADICTORY" else "differ"
+            topic = f" on {p.divergence_topic}" if p.divergence_topic else ""
+            parts.append(f"{p.a} and {p.b} {how}{topic}")
+    if not parts:
+        return None
+    return (
+        f"Guidance differs between sources: {'; '.join(parts)}. "
+        "Please discuss these differences with your care team."
+    )
