@@ -311,6 +311,28 @@ def index_build(
     console.print(f"done in {time.perf_counter() - started:.1f} s")
 
 
+@app.command("serve")
+def serve(
+    offline: OfflineOpt = False,
+    host: Annotated[str, typer.Option(help="Bind address.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port.")] = 8000,
+) -> None:
+    """Run the HTTP API (POST /ask, /ask/stream, /search, /judge; /healthz, /readyz, /metrics, /docs)."""
+    import logging
+
+    import uvicorn
+
+    from .api import create_app
+
+    settings = _settings(offline)
+    # The API logs one JSON object per line (request ids, question hashes): no extra formatting.
+    logging.basicConfig(level=settings.log_level, format="%(message)s")
+    console.print(f"CoMeta API at http://{host}:{port}/ (docs: /docs)")
+    uvicorn.run(
+        create_app(settings), host=host, port=port, log_level=settings.log_level.lower(), access_log=False
+    )
+
+
 def _record_json(record: PubmedRecord) -> dict[str, Any]:
     data = asdict(record)
     data["abstract_text"] = record.abstract_text

@@ -18,6 +18,8 @@ from retrieval._config import DenseSettings, EvidenceSettings
 from retrieval._rerank import RerankSettings
 from segmentation._passages import PassageSettings
 
+from ._api_models import ApiSettings
+
 __all__ = ["Settings", "get_settings"]
 
 
@@ -37,6 +39,7 @@ class Settings(BaseSettings):
     evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)
     rerank: RerankSettings = Field(default_factory=RerankSettings)
     passages: PassageSettings = Field(default_factory=PassageSettings)
+    api: ApiSettings = Field(default_factory=ApiSettings)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     # Question text is PHI: logs carry only its hash unless this is switched on explicitly.
     debug_log_questions: bool = False

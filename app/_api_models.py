@@ -1,0 +1,184 @@
+"""Request/response models and settings of the HTTP API (``app.api``).
+
+Responses are documented models, but their nested payloads (judge reports, query plans) are plain JSON
+objects: those shapes belong to the stages that produce them and are versioned there.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+__all__ = [
+    "MAX_QUESTION_CHARS",
+    "ApiSettings",
+    "AskRequest",
+    "AskResponse",
+    "CitationOut",
+    "ErrorResponse",
+    "JudgeAnswerIn",
+    "JudgeRequest",
+    "SearchRequest",
+    "UserDocument",
+]
+
+MAX_QUESTION_CHARS = 4000
+# NCBI's mindate/maxdate syntax: YYYY, YYYY/MM or YYYY/MM/DD.
+_DATE = re.compile(r"^\d{4}(/(0[1-9]|1[0-2])(/(0[1-9]|[12]\d|3[01]))?)?$")
+
+
+class ApiSettings(BaseModel):
+    """The service's own knobs (``COMETA_API__*`` once ``Settings.api`` exists).
+
+    ``api_keys`` empty = authentication disabled: the offline/dev default. Any production deployment must
+    set at least one key (``COMETA_API__API_KEYS='["..."]'``).
+    """
+
+    api_keys: list[SecretStr] = Field(default_factory=list)
+    rate_limit_per_minute: int = Field(default=60, ge=0)  # per API key (per client IP without auth); 0 = off
+    max_body_bytes: int = Field(default=256 * 1024, ge=1024)
+    cors_origins: list[str] = Field(default_factory=list)
+    ready_timeout_s: float = Field(default=3.0, gt=0)  # /readyz E-utilities probe
+    judge_max_sources: int = Field(default=4, ge=2, le=8)
+    judge_concurrency: int = Field(default=4, ge=1, le=16)
+
+
+def _check_date(value: str | None) -> str | None:
+    if value is not None and not _DATE.match(value):
+        raise ValueError("dates are YYYY, YYYY/MM or YYYY/MM/DD")
+    return value
+
+
+class _Window(BaseModel):
+    mindate: str | None = Field(default=None, examples=["2015"])
+    maxdate: str | None = Field(default=None, examples=["2024/12/31"])
+
+    _dates = field_validator("mindate", "maxdate")(_check_date)
+
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> _Window:
+        if (self.mindate is None) != (self.maxdate is None):
+            raise ValueError("mindate and maxdate go together: give both or neither")
+        if self.mindate and self.maxdate and self.mindate[:4] > self.maxdate[:4]:
+            raise ValueError("mindate is after maxdate")
+        return self
+
+
+class SearchRequest(_Window):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    # Per-request NCBI key (higher NCBI rate limit); never logged, never echoed.
+    ncbi_api_key: SecretStr | None = None
+
+    @field_validator("question")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("question is blank")
+        return value
+
+
+class UserDocument(BaseModel):
+    """Bring-your-own evidence (evaluation suites, pasted articles)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pmid: str | None = Field(default=None, pattern=r"^\d{1,9}$")
+    title: str = Field(default="", max_length=2000)
+    text: str = Field(min_length=1, max_length=200_000)
+    year: int | None = Field(default=None, ge=1800, le=2100)
+
+
+class AskRequest(SearchRequest):
+    options: dict[str, str] | None = Field(default=None, examples=[{"A": "yes", "B": "no", "C": "maybe"}])
+    answer_type: Literal["free", "choice"] | None = None  # default: "choice" when options are given
+    allow_insufficient: bool = False
+    max_documents: int = Field(default=10, ge=1, le=50)
+    judge: bool = False
+    documents: list[UserDocument] | None = Field(default=None, max_length=200)
+    documents_mode: Literal["replace", "augment"] = "replace"
+
+    @field_validator("options")
+    @classmethod
+    def _options(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        if value is None:
+            return None
+        if not 2 <= len(value) <= 10:
+            raise ValueError("options needs 2 to 10 entries")
+        for key, text in value.items():
+            if not re.fullmatch(r"[A-Z]", key):
+                raise ValueError(f"option keys are single capital letters, got {key!r}")
+            if not text.strip() or len(text) > 1000:
+                raise ValueError(f"option {key} must be 1..1000 characters")
+        return value
+
+    @model_validator(mode="after")
+    def _choice_needs_options(self) -> AskRequest:
+        if self.answer_type == "choice" and not self.options:
+            raise ValueError('answer_type "choice" needs options')
+        return self
+
+    @property
+    def resolved_answer_type(self) -> Literal["free", "choice"]:
+        return self.answer_type or ("choice" if self.options else "free")
+
+
+class JudgeAnswerIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    source_id: str = Field(min_length=1, max_length=100)
+    label: str | None = Field(default=None, max_length=200)
+    text: str = Field(max_length=20_000)
+
+
+class JudgeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    answers: list[JudgeAnswerIn] = Field(min_length=2, max_length=8)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> JudgeRequest:
+        ids = [a.source_id for a in self.answers]
+        if len(set(ids)) != len(ids):
+            raise ValueError("source_id values must be unique")
+        return self
+
+
+class CitationOut(BaseModel):
+    pmid: str | None
+    pmcid: str | None = None
+    title: str = ""
+    year: int | None = None
+    publication_types: list[str] = Field(default_factory=list)
+    url: str | None = None
+    doc_class: str | None = None
+
+
+class AskResponse(BaseModel):
+    request_id: str
+    answer: str
+    mode: str  # "llm" | "extractive" | "insufficient_evidence"
+    answer_choice: str | None = None
+    reasoning: str | None = None
+    citations: list[CitationOut]
+    citations_removed: int = 0  # [PMID:n] ids the model cited that were not in the evidence
+    evidence: list[dict[str, Any]]  # documents: provenance, scores, class, depth
+    passages: list[dict[str, Any]]  # the passages the answer was written from, with scores
+    query: dict[str, Any] | None  # plan, rewriter path, Adapt-E tiers (None when retrieval was skipped)
+    judge: dict[str, Any] | None = None
+    timings_ms: dict[str, float]
+    warnings: list[str]
+    model: str | None = None
+    prompt_id: str | None = None
+    tokens: dict[str, int | None] = Field(default_factory=dict)
+
+
+class ErrorResponse(BaseModel):
+    error: str
+    reason: str | None = None
+    request_id: str | None = None
+    detail: list[dict[str, Any]] | None = None
