@@ -90,6 +90,16 @@ API_LATENCY = Histogram(
     ["route"],
     buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
 )
+ANSWERS = Counter("cometa_answers_total", "Answers given, by mode", ["mode"])
+CITATIONS_REMOVED = Counter(
+    "cometa_citations_removed_total", "Cited PMIDs removed because they were not in the evidence context"
+)
+STAGE_LATENCY = Histogram(
+    "cometa_stage_seconds",
+    "Latency of each /ask stage (understand, esearch, dense, fuse, metadata, passages, answer, judge)",
+    ["stage"],
+    buckets=(0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
+)
 API_REJECTED = Counter(
     "cometa_api_rejected_total", "Requests refused before the handler ran, by reason", ["reason"]
 )
@@ -446,6 +456,8 @@ async def _ask_events(
         allow_insufficient=req.allow_insufficient,
     )
     timings["answer"] = (time.perf_counter() - t1) * 1000
+    ANSWERS.labels(answer.mode).inc()
+    CITATIONS_REMOVED.inc(answer.citations_removed)
     warnings.extend(answer.warnings)
     citations = [_citation_out(c) for c in answer.citations]
     answer_payload = {
@@ -472,6 +484,8 @@ async def _ask_events(
             yield stage("judge", "finished")
             yield "judge", judge_json or {}
 
+    for stage_name, ms in timings.items():
+        STAGE_LATENCY.labels(stage_name).observe(ms / 1000)
     response = AskResponse(
         request_id=request_id,
         answer=answer.text,

@@ -393,11 +393,20 @@ async def test_health_ready_metrics_docs(client: httpx.AsyncClient) -> None:
     checks = r.json()["checks"]
     assert checks["eutils"]["ok"] and checks["dense"]["vectors"] > 0 and checks["llm"]["configured"] is False
     await client.post("/ask", json={"question": ""})
+    ok = await client.post(
+        "/ask", json={"question": "does radiotherapy for prostate cancer cause bowel problems?"}
+    )
+    assert ok.status_code == 200
     r = await client.get("/metrics")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
     text = r.text
     assert 'cometa_api_requests_total{method="POST",route="/ask",status="422"}' in text
     assert "cometa_api_request_seconds_bucket" in text and "cometa_eutils_requests_total" in text
+    # Per-stage latency, answer modes, zero-hits per tier and fallbacks are all exposed.
+    assert 'cometa_stage_seconds_count{stage="understand"}' in text
+    assert 'cometa_stage_seconds_count{stage="answer"}' in text
+    assert 'cometa_answers_total{mode="extractive"}' in text and "cometa_citations_removed_total" in text
+    assert "cometa_adapte_tier_runs_total" in text and "cometa_rewriter_fallback_total" in text
     assert (await client.get("/openapi.json")).json()["paths"]["/ask"]
     assert (await client.get("/docs")).status_code == 200
     r = await client.get("/nope")
