@@ -7,71 +7,34 @@ other than the documented 503s.
 from __future__ import annotations
 
 import json
-import os
 import re
-import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from fastapi import FastAPI, Request
 
-REPO = Path(__file__).resolve().parents[1]
+from ._procs import free_port, serve
+
 NARRATIVE = (
     "my mom has a mass on her pancreas and her CA 19 9 came back really high, is the whipple pointless?"
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _start_api(extra_env: dict[str, str]) -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     env = {
-        **os.environ,
-        "HF_HUB_OFFLINE": "1",
         "COMETA_API__RATE_LIMIT_PER_MINUTE": "0",  # schemathesis sends bursts
         "COMETA_API__MAX_BODY_BYTES": "65536",
         **extra_env,
     }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--offline", "--port", str(port)],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+    # Startup loads MiniLM and the bundled index (built on first use, ~45 s, then cached).
+    yield from serve(
+        ["serve", "--offline", "--port", str(port)], "/healthz", port=port, env=env, deadline_s=180
     )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        # Startup loads MiniLM and the bundled index (built on first use, ~45 s, then cached).
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                out = proc.stdout.read().decode() if proc.stdout else ""
-                pytest.fail(f"API server did not start: {out[-3000:]}")
-            time.sleep(0.25)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @pytest.fixture(scope="module")
@@ -192,7 +155,7 @@ def _scripted_llm_app() -> FastAPI:
 def llm_server() -> Iterator[str]:
     import uvicorn
 
-    port = _free_port()
+    port = free_port()
     config = uvicorn.Config(_scripted_llm_app(), host="127.0.0.1", port=port, log_level="warning")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)

@@ -3,11 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +12,8 @@ from typer.testing import CliRunner
 
 from app.cli import app
 from retrieval._parsers import parse_esearch, parse_pmc_articles, parse_pubmed_articles
+
+from ._procs import free_port, serve
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -39,40 +36,11 @@ def test_bad_query_exits_cleanly_with_a_message() -> None:
     assert "BadRequest" in result.output and "Traceback" not in result.output
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def served() -> Iterator[str]:
-    port = _free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "eutils", "serve", "--port", str(port)],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}/entrez/eutils/"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(base + "einfo.fcgi", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                out = proc.stdout.read().decode() if proc.stdout else ""
-                pytest.fail(f"server did not start: {out}")
-            time.sleep(0.2)
-        yield base
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    port = free_port()
+    for base in serve(["eutils", "serve", "--port", str(port)], "/entrez/eutils/einfo.fcgi", port=port):
+        yield base + "/entrez/eutils/"
 
 
 def test_served_readme_curl_examples(served: str) -> None:
