@@ -59,7 +59,7 @@ from ._api_models import (
 )
 from .answer import Answer, Answerer
 from .judge import CrossSourceJudge, SourceAnswer
-from .pipeline import Pipeline, SearchOutcome
+from .pipeline import Pipeline, SearchOutcome, evidence_doc_json
 from .settings import Settings
 
 __all__ = [
@@ -264,25 +264,6 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _doc_json(rank: int, d: EvidenceDoc) -> dict[str, Any]:
-    return {
-        "rank": rank,
-        "pmid": d.pmid,
-        "pmcid": d.pmcid,
-        "title": d.title,
-        "year": d.year,
-        "journal": d.journal,
-        "publication_types": list(d.publication_types),
-        "class": d.doc_class,
-        "depth": d.depth_used,
-        "url": d.url or None,
-        "rrf_score": round(d.rrf_score, 6),
-        "provenance": [
-            {"arm": p.arm, "rank": p.rank, "score": p.score, "tier": p.tier} for p in d.provenance
-        ],
-    }
-
-
 def _passages_json(context: PassageContext | None) -> list[dict[str, Any]]:
     if context is None:
         return []
@@ -441,7 +422,7 @@ async def _ask_events(
     yield (
         "evidence",
         {
-            "documents": [_doc_json(rank, d) for rank, d in enumerate(docs, start=1)],
+            "documents": [evidence_doc_json(rank, d) for rank, d in enumerate(docs, start=1)],
             "passages": _passages_json(context),
         },
     )
@@ -494,7 +475,7 @@ async def _ask_events(
         reasoning=answer.reasoning,
         citations=citations,
         citations_removed=answer.citations_removed,
-        evidence=[_doc_json(rank, d) for rank, d in enumerate(docs, start=1)],
+        evidence=[evidence_doc_json(rank, d) for rank, d in enumerate(docs, start=1)],
         passages=_passages_json(context),
         query=query,
         judge=judge_json,

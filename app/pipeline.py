@@ -15,7 +15,7 @@ from typing import Any
 from llm import LLMClient, build_llm
 from retrieval import AdaptE, AdaptEResult, EutilsClient, MeshVocabulary
 from retrieval._dense import DenseHit, DenseRetriever, open_retriever
-from retrieval._evidence import EvidenceBuilder, EvidenceSet
+from retrieval._evidence import EvidenceBuilder, EvidenceDoc, EvidenceSet
 from retrieval._exceptions import CometaError
 from retrieval._fusion import FusedHit, fuse
 from retrieval._rerank import load_reranker
@@ -25,7 +25,7 @@ from segmentation._passages import PassageContext, PassageRetriever
 
 from .settings import Settings
 
-__all__ = ["Pipeline", "SearchOutcome", "build_dense_retriever"]
+__all__ = ["Pipeline", "SearchOutcome", "build_dense_retriever", "evidence_doc_json"]
 
 log = logging.getLogger("cometa.pipeline")
 
@@ -34,6 +34,28 @@ def build_dense_retriever(settings: Settings) -> DenseRetriever:
     """Encoder + vector index per settings; offline, the local corpus's index is built on first use."""
     local = settings.eutils.backend == "local"
     return open_retriever(settings.dense, bundled=local, corpus_dir=settings.local_server.corpus_dir)
+
+
+def evidence_doc_json(rank: int, d: EvidenceDoc) -> dict[str, Any]:
+    """One evidence document as the CLI's ``--json`` and the API return it."""
+    return {
+        "rank": rank,
+        "pmid": d.pmid,
+        "pmcid": d.pmcid,
+        "title": d.title,
+        "year": d.year,
+        "journal": d.journal,
+        "publication_types": list(d.publication_types),
+        "class": d.doc_class,
+        "depth": d.depth_used,
+        "depth_fallback_reason": d.depth_fallback_reason,
+        "url": d.url or None,
+        "rrf_score": round(d.rrf_score, 6),
+        "provenance": [
+            {"arm": p.arm, "rank": p.rank, "score": p.score, "tier": p.tier} for p in d.provenance
+        ],
+        "text_units": len(d.text_units),
+    }
 
 
 def _year(value: str | None) -> int | None:
@@ -91,27 +113,7 @@ class SearchOutcome:
             "date_limits_relaxed": a.date_limits_relaxed,
             "stopped_at": a.stopped_at,
             "dense": [{"pmid": h.pmid, "score": round(h.score, 4), "rank": h.rank} for h in self.dense],
-            "evidence": [
-                {
-                    "rank": rank,
-                    "pmid": d.pmid,
-                    "pmcid": d.pmcid,
-                    "title": d.title,
-                    "year": d.year,
-                    "journal": d.journal,
-                    "publication_types": list(d.publication_types),
-                    "class": d.doc_class,
-                    "depth": d.depth_used,
-                    "depth_fallback_reason": d.depth_fallback_reason,
-                    "url": d.url,
-                    "rrf_score": round(d.rrf_score, 6),
-                    "provenance": [
-                        {"arm": p.arm, "rank": p.rank, "score": p.score, "tier": p.tier} for p in d.provenance
-                    ],
-                    "text_units": len(d.text_units),
-                }
-                for rank, d in enumerate(self.evidence.docs, start=1)
-            ],
+            "evidence": [evidence_doc_json(rank, d) for rank, d in enumerate(self.evidence.docs, start=1)],
             "dropped": [{"pmid": d.pmid, "reason": d.reason} for d in self.evidence.dropped],
             "context": None
             if self.context is None
