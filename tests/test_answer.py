@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import datetime
-import json
-from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import pytest
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from app.answer import (
     INSUFFICIENT_TEXT,
@@ -19,12 +17,13 @@ from app.answer import (
     parse_citation_ids,
     verify_citations,
 )
-from llm import LLMOutputInvalid, LLMResult, LLMUnavailable, Message
+from llm import LLMUnavailable
 from retrieval._evidence import EvidenceDoc, TextUnit
 from segmentation._passages import Passage, PassageContext
 
+from ._fakes import ScriptedLLM
+
 M = TypeVar("M", bound=BaseModel)
-Reply = str | dict[str, Any] | Exception
 
 
 def make_doc(
@@ -48,56 +47,6 @@ def make_doc(
         provenance=(),
         text_units=(unit,),
     )
-
-
-class ScriptedLLM:
-    """LLMClient fake: ``script(prompt_text) -> reply``; a str for text, a dict for JSON, or an exception."""
-
-    model_name = "scripted"
-
-    def __init__(self, script: Callable[[str], Reply]) -> None:
-        self.script = script
-        self.seen: list[Sequence[Message]] = []
-
-    def _reply(self, messages: Sequence[Message]) -> Reply:
-        self.seen.append(messages)
-        reply = self.script("\n".join(m["content"] for m in messages))
-        if isinstance(reply, Exception):
-            raise reply
-        return reply
-
-    async def complete_json(
-        self,
-        messages: Sequence[Message],
-        schema: type[M],
-        *,
-        prompt_version: str,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-    ) -> LLMResult[M]:
-        reply = self._reply(messages)
-        raw = reply if isinstance(reply, str) else json.dumps(reply)
-        try:
-            value = schema.model_validate(reply if isinstance(reply, dict) else json.loads(raw))
-        except (ValidationError, ValueError) as exc:
-            raise LLMOutputInvalid("invalid", raw_text=raw, attempts=2) from exc
-        return LLMResult(value, raw, "scripted", prompt_version, 100, 50, 0.01, 1, "json_schema")
-
-    async def complete_text(
-        self,
-        messages: Sequence[Message],
-        *,
-        prompt_version: str,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        stop: Sequence[str] | None = None,
-    ) -> LLMResult[str]:
-        reply = self._reply(messages)
-        assert isinstance(reply, str)
-        return LLMResult(reply, reply, "scripted", prompt_version, 100, 50, 0.01, 1, "none")
-
-    async def aclose(self) -> None:
-        return None
 
 
 DOCS = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
@@ -19,12 +19,13 @@ from app.api import SlidingWindowLimiter, create_app, get_judge
 from app.judge import CrossSourceJudge
 from app.pipeline import Pipeline, build_dense_retriever
 from app.settings import Settings
-from llm import LLMResult, Message
 from retrieval import EutilsSettings
 from retrieval._client import LOCAL_BASE_URL, EutilsClient
 from retrieval._config import LocalServerSettings
 from retrieval._dense import DenseRetriever
 from retrieval._server import create_eutils_app, eutils_transport
+
+from ._fakes import Reply, ScriptedLLM
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -66,50 +67,25 @@ async def client(settings: Settings, pipeline: Pipeline) -> AsyncIterator[httpx.
         yield c
 
 
-class ScriptedLLM:
-    """A fake OpenAI-compatible client: fixed replies per prompt, every call recorded."""
+COMPARISON = {
+    "classification": "DIVERGENT",
+    "reasoning": "one source recommends surgery, the other does not",
+    "divergence_topic": "surgery",
+    "clinical_significance": "high",
+}
 
-    model_name = "scripted-test-model"
 
-    def __init__(self) -> None:
-        self.calls: list[str] = []
+def api_llm() -> ScriptedLLM:
+    """Replies by prompt: absence check -> NO, pair comparison -> DIVERGENT, else a cited answer."""
 
-    async def complete_text(
-        self,
-        messages: Sequence[Message],
-        *,
-        prompt_version: str,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        stop: Sequence[str] | None = None,
-    ) -> LLMResult[str]:
-        self.calls.append(prompt_version)
-        text = "NO" if prompt_version.startswith("judge_absence") else "Surgery can help [PMID:19459018]."
-        return LLMResult(text, text, self.model_name, prompt_version, 10, 5, 0.01, 1, "none")
+    def script(prompt: str) -> Reply:
+        if "Does this response indicate" in prompt:
+            return "NO"
+        if "ABSENT / CONSISTENT / COMPLEMENTARY / DIVERGENT / CONTRADICTORY" in prompt:
+            return COMPARISON
+        return "Surgery can help [PMID:19459018]."
 
-    async def complete_json(
-        self,
-        messages: Sequence[Message],
-        schema: type[M],
-        *,
-        prompt_version: str,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-    ) -> LLMResult[M]:
-        self.calls.append(prompt_version)
-        raw = {
-            "classification": "DIVERGENT",
-            "reasoning": "one source recommends surgery, the other does not",
-            "divergence_topic": "surgery",
-            "clinical_significance": "high",
-        }
-        value = schema.model_validate(raw)
-        return LLMResult(
-            value, json.dumps(raw), self.model_name, prompt_version, 10, 5, 0.01, 1, "json_schema"
-        )
-
-    async def aclose(self) -> None:
-        pass
+    return ScriptedLLM(script)
 
 
 def sse_events(body: str) -> list[tuple[str, dict[str, Any]]]:
@@ -152,7 +128,7 @@ async def test_ask_generates_a_request_id_and_respects_max_documents(client: htt
 async def test_zero_evidence_is_insufficient_and_never_calls_the_llm(
     settings: Settings, pipeline: Pipeline
 ) -> None:
-    llm = ScriptedLLM()
+    llm = api_llm()
     from app.answer import Answerer
 
     app = create_app(settings, pipeline=pipeline, answerer=Answerer(llm))
@@ -161,7 +137,7 @@ async def test_zero_evidence_is_insufficient_and_never_calls_the_llm(
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["mode"] == "insufficient_evidence" and body["citations"] == [] and body["evidence"] == []
-    assert llm.calls == []
+    assert llm.versions == []
 
 
 async def test_bring_your_own_documents_replace_retrieval(client: httpx.AsyncClient) -> None:
@@ -357,7 +333,7 @@ async def test_judge_is_503_without_an_llm(client: httpx.AsyncClient) -> None:
 
 
 async def test_judge_with_a_scripted_llm(settings: Settings, pipeline: Pipeline) -> None:
-    llm = ScriptedLLM()
+    llm = api_llm()
     app = create_app(settings, pipeline=pipeline)
     app.dependency_overrides[get_judge] = lambda: CrossSourceJudge(llm)
     answers = [
@@ -377,7 +353,7 @@ async def test_judge_with_a_scripted_llm(settings: Settings, pipeline: Pipeline)
     assert body["matrix"][0][1] == "DIVERGENT" and body["any_div"] is True and body["note"]
     assert body["r_abs"] == pytest.approx(2 / 3)
     # Absence screen for the two real answers, one compare call; the NOT ADDRESSED one needs none.
-    assert sorted(llm.calls) == ["judge_absence@1", "judge_absence@1", "judge_compare@1"]
+    assert sorted(llm.versions) == ["judge_absence@1", "judge_absence@1", "judge_compare@1"]
 
 
 async def test_ask_with_judge_without_llm_warns(client: httpx.AsyncClient) -> None:

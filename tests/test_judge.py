@@ -8,7 +8,9 @@ import pytest
 
 from app.judge import CrossSourceJudge, SourceAnswer, parse_label_fallback, parse_yes_no
 from llm import LLMTimeout
-from tests.test_answer import Reply, ScriptedLLM, make_doc
+
+from ._fakes import Reply, ScriptedLLM
+from .test_answer import make_doc
 
 Q = "Should I stop aspirin before surgery?"
 
