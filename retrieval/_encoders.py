@@ -202,6 +202,7 @@ class MedCPTEncoder:
         self._query_tok, self._query_net = self._load(self._query_src)
         self._article: tuple[Any, Any] | None = None
         self._lock = threading.Lock()
+        self._tok_lock = threading.Lock()
         self._dim = int(self._query_net.config.hidden_size)
 
     def _load(self, source: str) -> tuple[Any, Any]:
@@ -271,13 +272,14 @@ class MedCPTEncoder:
         out = np.zeros((len(texts), self._dim), dtype=np.float32)
         with torch.inference_mode():
             for rows in _batched(len(texts), batch_size):
-                encoded = self._query_tok(
-                    [texts[i] for i in rows],
-                    truncation=True,
-                    padding=True,
-                    max_length=self._query_max_length,
-                    return_tensors="pt",
-                )
+                with self._tok_lock:  # fast tokenizers' truncation/padding state is not thread-safe
+                    encoded = self._query_tok(
+                        [texts[i] for i in rows],
+                        truncation=True,
+                        padding=True,
+                        max_length=self._query_max_length,
+                        return_tensors="pt",
+                    )
                 out[rows.start : rows.stop] = self._cls(self._query_net, encoded).float().cpu().numpy()
         return out
 
@@ -297,14 +299,15 @@ class MedCPTEncoder:
             try:
                 for rows in _batched(len(order), batch_size):
                     idx = [order[i] for i in rows]
-                    encoded = tok(
-                        [docs[i][0] for i in idx],
-                        [docs[i][1] for i in idx],
-                        truncation=True,  # longest_first, as the model card's tokenizer(articles, ...) does
-                        padding=True,
-                        max_length=self._doc_max_length,
-                        return_tensors="pt",
-                    )
+                    with self._tok_lock:
+                        encoded = tok(
+                            [docs[i][0] for i in idx],
+                            [docs[i][1] for i in idx],
+                            truncation=True,  # longest_first, as the model card's tokenizer(articles, ...)
+                            padding=True,
+                            max_length=self._doc_max_length,
+                            return_tensors="pt",
+                        )
                     out[idx] = self._cls(net, encoded).float().cpu().numpy()
                     if bar is not None:
                         bar.advance(bar.task_ids[0], len(idx))
@@ -352,6 +355,7 @@ class SentenceTransformerEncoder:
             )
         self._model.max_seq_length = max_length
         self._max_length = max_length
+        self._encode_lock = threading.Lock()
         # Renamed in sentence-transformers 6 (the old name warns); accept both.
         st: Any = self._model
         getter = getattr(st, "get_embedding_dimension", None) or st.get_sentence_embedding_dimension
@@ -393,13 +397,15 @@ class SentenceTransformerEncoder:
     def _encode(self, texts: list[str], batch_size: int, progress: bool) -> FloatArray:
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)
-        vecs = self._model.encode(
-            texts,
-            batch_size=batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=progress,
-        )
+        # One model, one tokenizer: its truncation/padding state is not thread-safe (see _tokens.py).
+        with self._encode_lock:
+            vecs = self._model.encode(
+                texts,
+                batch_size=batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=progress,
+            )
         return np.ascontiguousarray(vecs, dtype=np.float32)
 
     def encode_queries(self, texts: Sequence[str], batch_size: int = 32) -> FloatArray:

@@ -9,7 +9,9 @@ is encoded whole, never truncated.
 
 from __future__ import annotations
 
+import copy
 import re
+import threading
 from collections.abc import Sequence
 from typing import Any, Final, Protocol, runtime_checkable
 
@@ -53,6 +55,13 @@ class WhitespaceTokenCounter:
         return [m.span() for m in _WORD.finditer(text)]
 
 
+def _private_copy(tokenizer: Any) -> Any:
+    try:
+        return copy.deepcopy(tokenizer)
+    except Exception:  # an exotic tokenizer that cannot be copied: share it (calls are locked)
+        return tokenizer
+
+
 class HFTokenCounter:
     """Counts with a Hugging Face tokenizer; ``max_length`` = ``model_max_length - special - reserve``.
 
@@ -64,7 +73,10 @@ class HFTokenCounter:
     def __init__(
         self, tokenizer: Any, model_max_length: int, *, pair: bool = False, reserve: int = 0
     ) -> None:
-        self._tok = tokenizer
+        # A private copy: HF fast tokenizers keep truncation/padding as mutable backend state, so sharing the
+        # encoder's instance let an untruncated count race an encode in another thread (ragged batch).
+        self._tok = _private_copy(tokenizer)
+        self._lock = threading.Lock()
         self.model_max_length = model_max_length
         try:
             special = int(tokenizer.num_special_tokens_to_add(pair=pair))
@@ -87,23 +99,26 @@ class HFTokenCounter:
 
     def count(self, text: str) -> int:
         # verbose=False: counting long texts is the point, the "longer than max length" warning is noise.
-        ids = self._tok(text, add_special_tokens=False, truncation=False, verbose=False)["input_ids"]
+        with self._lock:
+            ids = self._tok(text, add_special_tokens=False, truncation=False, verbose=False)["input_ids"]
         return len(ids)
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """Batched :meth:`count` (one tokenizer call: much faster with fast tokenizers)."""
         if not texts:
             return []
-        enc = self._tok(list(texts), add_special_tokens=False, truncation=False, verbose=False)
+        with self._lock:
+            enc = self._tok(list(texts), add_special_tokens=False, truncation=False, verbose=False)
         return [len(ids) for ids in enc["input_ids"]]
 
     def offsets(self, text: str) -> list[tuple[int, int]]:
         """Character span of every token; a slow tokenizer (no offset mapping) falls back to words."""
         if not getattr(self._tok, "is_fast", False):
             return [m.span() for m in _WORD.finditer(text)]
-        enc = self._tok(
-            text, add_special_tokens=False, truncation=False, verbose=False, return_offsets_mapping=True
-        )
+        with self._lock:
+            enc = self._tok(
+                text, add_special_tokens=False, truncation=False, verbose=False, return_offsets_mapping=True
+            )
         return [(int(s), int(e)) for s, e in enc["offset_mapping"] if e > s]
 
 
