@@ -14,9 +14,10 @@ from typing import Any
 
 from llm import LLMClient, build_llm
 from retrieval import AdaptE, AdaptEResult, EutilsClient, MeshVocabulary
+from retrieval._client import EutilsDegradation, track_degradation
 from retrieval._dense import DenseHit, DenseRetriever, open_retriever
 from retrieval._evidence import EvidenceBuilder, EvidenceDoc, EvidenceSet
-from retrieval._exceptions import CometaError
+from retrieval._exceptions import CometaError, EutilsError
 from retrieval._fusion import FusedHit, fuse
 from retrieval._rerank import load_reranker
 from retrieval._understand import QueryUnderstander, Understanding
@@ -72,6 +73,8 @@ class SearchOutcome:
     context: PassageContext | None = None  # passages for the answer (None when passages are off)
     warnings: list[str] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    # E-utilities failures, stale cache answers and missing records of this question (None: not tracked).
+    eutils: EutilsDegradation | None = None
 
     @property
     def pmids(self) -> list[str]:
@@ -252,14 +255,55 @@ class Pipeline:
         maxdate: str | None = None,
         api_key: str | None = None,
     ) -> SearchOutcome:
-        """Everything after Understand; the evaluation suites call this with precomputed plans."""
+        """Everything after Understand; the evaluation suites call this with precomputed plans.
+
+        Degraded mode: with NCBI unavailable, expired cache entries answer (stale-if-error) and, if the
+        Boolean arm fails outright, the local dense arm answers alone with cached records; both are marked
+        in ``warnings`` ("NCBI unavailable: ..."). When nothing can be served, the E-utilities error
+        propagates (the API's 503 with the reason).
+        """
+        with track_degradation() as degradation:
+            outcome = await self._retrieve(understanding, degradation, mindate, maxdate, api_key)
+        outcome.eutils = degradation
+        if degradation.stale_served:
+            minutes = max(1, round(degradation.max_stale_age_s / 60))
+            outcome.warnings.append(
+                f"NCBI unavailable: answered from cache ({degradation.stale_served} E-utilities results "
+                f"up to {minutes} min old)"
+            )
+        if degradation.unserved:
+            outcome.warnings.append(
+                f"NCBI unavailable: {degradation.unserved} records could not be fetched; evidence may be "
+                "incomplete"
+            )
+        return outcome
+
+    async def _retrieve(
+        self,
+        understanding: Understanding,
+        degradation: EutilsDegradation,
+        mindate: str | None,
+        maxdate: str | None,
+        api_key: str | None,
+    ) -> SearchOutcome:
         plan = understanding.plan
         timings: dict[str, float] = {}
         warnings: list[str] = []
         started = time.perf_counter()
+        boolean_error: EutilsError | None = None
 
         async def boolean_arm() -> AdaptEResult:
-            result = await self.adapte.run(plan, mindate=mindate, maxdate=maxdate, api_key=api_key)
+            nonlocal boolean_error
+            try:
+                result = await self.adapte.run(plan, mindate=mindate, maxdate=maxdate, api_key=api_key)
+            except EutilsError as exc:
+                # Only an outage (not a refused query) lets the local dense arm answer alone.
+                if not (degradation.unavailable and self.use_dense):
+                    raise
+                boolean_error = exc
+                result = AdaptEResult(
+                    pmids=(), tiers=(), zero_hit=False, fallback_used=False, stopped_at=None
+                )
             timings["esearch"] = (time.perf_counter() - started) * 1000
             return result
 
@@ -272,6 +316,13 @@ class Pipeline:
             return hits
 
         boolean, dense = await asyncio.gather(boolean_arm(), dense_arm())
+        if boolean_error is not None:
+            if not dense:
+                raise boolean_error
+            warnings.append(
+                "NCBI unavailable: PubMed search failed; answered from the local dense index and cached "
+                "records only"
+            )
         if self.use_dense and self._dense_error:
             warnings.append(f"dense retrieval unavailable ({self._dense_error}); Boolean arm only")
         if boolean.date_limits_relaxed:
@@ -285,7 +336,14 @@ class Pipeline:
         if boolean.date_limits_relaxed:
             min_year = max_year = None  # the window was already given up for this question, on purpose
         t2 = time.perf_counter()
-        evidence = await self.evidence.build(fused, min_year=min_year, max_year=max_year, api_key=api_key)
+        try:
+            evidence = await self.evidence.build(fused, min_year=min_year, max_year=max_year, api_key=api_key)
+        except EutilsError as exc:
+            if boolean_error is not None:
+                raise boolean_error from exc  # the search failure is the reason to report, as before
+            raise
+        if boolean_error is not None and not evidence.docs:
+            raise boolean_error
         timings["metadata"] = (time.perf_counter() - t2) * 1000
         context = None
         passages = await self.passage_retriever()

@@ -1,8 +1,15 @@
 """Retrieval stage: E-utilities client, local E-utilities server, query language, corpus."""
 
 from ._adapte import AdaptE, AdaptEResult, TierResult
-from ._client import EutilsClient
-from ._config import NCBI_EUTILS_URL, AdaptESettings, EutilsSettings, FaultSettings, LocalServerSettings
+from ._client import EutilsClient, EutilsDegradation, track_degradation
+from ._config import (
+    NCBI_EUTILS_URL,
+    AdaptESettings,
+    CacheSettings,
+    EutilsSettings,
+    FaultSettings,
+    LocalServerSettings,
+)
 from ._corpus import Corpus, load_corpus
 from ._dense import DenseHit, DenseRetriever, open_retriever
 from ._encoders import Encoder, EncoderUnavailable, load_encoder
@@ -40,7 +47,9 @@ from ._models import (
 )
 from ._plan import Concept, DateLimits, Pico, QueryPlan
 from ._query import parse_query, render, validate_query
+from ._ratelimit import LimiterUnavailable
 from ._server import create_eutils_app, eutils_transport
+from ._store import CacheStore, CacheStoreError, open_store
 from ._vector import IndexMismatchError
 
 __all__ = [
@@ -50,6 +59,9 @@ __all__ = [
     "AdaptEResult",
     "AdaptESettings",
     "BadRequest",
+    "CacheSettings",
+    "CacheStore",
+    "CacheStoreError",
     "CometaError",
     "Concept",
     "Corpus",
@@ -65,6 +77,7 @@ __all__ = [
     "Encoder",
     "EncoderUnavailable",
     "EutilsClient",
+    "EutilsDegradation",
     "EutilsError",
     "EutilsSettings",
     "EvidenceBuilder",
@@ -74,6 +87,7 @@ __all__ = [
     "FusedHit",
     "IndexMismatchError",
     "License",
+    "LimiterUnavailable",
     "LiteratureIndex",
     "LocalServerSettings",
     "MalformedResponse",
@@ -101,8 +115,10 @@ __all__ = [
     "load_encoder",
     "normalise_pmcid",
     "open_retriever",
+    "open_store",
     "parse_query",
     "render",
     "rrf",
+    "track_degradation",
     "validate_query",
 ]

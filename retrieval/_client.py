@@ -9,6 +9,12 @@ Every request: ``tool``/``email``/``api_key`` sent, explicit ``retmode``, a time
 exponential backoff and jitter on 429 / rate-limit bodies / 5xx / timeouts / malformed bodies, the limiter
 re-acquired before each attempt, and a total retry budget. Failures surface as the
 :class:`~retrieval._exceptions.EutilsError` tree, never as raw httpx or lxml errors.
+
+Results are cached in a :mod:`retrieval._store` store (memory, SQLite or Redis). When a call fails for
+availability reasons (transport, 5xx, rate limited, garbage bodies: everything but BadRequest) after its
+retries, an expired entry younger than ``max_stale_s`` is served instead (stale-if-error) and recorded in
+``stats`` and in the :class:`EutilsDegradation` of the surrounding :func:`track_degradation` block, which
+is how the pipeline knows to mark its answer.
 """
 
 from __future__ import annotations
@@ -18,12 +24,13 @@ import json
 import random
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import httpx
-from cachetools import TTLCache
 
 from ._config import EutilsSettings, LocalServerSettings
 from ._exceptions import (
@@ -44,9 +51,17 @@ from ._parsers import (
     parse_pmc_articles,
     parse_pubmed_articles,
 )
-from ._ratelimit import effective_rate, limiter_for
+from ._ratelimit import LocalLimiter, RateLimiter, RedisLimiter, effective_rate
+from ._store import CacheEntry, CacheStore, hash_part, open_store
 
-__all__ = ["LOCAL_BASE_URL", "ClientStats", "EutilsClient"]
+__all__ = [
+    "LOCAL_BASE_URL",
+    "ClientStats",
+    "EutilsClient",
+    "EutilsDegradation",
+    "is_unavailable",
+    "track_degradation",
+]
 
 LOCAL_BASE_URL = "http://eutils.local/entrez/eutils/"
 LOCAL_REQUESTS_PER_SECOND = 1000.0
@@ -63,12 +78,63 @@ class ClientStats:
 
     requests: Counter[str]
     retries: Counter[str]
-    cache_hits: int = 0
-    cache_misses: int = 0
+    cache_hits: int = 0  # fresh entries served
+    cache_misses: int = 0  # absent or expired at lookup (an expired one may still be served as stale)
+    stale_served: int = 0  # expired entries served because E-utilities failed
+    failures: int = 0  # calls that failed for availability reasons after their retries
 
     @property
     def total_requests(self) -> int:
         return sum(self.requests.values())
+
+
+@dataclass
+class EutilsDegradation:
+    """What went wrong with E-utilities inside one :func:`track_degradation` block (one question)."""
+
+    allow_partial: bool = True  # efetch/elink may return what they could serve and count the rest
+    failures: list[str] = field(default_factory=list)  # availability errors after retries, ``Type: message``
+    stale: Counter[str] = field(default_factory=Counter)  # endpoint -> expired entries served
+    max_stale_age_s: float = 0.0
+    unserved: int = 0  # ids neither fetched nor cached, left out of partial results
+
+    @property
+    def unavailable(self) -> bool:
+        """E-utilities failed at least once (after retries) for availability reasons."""
+        return bool(self.failures)
+
+    @property
+    def stale_served(self) -> int:
+        return sum(self.stale.values())
+
+    @property
+    def degraded(self) -> bool:
+        return self.stale_served > 0 or self.unserved > 0
+
+
+_DEGRADATION: ContextVar[EutilsDegradation | None] = ContextVar("cometa_eutils_degradation", default=None)
+
+
+@contextmanager
+def track_degradation(*, allow_partial: bool = True) -> Iterator[EutilsDegradation]:
+    """Record E-utilities failures and stale answers of every client call inside the block.
+
+    A context variable, not client state: one client serves many concurrent questions, and tasks started
+    inside the block (gather, TaskGroup) share its record. With ``allow_partial``, a batched EFetch/ELink
+    whose batch failed returns the ids it could serve (fresh, fetched or stale) instead of raising, as long
+    as it can serve at least one; outside such a block a call raises unless every id could be served.
+    """
+    record = EutilsDegradation(allow_partial=allow_partial)
+    token = _DEGRADATION.set(record)
+    try:
+        yield record
+    finally:
+        _DEGRADATION.reset(token)
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """An E-utilities failure that says nothing about the request itself: worth a stale answer."""
+    return isinstance(exc, EutilsError) and not isinstance(exc, BadRequest)
 
 
 def _is_rate_limit_body(body: bytes) -> bool:
@@ -108,6 +174,8 @@ class EutilsClient:
         rng: random.Random | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
+        store: CacheStore | None = None,
+        limiter: RateLimiter | None = None,
     ) -> None:
         settings = settings or EutilsSettings()
         if settings.backend == "local" and settings.requests_per_second is None:
@@ -131,11 +199,26 @@ class EutilsClient:
         self._rng = rng or random.Random()
         self._sleep = sleep
         self._clock = clock  # injectable with ``sleep`` so retry-budget tests need not wait
-        cache_size = max(self.settings.cache_max_entries, 1)
-        ttl = self.settings.cache_ttl_s
-        self._cache_enabled = self.settings.cache_max_entries > 0 and ttl > 0
-        # Keyed on normalised parameters (never on tool/email/api_key): same question, same answer.
-        self._cache: TTLCache[tuple[Any, ...], Any] = TTLCache(maxsize=cache_size, ttl=max(ttl, 1e-9))
+        cache = self.settings.cache_settings()
+        # A store passed in is shared (tests, several clients of one process) and stays open on aclose.
+        self._owns_store = store is None
+        self.store = store if store is not None else open_store(cache)
+        # Keys: normalised parameters (never tool/email/api_key: same question, same answer), under a
+        # namespace that includes the E-utilities URL, so two backends never share entries.
+        self._key_prefix = f"{cache.namespace}:eutils:{hash_part(self.base_url, 12)}:v1"
+        self._owns_limiter = limiter is None
+        if limiter is None:
+            limiter = (
+                RedisLimiter(
+                    self.settings.redis_limiter_url(),
+                    timeout_s=self.settings.limiter_timeout_s,
+                    on_error=self.settings.limiter_on_error,
+                    fallback_replicas=self.settings.limiter_fallback_replicas,
+                )
+                if self.settings.limiter == "redis"
+                else LocalLimiter()
+            )
+        self.limiter: RateLimiter = limiter
         self.stats = ClientStats(requests=Counter(), retries=Counter())
 
     @classmethod
@@ -159,6 +242,10 @@ class EutilsClient:
 
     async def aclose(self) -> None:
         await self._http.aclose()
+        if self._owns_store and self.store is not None:
+            await self.store.aclose()
+        if self._owns_limiter:
+            await self.limiter.aclose()
 
     # ------------------------------------------------------------------ public API
 
@@ -204,16 +291,25 @@ class EutilsClient:
                 params.append((name, value))
         if usehistory:
             params.append(("usehistory", "y"))
-        cacheable = use_cache and not usehistory
-        key = ("esearch", tuple(sorted(params)))
+        cacheable = use_cache and not usehistory and self.store is not None
+        # Hashed: the term derives from a patient's question and must not sit readable in a shared store.
+        key = self._key("esearch", hash_part(json.dumps(sorted(params))))
+        fresh: dict[str, Any] = {}
+        stale: dict[str, CacheEntry] = {}
         if cacheable:
-            hit = self._cache_get("esearch", key)
-            if hit is not None:
-                return hit  # type: ignore[no-any-return]
+            fresh, stale = await self._lookup("esearch", {key: key})
+            if key in fresh:
+                return fresh[key]  # type: ignore[no-any-return]
         post = len(term) >= self.settings.post_min_term_chars
-        result = await self._call("esearch", params, parse_esearch, api_key=api_key, post=post)
+        try:
+            result = await self._call("esearch", params, parse_esearch, api_key=api_key, post=post)
+        except EutilsError as exc:
+            if key in stale and is_unavailable(exc):
+                self._served_stale("esearch", [stale[key]])
+                return stale[key].value  # type: ignore[no-any-return]
+            raise
         if cacheable:
-            self._cache_put(key, result)
+            await self._put({key: result})
         return result
 
     async def efetch_pubmed(self, pmids: Iterable[str], *, api_key: str | None = None) -> list[PubmedRecord]:
@@ -243,25 +339,34 @@ class EutilsClient:
         key_of: Callable[[R], str],
         api_key: str | None,
     ) -> list[R]:
-        found: dict[str, R] = {}
-        missing: list[str] = []
-        for ident in wanted:
-            hit = self._cache_get("efetch", ("efetch", db, ident))
-            if hit is not None:
-                found[ident] = hit
-            else:
-                missing.append(ident)
+        keys = {ident: self._key("efetch", db, ident) for ident in wanted}
+        fresh, stale = await self._lookup("efetch", keys)
+        found: dict[str, R] = dict(fresh)
+        missing = [i for i in wanted if i not in found]
 
         async def fetch(batch: Sequence[str]) -> list[R]:
             params: Params = [("db", db), ("id", ",".join(uid(i) for i in batch)), ("retmode", "xml")]
             post = len(batch) > self.settings.post_min_ids
             return await self._call("efetch", params, parser, api_key=api_key, post=post)
 
-        for items in await self._gather(fetch(b) for b in _chunks(missing, self.settings.efetch_batch_size)):
-            for item in items:
-                key = key_of(item)
-                found[key] = item
-                self._cache_put(("efetch", db, key), item)
+        batches = list(_chunks(missing, self.settings.efetch_batch_size))
+        fetched: dict[str, Any] = {}
+        failed: list[str] = []
+        error: EutilsError | None = None
+        for batch, outcome in zip(
+            batches, await self._gather_tolerant([fetch(b) for b in batches]), strict=True
+        ):
+            if isinstance(outcome, EutilsError):
+                failed.extend(batch)
+                error = error or outcome
+                continue
+            for item in outcome:
+                ident = key_of(item)
+                found[ident] = item
+                fetched[keys.get(ident) or self._key("efetch", db, ident)] = item
+        await self._put(fetched)
+        if error is not None:
+            self._serve_failed("efetch", failed, stale, found, error)
         return [found[i] for i in wanted if i in found]
 
     async def esummary(
@@ -295,14 +400,10 @@ class EutilsClient:
         One-to-one mode (repeated ``id=``) keeps the PMID -> PMCID correspondence that a comma list loses.
         """
         wanted = _unique(pmids)
-        out: dict[str, str | None] = {}
-        missing: list[str] = []
-        for pmid in wanted:
-            key = ("elink", "pubmed_pmc", pmid)
-            if self._cache_enabled and key in self._cache:
-                out[pmid] = self._cache_get("elink", key)
-            else:
-                missing.append(pmid)
+        keys = {pmid: self._key("elink", "pubmed_pmc", pmid) for pmid in wanted}
+        fresh, stale = await self._lookup("elink", keys)
+        out: dict[str, str | None] = dict(fresh)  # negative answers (no PMC copy) are cached too
+        missing = [p for p in wanted if p not in out]
 
         async def fetch(batch: Sequence[str]) -> dict[str, str | None]:
             params: Params = [
@@ -320,10 +421,23 @@ class EutilsClient:
                 post=len(batch) > self.settings.post_min_ids,
             )
 
-        for part in await self._gather(fetch(b) for b in _chunks(missing, self.settings.efetch_batch_size)):
-            for pmid, pmcid in part.items():
+        batches = list(_chunks(missing, self.settings.efetch_batch_size))
+        fetched: dict[str, Any] = {}
+        failed: list[str] = []
+        error: EutilsError | None = None
+        for batch, outcome in zip(
+            batches, await self._gather_tolerant([fetch(b) for b in batches]), strict=True
+        ):
+            if isinstance(outcome, EutilsError):
+                failed.extend(batch)
+                error = error or outcome
+                continue
+            for pmid, pmcid in outcome.items():
                 out[pmid] = pmcid
-                self._cache_put(("elink", "pubmed_pmc", pmid), pmcid)
+                fetched[keys.get(pmid) or self._key("elink", "pubmed_pmc", pmid)] = pmcid
+        await self._put(fetched)
+        if error is not None:
+            self._serve_failed("elink", failed, stale, out, error)  # unserved ids read as "no PMC copy"
         return {p: out.get(p) for p in wanted}
 
     async def einfo(self, db: str | None = None, *, api_key: str | None = None) -> EInfoResult:
@@ -344,21 +458,84 @@ class EutilsClient:
             raise _first_leaf(grouped) from None
         return [t.result() for t in tasks]
 
-    def _cache_get(self, endpoint: str, key: tuple[Any, ...]) -> Any:
-        if not self._cache_enabled:
-            return None
-        value = self._cache.get(key)
-        hit = value is not None or key in self._cache
-        EUTILS_CACHE.labels(endpoint, "hit" if hit else "miss").inc()
-        if hit:
-            self.stats.cache_hits += 1
-        else:
-            self.stats.cache_misses += 1
-        return value
+    async def _gather_tolerant(self, coros: Sequence[Coroutine[Any, Any, T]]) -> list[T | EutilsError]:
+        """Like :meth:`_gather`, but with a cache an availability failure of one batch is returned, not
+        raised, so the batches that worked still count and the failed ids can be served stale."""
+        if self.store is None:
+            return list(await self._gather(coros))
 
-    def _cache_put(self, key: tuple[Any, ...], value: Any) -> None:
-        if self._cache_enabled:
-            self._cache[key] = value
+        async def tolerant(coro: Coroutine[Any, Any, T]) -> T | EutilsError:
+            try:
+                return await coro
+            except EutilsError as exc:
+                if is_unavailable(exc):
+                    return exc
+                raise
+
+        return await self._gather(tolerant(c) for c in coros)
+
+    def _key(self, *parts: str) -> str:
+        return ":".join((self._key_prefix, *parts))
+
+    async def _lookup(
+        self, endpoint: str, keys: Mapping[str, str]
+    ) -> tuple[dict[str, Any], dict[str, CacheEntry]]:
+        """``ids -> key`` looked up at once: (fresh values by id, expired-but-kept entries by id)."""
+        if self.store is None or not keys:
+            return {}, {}
+        entries = await self.store.get_many(list(dict.fromkeys(keys.values())))
+        fresh: dict[str, Any] = {}
+        stale: dict[str, CacheEntry] = {}
+        for ident, key in keys.items():
+            entry = entries.get(key)
+            if entry is not None and entry.fresh:
+                fresh[ident] = entry.value
+            elif entry is not None:
+                stale[ident] = entry
+        hits = len(fresh)
+        self.stats.cache_hits += hits
+        self.stats.cache_misses += len(keys) - hits
+        if hits:
+            EUTILS_CACHE.labels(endpoint, "hit").inc(hits)
+        if len(keys) - hits:
+            EUTILS_CACHE.labels(endpoint, "miss").inc(len(keys) - hits)
+        return fresh, stale
+
+    async def _put(self, items: Mapping[str, Any]) -> None:
+        if self.store is not None and items:
+            await self.store.set_many(items)
+
+    def _served_stale(self, endpoint: str, entries: Sequence[CacheEntry]) -> None:
+        if not entries:
+            return
+        self.stats.stale_served += len(entries)
+        EUTILS_CACHE.labels(endpoint, "stale").inc(len(entries))
+        record = _DEGRADATION.get()
+        if record is not None and self.store is not None:
+            record.stale[endpoint] += len(entries)
+            oldest = max(e.age_s(self.store.clock()) for e in entries)
+            record.max_stale_age_s = max(record.max_stale_age_s, oldest)
+
+    def _serve_failed(
+        self,
+        endpoint: str,
+        failed: Sequence[str],
+        stale: Mapping[str, CacheEntry],
+        found: dict[str, Any],
+        error: EutilsError,
+    ) -> None:
+        """Serve failed batches' ids from stale entries; raise ``error`` unless the rest may be left out."""
+        served = [i for i in failed if i in stale]
+        unserved = len(failed) - len(served)
+        record = _DEGRADATION.get()
+        partial_ok = record is not None and record.allow_partial and bool(served or found)
+        if unserved and not partial_ok:
+            raise error
+        for ident in served:
+            found[ident] = stale[ident].value
+        self._served_stale(endpoint, [stale[i] for i in served])
+        if record is not None:
+            record.unserved += unserved
 
     def _identity(self, api_key: str | None) -> tuple[Params, str | None]:
         key = api_key or (self.settings.api_key.get_secret_value() if self.settings.api_key else None)
@@ -377,6 +554,19 @@ class EutilsClient:
     async def _call(
         self, endpoint: str, params: Params, parser: Callable[[bytes], T], *, api_key: str | None, post: bool
     ) -> T:
+        try:
+            return await self._call_with_retries(endpoint, params, parser, api_key=api_key, post=post)
+        except EutilsError as exc:
+            if is_unavailable(exc):
+                self.stats.failures += 1
+                record = _DEGRADATION.get()
+                if record is not None:
+                    record.failures.append(f"{type(exc).__name__}: {exc}"[:300])
+            raise
+
+    async def _call_with_retries(
+        self, endpoint: str, params: Params, parser: Callable[[bytes], T], *, api_key: str | None, post: bool
+    ) -> T:
         """Send one E-utility call and parse it, with retries.
 
         Parsing happens inside the retry loop: a truncated body or a rate-limit answer hidden behind a 2xx
@@ -386,7 +576,6 @@ class EutilsClient:
         all_params = params + identity
         url = f"{self.base_url}{endpoint}.fcgi"
         rate = effective_rate(key, self.settings.requests_per_second, self.settings.rate_safety)
-        limiter = limiter_for(key, rate)
         deadline = self._clock() + self.settings.retry_budget_s
         attempt = 0
         while True:
@@ -394,7 +583,7 @@ class EutilsClient:
             remaining = deadline - self._clock()
             if remaining <= 0:
                 raise TransportError(f"{endpoint}: retry budget exhausted", endpoint=endpoint)
-            await limiter.acquire()
+            await self.limiter.acquire(key, rate)
             timeout = httpx.Timeout(
                 min(self.settings.timeout_s, remaining),
                 connect=min(self.settings.connect_timeout_s, remaining),

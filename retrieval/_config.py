@@ -10,6 +10,9 @@ from pydantic import BaseModel, Field, SecretStr
 __all__ = [
     "NCBI_EUTILS_URL",
     "AdaptESettings",
+    "CacheSettings",
+    "CollectionSearchSettings",
+    "CollectionSettings",
     "DenseSettings",
     "EutilsSettings",
     "EvidenceSettings",
@@ -18,6 +21,26 @@ __all__ = [
 ]
 
 NCBI_EUTILS_URL = "https://eutils.ncbi.nlm.nih.gov/entrez/eutils/"
+
+
+class CacheSettings(BaseModel):
+    """The E-utilities response cache (``COMETA_EUTILS__CACHE__*``).
+
+    ``memory``: per process (the default); ``sqlite``: a file that survives restarts, shared by the processes
+    of one host; ``redis``: shared by every replica. Entries are fresh for ``ttl_s`` and kept ``max_stale_s``
+    longer, to be served only when E-utilities fails (stale-if-error, marked in the answer's warnings).
+    """
+
+    backend: Literal["memory", "sqlite", "redis"] = "memory"
+    # sqlite: a file path (None = ~/.cache/cometa/eutils-cache.sqlite3); redis: redis://host:port/db.
+    url: str | None = None
+    ttl_s: float = Field(default=3600.0, ge=0)
+    max_stale_s: float = Field(default=86_400.0, ge=0)
+    max_entries: int = Field(default=4096, ge=0)  # memory: LRU size; sqlite: rows kept; 0 disables the cache
+    # Key prefix in shared stores; the E-utilities base URL is hashed into every key as well, so a
+    # corpus-backed deployment and a live-NCBI one can share a Redis without mixing answers.
+    namespace: str = Field(default="cometa", pattern=r"^[A-Za-z0-9_.-]+$")
+    timeout_s: float = Field(default=1.0, gt=0)  # per Redis/SQLite operation; a slow cache is a miss
 
 
 class EutilsSettings(BaseModel):
@@ -43,11 +66,38 @@ class EutilsSettings(BaseModel):
     retry_budget_s: float = Field(default=15.0, gt=0)
     backoff_base_s: float = Field(default=0.5, ge=0)
     backoff_max_s: float = Field(default=8.0, ge=0)
-    cache_ttl_s: float = Field(default=3600.0, ge=0)
-    cache_max_entries: int = Field(default=4096, ge=0)
+    cache: CacheSettings = Field(default_factory=CacheSettings)
+    # Deprecated flat spellings of ``cache.ttl_s`` / ``cache.max_entries``; they win when set.
+    cache_ttl_s: float | None = Field(default=None, ge=0)
+    cache_max_entries: int | None = Field(default=None, ge=0)
+    # ``local``: one strict-spacing limiter per process and key; ``redis``: one per key across all replicas
+    # (an atomic slot reservation in Redis), so N replicas together stay under NCBI's 3 or 10 req/s.
+    limiter: Literal["local", "redis"] = "local"
+    limiter_url: str | None = None  # None = cache.url when the cache is Redis, else redis://localhost:6379/0
+    # Redis unreachable: ``local`` falls back to a per-process limiter at rate / limiter_fallback_replicas
+    # (logged, counted); ``error`` raises LimiterUnavailable (an EutilsError: 503 or stale-if-error).
+    limiter_on_error: Literal["local", "error"] = "local"
+    limiter_fallback_replicas: int = Field(default=1, ge=1)
+    limiter_timeout_s: float = Field(default=1.0, gt=0)
     efetch_batch_size: int = Field(default=200, ge=1, le=10_000)
     post_min_ids: int = Field(default=200, ge=1)
     post_min_term_chars: int = Field(default=1000, ge=1)
+
+    def cache_settings(self) -> CacheSettings:
+        """``cache`` with the deprecated flat fields applied."""
+        update: dict[str, float | int] = {}
+        if self.cache_ttl_s is not None:
+            update["ttl_s"] = self.cache_ttl_s
+        if self.cache_max_entries is not None:
+            update["max_entries"] = self.cache_max_entries
+        return self.cache.model_copy(update=update) if update else self.cache
+
+    def redis_limiter_url(self) -> str:
+        if self.limiter_url:
+            return self.limiter_url
+        if self.cache.backend == "redis" and self.cache.url:
+            return self.cache.url
+        return "redis://localhost:6379/0"
 
 
 class FaultSettings(BaseModel):
@@ -130,3 +180,53 @@ class EvidenceSettings(BaseModel):
     depth_d1: Literal["abstract", "fulltext"] = "abstract"
     depth_d2: Literal["abstract", "fulltext"] = "fulltext"
     depth_d3: Literal["abstract", "fulltext"] = "abstract"
+
+
+# --- Institutional collections (issue 9): HERO-QA per-document retrieval over local handbooks. ---
+
+
+class CollectionSearchSettings(BaseModel):
+    """HERO-QA routing and retrieval over one institutional collection (see ``retrieval/_collections.py``).
+
+    Defaults follow the HERO-QA paper: whole document up to 80k characters, 160-word windows with 32-word
+    overlap, four arms fused by RRF (k=60) with the two navigation arms down-weighted, top-5 chunks
+    expanded to their parent sections and immediate neighbours, full-document fallback on weak evidence.
+    """
+
+    whole_doc_max_chars: int = Field(default=80_000, ge=0)  # at or below: the whole document is the context
+    chunker: Literal["window", "seos"] = "window"
+    window_words: int = Field(default=160, ge=8, le=4096)
+    window_overlap: int = Field(default=32, ge=0, le=2048)
+    rrf_k: int = Field(default=60, ge=1)
+    dense_weight: float = Field(default=1.0, ge=0)
+    bm25_chunk_weight: float = Field(default=1.0, ge=0)
+    # Navigation arms rank whole sections, not chunks: coarser evidence, so they count half (the paper
+    # says only "down-weighted").
+    bm25_section_weight: float = Field(default=0.5, ge=0)
+    bm25_heading_weight: float = Field(default=0.5, ge=0)
+    rerank_candidates: int = Field(default=20, ge=1, le=1000)  # fused chunks per document sent to rerank
+    top_chunks: int = Field(default=5, ge=1, le=100)  # reranked chunks expanded into the evidence
+    # A hit in a section longer than half the context budget brings this many chunks either side of it
+    # instead of the whole section.
+    expand_neighbours: int = Field(default=1, ge=0, le=10)
+    context_max_chars: int = Field(default=12_000, ge=500)  # budget of one chunk-route evidence text
+    # Evidence is weak (-> whole-document fallback) when the top chunks score below the threshold of the
+    # scorer's scale (bi-encoder / no reranker: cosine of the dense encoder; cross-encoder: raw logit) or
+    # cover less than ``min_coverage`` of the question's IDF-weighted terms. MiniLM cosines barely
+    # separate "addressed" from "not addressed" (0.46-0.57 for a handbook silent on travel vs 0.49-0.71
+    # for the sections that answer it, tests/fixtures/handbooks), so offline the score is only a floor and
+    # term coverage decides (travel question: 0.54-1.0 where answered, 0.07 where not).
+    weak_score_bi_encoder: float = 0.25
+    weak_score_cross_encoder: float = 0.0
+    min_coverage: float = Field(default=0.35, ge=0, le=1)
+    fallback_max_chars: int = Field(default=200_000, ge=1000)  # whole-document fallback is cut here
+    doc_candidates_factor: int = Field(default=2, ge=1, le=20)  # docs reranked per requested top doc
+    encode_batch_size: int = Field(default=32, ge=1, le=4096)
+
+
+class CollectionSettings(BaseModel):
+    """Where institutional collections live (``COMETA_COLLECTIONS__ROOT``) and how they are searched."""
+
+    root: Path | None = None  # None = $XDG_DATA_HOME/cometa/collections (~/.local/share/...)
+    search: CollectionSearchSettings = Field(default_factory=CollectionSearchSettings)
+    max_file_bytes: int = Field(default=50_000_000, ge=1)  # larger files are refused at ingest

@@ -20,7 +20,8 @@ from retrieval import (
     ServerError,
     TransportError,
 )
-from retrieval._client import EutilsClient
+from retrieval._client import EutilsClient, track_degradation
+from retrieval._store import MemoryStore
 
 from .conftest import BIOPYTHON_SAMPLES, KLORTHO_SAMPLES
 
@@ -283,4 +284,83 @@ async def test_empty_term_and_half_date_window_rejected_before_network() -> None
     with pytest.raises(BadRequest):
         await client.esearch("x", mindate="2010")
     assert rec.requests == []
+    await client.aclose()
+
+
+# --- stale-if-error (the stores themselves: tests/test_store.py) ----------------------------------------
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _stale_client(handler: Handler, clock: _Clock) -> EutilsClient:
+    store = MemoryStore(ttl_s=10, max_stale_s=100, max_entries=100, clock=clock)
+    settings = EutilsSettings(requests_per_second=1000.0, max_attempts=1, backoff_base_s=0.0)
+    return EutilsClient(settings, transport=httpx.MockTransport(handler), store=store)
+
+
+async def test_partial_efetch_only_inside_a_degradation_scope() -> None:
+    sample = (BIOPYTHON_SAMPLES / "pubmed4.xml").read_bytes()
+    down = [False]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(503) if down[0] else httpx.Response(200, content=sample)
+
+    clock = _Clock()
+    client = _stale_client(handler, clock)
+    assert [r.pmid for r in await client.efetch_pubmed(["27797938"])] == ["27797938"]
+    clock.now = 11  # expired: kept for stale-if-error only
+    down[0] = True
+    # 27797938 could be served stale, 999 not at all: a plain call refuses to drop it silently...
+    with pytest.raises(ServerError):
+        await client.efetch_pubmed(["27797938", "999"])
+    # ...while the pipeline's degraded mode takes what there is and counts the rest.
+    with track_degradation() as record:
+        got = await client.efetch_pubmed(["27797938", "999"])
+    assert [r.pmid for r in got] == ["27797938"]
+    assert record.unserved == 1 and record.stale == {"efetch": 1} and len(record.failures) == 1
+    # Nothing servable at all: the error surfaces even in degraded mode.
+    with track_degradation(), pytest.raises(ServerError):
+        await client.efetch_pubmed(["999"])
+    await client.aclose()
+
+
+async def test_bad_requests_are_never_answered_from_stale_entries() -> None:
+    responses = [httpx.Response(200, content=ESEARCH_JSON), httpx.Response(400, content=b"bad")]
+    rec = Recorder(responses)
+    clock = _Clock()
+    client = _stale_client(rec, clock)
+    await client.esearch("x")
+    clock.now = 11
+    with track_degradation() as record, pytest.raises(BadRequest):
+        await client.esearch("x")
+    assert client.stats.stale_served == 0 and not record.unavailable and client.stats.failures == 0
+    await client.aclose()
+
+
+async def test_negative_elink_answers_are_served_stale_too() -> None:
+    body = b"""<?xml version="1.0" ?><eLinkResult><LinkSet><DbFrom>pubmed</DbFrom>
+<IdList><Id>222</Id></IdList></LinkSet></eLinkResult>"""
+    rec = Recorder([httpx.Response(200, content=body), httpx.ConnectError("refused")])
+    clock = _Clock()
+    client = _stale_client(rec, clock)
+    assert await client.elink_pubmed_pmc(["222"]) == {"222": None}
+    clock.now = 50
+    assert await client.elink_pubmed_pmc(["222"]) == {"222": None}
+    assert client.stats.stale_served == 1 and len(rec.requests) == 2
+    await client.aclose()
+
+
+async def test_failures_are_recorded_for_the_pipeline_even_without_a_cache() -> None:
+    client = make_client(Recorder([httpx.Response(502)]), max_attempts=2, cache_max_entries=0)
+    assert client.store is None
+    with track_degradation() as record, pytest.raises(ServerError):
+        await client.esearch("x")
+    assert record.unavailable and record.failures[0].startswith("ServerError: esearch: HTTP 502")
+    assert not record.degraded and client.stats.failures == 1
     await client.aclose()

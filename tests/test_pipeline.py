@@ -5,11 +5,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
+from starlette.applications import Starlette
 
+from app.api import create_app
 from app.pipeline import Pipeline, build_dense_retriever
 from app.settings import Settings
+from retrieval import EutilsError, FaultSettings, LocalServerSettings, create_eutils_app, eutils_transport
+from retrieval._client import LOCAL_BASE_URL, EutilsClient
 from retrieval._dense import DenseRetriever
+from retrieval._store import MemoryStore
 
 NARRATIVE = (
     "my mom has a mass on her pancreas and her CA 19 9 came back really high, is the whipple pointless?"
@@ -81,3 +87,92 @@ async def test_without_a_dense_model_the_boolean_arm_still_answers(
     assert outcome.dense == [] and outcome.evidence.docs
     assert any("dense retrieval unavailable" in w for w in outcome.warnings)
     assert all({pr.arm for pr in d.provenance} == {"boolean"} for d in outcome.evidence.docs)
+
+
+# --- degraded mode: NCBI down (issue 6) -----------------------------------------------------------------
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _pipeline_on_a_failable_server(
+    settings: Settings, dense: DenseRetriever, clock: _Clock
+) -> tuple[Pipeline, Starlette]:
+    """The bundled corpus behind the local E-utilities server, whose faults the test can switch on."""
+    server = create_eutils_app(LocalServerSettings())
+    store = MemoryStore(ttl_s=60, max_stale_s=3600, max_entries=10_000, clock=clock)
+    eutils = settings.eutils.model_copy(
+        update={"base_url": LOCAL_BASE_URL, "max_attempts": 1, "backoff_base_s": 0.0}
+    )
+    client = EutilsClient(eutils, transport=eutils_transport(server), store=store)
+    # Passages off: SEOS and reranking are local and beside the point here, and slow on 2 cores.
+    return Pipeline(settings, client=client, use_llm=False, dense=dense, use_passages=False), server
+
+
+def _ncbi_goes_down(server: Starlette) -> None:
+    server.state.settings.faults = FaultSettings(error_500_rate=1.0)
+
+
+async def test_ncbi_down_answers_from_the_stale_cache_with_a_warning(
+    settings: Settings, dense: DenseRetriever
+) -> None:
+    clock = _Clock()
+    pipeline, server = _pipeline_on_a_failable_server(settings, dense, clock)
+    async with pipeline as p:
+        fresh = await p.search(NARRATIVE)
+        assert fresh.eutils is not None and not fresh.eutils.degraded and not fresh.eutils.unavailable
+        assert not any(w.startswith("NCBI unavailable") for w in fresh.warnings)
+        clock.now += 61  # every cached entry is past its TTL now
+        _ncbi_goes_down(server)
+        asked = len(server.state.request_log)
+        stale = await p.search(NARRATIVE)
+    assert len(server.state.request_log) > asked  # NCBI was asked first, and failed
+    assert stale.pmids == fresh.pmids and stale.evidence.docs
+    assert stale.eutils is not None and stale.eutils.unavailable and stale.eutils.stale["esearch"] >= 1
+    assert stale.eutils.stale["efetch"] >= len(stale.pmids) and stale.eutils.unserved == 0
+    assert "NCBI unavailable: answered from cache" in " ".join(stale.warnings)
+    assert any("up to 1 min old" in w for w in stale.warnings)
+
+
+async def test_search_down_the_dense_arm_answers_alone_from_cached_records(
+    settings: Settings, dense: DenseRetriever
+) -> None:
+    pipeline, server = _pipeline_on_a_failable_server(settings, dense, _Clock())
+    async with pipeline as p:
+        understanding = await p.understander.understand(NARRATIVE)
+        hits = await dense.asearch(understanding.plan.corrected_question, settings.dense.top_k)
+        await p.client.efetch_pubmed([h.pmid for h in hits])  # records cached, no search ever ran
+        _ncbi_goes_down(server)
+        outcome = await p.retrieve(understanding)
+    docs = outcome.evidence.docs
+    assert docs and outcome.adapte.pmids == () and outcome.eutils is not None and outcome.eutils.unavailable
+    assert all({pr.arm for pr in d.provenance} == {"dense"} for d in docs)
+    assert set(outcome.pmids) <= {h.pmid for h in hits}
+    assert any(w.startswith("NCBI unavailable: PubMed search failed") for w in outcome.warnings)
+
+
+async def test_ncbi_down_with_nothing_cached_is_still_a_503_with_the_reason(
+    settings: Settings, dense: DenseRetriever
+) -> None:
+    pipeline, server = _pipeline_on_a_failable_server(settings, dense, _Clock())
+    _ncbi_goes_down(server)
+    async with pipeline as p:
+        with pytest.raises(EutilsError, match="ESearch"):
+            await p.search(NARRATIVE)
+        app = create_app(settings, pipeline=p)
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+                r = await c.post("/ask", json={"question": NARRATIVE})
+    assert r.status_code == 503, r.text
+    body = r.json()
+    assert (
+        body["error"] == "NCBI unavailable"
+        and "ESearch" in body["reason"]
+        and "ServerError" in body["reason"]
+    )
