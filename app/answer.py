@@ -14,19 +14,25 @@ Degradation, never a silent guess:
 * no documents -> ``insufficient_evidence`` and the LLM is never called (nothing to ground an answer in);
 * no LLM, an LLM error, or empty/garbage free text -> ``extractive``: the top evidence sentences quoted
   with their citations, and a warning.
+
+Streaming (:meth:`Answerer.answer_stream`): the same answer, with the model's raw text deltas yielded while
+it generates and the checked :class:`Answer` last. The deltas are provisional (the citation check and the
+fallbacks apply to the final answer only); a model failure after some deltas ends in the extractive answer.
+Modes without a streaming model (insufficient evidence, extractive, choice) yield their text as one delta.
 """
 
 from __future__ import annotations
 
 import datetime
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from llm import LLMClient, LLMError, LLMOutputInvalid
+from llm import LLMClient, LLMError, LLMOutputInvalid, LLMResult, Message
 from prompts import load_prompt
 from retrieval._evidence import EvidenceDoc
 from segmentation import split_sentences
@@ -57,6 +63,9 @@ INSUFFICIENT_TEXT = (
 )
 WARN_LLM_UNAVAILABLE = (
     "the language model was unavailable: quoting the most relevant evidence sentences instead"
+)
+WARN_LLM_INTERRUPTED = (
+    "the language model stopped mid-answer: quoting the most relevant evidence sentences instead"
 )
 WARN_GARBAGE = "the language model's answer was empty or unusable: quoting the evidence instead"
 WARN_UNPARSEABLE = "unparseable answer: the model gave no valid option letter"
@@ -337,6 +346,86 @@ class Answerer:
         answer_type: Literal["free", "choice"] = "free",
         allow_insufficient: bool = False,
     ) -> Answer:
+        evidence, done = await self._prepare(
+            question, docs, context, options, answer_type, allow_insufficient
+        )
+        if done is not None:
+            return done
+        assert self.llm is not None  # _prepare answered every case without one
+        try:
+            result = await self.llm.complete_text(
+                self._free_messages(question, evidence),
+                prompt_version=self._free_prompt.id,
+                max_tokens=self.settings.max_tokens,
+                temperature=0.0,
+            )
+        except LLMError as exc:
+            return self._extractive(evidence, f"{WARN_LLM_UNAVAILABLE} ({type(exc).__name__})")
+        return self._free_answer(evidence, result)
+
+    async def answer_stream(
+        self,
+        question: str,
+        docs: Sequence[EvidenceDoc],
+        context: PassageContext | None = None,
+        *,
+        options: Mapping[str, str] | None = None,
+        answer_type: Literal["free", "choice"] = "free",
+        allow_insufficient: bool = False,
+    ) -> AsyncGenerator[str | Answer, None]:
+        """:meth:`answer`, streamed: ``str`` deltas of the model's raw text, then the checked :class:`Answer`.
+
+        Closing the generator early (client gone) closes the LLM stream, which stops the generation.
+        """
+        evidence, done = await self._prepare(
+            question, docs, context, options, answer_type, allow_insufficient
+        )
+        if done is not None:
+            if done.text:
+                yield done.text
+            yield done
+            return
+        assert self.llm is not None
+        messages = self._free_messages(question, evidence)
+        kwargs: dict[str, Any] = {
+            "prompt_version": self._free_prompt.id,
+            "max_tokens": self.settings.max_tokens,
+            "temperature": 0.0,
+        }
+        sent = 0
+        final: Answer
+        try:
+            stream_text = getattr(self.llm, "stream_text", None)
+            if stream_text is None:  # a client that cannot stream: its whole completion as one delta
+                result: LLMResult[str] = await self.llm.complete_text(messages, **kwargs)
+                if result.value:
+                    sent += 1
+                    yield result.value
+            else:
+                async with aclosing(stream_text(messages, **kwargs)) as stream:
+                    async for delta in stream:
+                        sent += 1
+                        yield delta
+                    result = stream.result
+        except LLMError as exc:
+            warning = WARN_LLM_INTERRUPTED if sent else WARN_LLM_UNAVAILABLE
+            final = self._extractive(evidence, f"{warning} ({type(exc).__name__})")
+        else:
+            final = self._free_answer(evidence, result)
+        if not sent and final.text:
+            yield final.text
+        yield final
+
+    async def _prepare(
+        self,
+        question: str,
+        docs: Sequence[EvidenceDoc],
+        context: PassageContext | None,
+        options: Mapping[str, str] | None,
+        answer_type: Literal["free", "choice"],
+        allow_insufficient: bool,
+    ) -> tuple[EvidenceContext, Answer | None]:
+        """The evidence, and the final answer for every case but a free-text answer from the LLM."""
         choice = answer_type == "choice" or bool(options)
         if choice and not options:
             raise ValueError("a choice question needs options")
@@ -349,24 +438,23 @@ class Answerer:
         if not evidence.blocks:
             # Never ask the model without evidence: it would answer from its own memory, uncited.
             letter = find_insufficient_option(options) if (options and allow_insufficient) else None
-            return Answer(
+            insufficient = Answer(
                 INSUFFICIENT_TEXT, "insufficient_evidence", letter, None, (), 0, None, None, 0, 0, ()
             )
+            return evidence, insufficient
         if options:
-            return await self._choice(question, evidence, options, allow_insufficient)
-        return await self._free(question, evidence)
-
-    async def _free(self, question: str, evidence: EvidenceContext) -> Answer:
+            return evidence, await self._choice(question, evidence, options, allow_insufficient)
         if self.llm is None:
-            return self._extractive(evidence, WARN_LLM_UNAVAILABLE)
-        prompt = self._free_prompt
-        messages = prompt.render(question=question, context=evidence.text, current_year=self._today().year)
-        try:
-            result = await self.llm.complete_text(
-                messages, prompt_version=prompt.id, max_tokens=self.settings.max_tokens, temperature=0.0
-            )
-        except LLMError as exc:
-            return self._extractive(evidence, f"{WARN_LLM_UNAVAILABLE} ({type(exc).__name__})")
+            return evidence, self._extractive(evidence, WARN_LLM_UNAVAILABLE)
+        return evidence, None
+
+    def _free_messages(self, question: str, evidence: EvidenceContext) -> list[Message]:
+        return self._free_prompt.render(
+            question=question, context=evidence.text, current_year=self._today().year
+        )
+
+    def _free_answer(self, evidence: EvidenceContext, result: LLMResult[str]) -> Answer:
+        """The model's free text, checked: invalid citations cut and counted, garbage -> extractive."""
         text, order, removed = verify_citations(strip_reasoning(result.value), evidence.citations)
         if _is_garbage(text):
             return self._extractive(evidence, WARN_GARBAGE)

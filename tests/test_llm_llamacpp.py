@@ -141,14 +141,19 @@ def llama_server(gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
 @pytest.fixture
 async def http_llm(llama_server: str) -> AsyncIterator[OpenAICompatibleLLM]:
-    settings = LLMSettings(base_url=llama_server, model="gemma-3-270m", timeout_s=60, max_tokens=48)
+    settings = LLMSettings(
+        base_url=llama_server, model="gemma-3-270m", timeout_s=60, stream_idle_timeout_s=60, max_tokens=48
+    )
     async with OpenAICompatibleLLM(settings) as llm:
         yield llm
 
 
 @pytest.fixture(scope="module")
 def embedded(gguf: Path) -> Iterator[EmbeddedLLM]:
-    settings = LLMSettings(backend="embedded", timeout_s=60, max_tokens=48, embedded_n_threads=THREADS)
+    # Generous stream idle limit: on a loaded 2-core machine one token can take seconds.
+    settings = LLMSettings(
+        backend="embedded", timeout_s=60, stream_idle_timeout_s=60, max_tokens=48, embedded_n_threads=THREADS
+    )
     llm = EmbeddedLLM(settings, model_path=gguf)
     yield llm
     asyncio.run(llm.aclose())
@@ -231,5 +236,61 @@ async def test_embedded_timeout_aborts_generation_and_recovers(embedded: Embedde
             [{"role": "user", "content": "Hi"}], prompt_version="t@test", max_tokens=1
         )
         assert result.attempts == 1 and time.monotonic() - started < 3
+    finally:
+        await llm.aclose()
+
+
+# --- streaming ------------------------------------------------------------------------------------------
+
+# A base model continues a story prefix (it answers most chat questions with an immediate end of turn).
+STORY = [{"role": "user", "content": "Once upon a time, in a small hospital,"}]
+
+
+async def test_server_streams_text(http_llm: OpenAICompatibleLLM) -> None:
+    stream = http_llm.stream_text(STORY, prompt_version="text@test", max_tokens=16)
+    deltas = [delta async for delta in stream]
+    result = stream.result
+    assert len(deltas) > 1 and "".join(deltas) == result.value
+    assert result.attempts == 1 and result.model == "gemma-3-270m"
+    assert result.completion_tokens <= 16  # 0 when the server ignores stream_options (no usage chunk)
+
+
+async def test_embedded_streams_tokens(embedded: EmbeddedLLM) -> None:
+    stream = embedded.stream_text(STORY, prompt_version="text@test", max_tokens=16)
+    deltas = [delta async for delta in stream]
+    result = stream.result
+    assert len(deltas) > 1 and "".join(deltas) == result.value
+    # Counted from the generation itself: llama-cpp-python reports no usage when streaming.
+    assert 1 < result.completion_tokens <= 16 and result.prompt_tokens > 5
+    assert result.model == embedded.model_name and result.attempts == 1
+
+
+async def test_embedded_stream_closed_early_stops_generation(embedded: EmbeddedLLM) -> None:
+    llm = EmbeddedLLM(embedded.settings, model_path=embedded.model_path)
+    try:
+        await llm.complete_text([{"role": "user", "content": "Hi"}], prompt_version="t@test", max_tokens=1)
+        sampled: list[int] = []
+        inner = llm._llama.generate  # count what llama.cpp really samples per generation
+
+        def counting(*args: object, **kwargs: object) -> Iterator[int]:
+            n = 0
+            try:
+                for token in inner(*args, **kwargs):
+                    n += 1
+                    yield token
+            finally:
+                sampled.append(n)
+
+        llm._llama.generate = counting
+        stream = llm.stream_text(STORY, prompt_version="t@test", max_tokens=2000)
+        assert [await anext(stream), await anext(stream)]
+        await stream.aclose()
+        # Generation is serialised: this call runs only once the abandoned one has stopped. The bound
+        # turns a regression (2000 tokens at a few per second) into a failure instead of a hang.
+        result = await asyncio.wait_for(
+            llm.complete_text([{"role": "user", "content": "Hi"}], prompt_version="t@test", max_tokens=1), 120
+        )
+        assert result.attempts == 1
+        assert 2 <= sampled[0] < 200  # stopped within a few tokens of the close, not at max_tokens
     finally:
         await llm.aclose()
