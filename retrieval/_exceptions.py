@@ -9,8 +9,15 @@ subclass of :class:`EutilsError`, so callers can catch the whole family or pick 
     │   ├── RateLimited             HTTP 429 or NCBI's rate-limit JSON body, after retries
     │   ├── ServerError             HTTP 5xx, after retries
     │   ├── BadRequest              HTTP 4xx or an ``<ERROR>`` payload (invalid db, missing id, ...)
-    │   └── MalformedResponse       HTML instead of XML, truncated XML, invalid JSON, wrong root element
+    │   ├── MalformedResponse       HTML instead of XML, truncated XML, invalid JSON, wrong root element
+    │   └── LimiterUnavailable      the shared (Redis) E-utilities rate limiter cannot be reached and
+    │                               ``limiter_on_error=error`` (``retrieval._ratelimit``)
+    ├── CacheStoreError             the configured E-utilities cache store cannot be opened (bad URL or
+    │                               path); raised at start-up, not per request (``retrieval._store``)
     └── QuerySyntaxError            a PubMed query our parser cannot accept (also a ValueError)
+
+Other stages add their own branches under :class:`CometaError` beside these (``LLMError`` in ``llm``,
+``PromptError`` in ``prompts``, ``RateLimiterUnavailable`` in ``app._limits``).
 """
 
 from __future__ import annotations

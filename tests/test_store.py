@@ -66,46 +66,7 @@ TTL, MAX_STALE = 100.0, 1000.0
 # ------------------------------------------------------------------------------------------ fixtures
 
 
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    if not Path(REDIS_SERVER).exists():
-        pytest.skip(
-            "redis-server binary not installed (CI installs it; locally: apt-get install redis-server)"
-        )
-    port = free_port()
-    folder = tmp_path_factory.mktemp("redis")
-    log = (folder / "redis.log").open("wb")
-    proc = subprocess.Popen(
-        [REDIS_SERVER, *("--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder)), "--save", ""],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    try:
-        client = redis_sync.Redis.from_url(url, socket_timeout=1)
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                client.ping()
-                break
-            except redis_sync.ConnectionError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"redis-server did not start: {(folder / 'redis.log').read_text()[-2000:]}")
-                time.sleep(0.05)
-        client.close()
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        log.close()
-
-
-@pytest.fixture
-def redis_url(redis_server: str) -> Iterator[str]:
-    client = redis_sync.Redis.from_url(redis_server)
-    client.flushall()
-    yield redis_server
-    client.close()
+# redis_server / redis_url: tests/conftest.py (a real redis-server, skipped only when it is not installed).
 
 
 class Clock:
