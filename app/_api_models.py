@@ -17,10 +17,16 @@ __all__ = [
     "AskRequest",
     "AskResponse",
     "CitationOut",
+    "CollectionSearchRequest",
     "ErrorResponse",
     "JudgeAnswerIn",
     "JudgeRequest",
     "SearchRequest",
+    "SectionOut",
+    "SourceEvidenceOut",
+    "SourceResultOut",
+    "SourceStatusOut",
+    "SourcesSettings",
     "UserDocument",
 ]
 
@@ -38,11 +44,32 @@ class ApiSettings(BaseModel):
 
     api_keys: list[SecretStr] = Field(default_factory=list)
     rate_limit_per_minute: int = Field(default=60, ge=0)  # per API key (per client IP without auth); 0 = off
+    # memory: per process (N replicas = N x the limit); redis: one window shared by every replica.
+    rate_limit_backend: Literal["memory", "redis"] = "memory"
+    rate_limit_url: str | None = None  # redis://host:port/db; unset = the E-utilities limiter's Redis
+    rate_limit_timeout_s: float = Field(default=0.5, gt=0, le=10)  # per Redis call, on every request
+    rate_limit_on_error: Literal["allow", "deny"] = "allow"  # Redis down: admit (warn + count) or 503
     max_body_bytes: int = Field(default=256 * 1024, ge=1024)
     cors_origins: list[str] = Field(default_factory=list)
     ready_timeout_s: float = Field(default=3.0, gt=0)  # /readyz E-utilities probe
     judge_max_sources: int = Field(default=4, ge=2, le=8)
     judge_concurrency: int = Field(default=4, ge=1, le=16)
+
+
+class SourcesSettings(BaseModel):
+    """``COMETA_SOURCES__*``: asking across sources (``/ask`` with ``sources``; ``app.sources``)."""
+
+    top_docs: int = Field(default=3, ge=1, le=10)  # documents per collection (HERO-QA: a few, read whole)
+    context_chars: int = Field(default=24_000, ge=1000, le=400_000)  # per-source answer context
+    extractive_sentences: int = Field(default=2, ge=1, le=10)  # per source, when there is no LLM
+    excerpt_chars: int = Field(default=400, ge=0, le=5000)  # evidence text echoed in /ask responses
+    # The prompt asks for about 120 words: a cap keeps a rambling (base) model from writing pages.
+    answer_max_tokens: int = Field(default=320, ge=16, le=4096)
+
+
+# A source: "pubmed", a local collection, "node/collection" or "node/*" (all the caller may search there).
+_SOURCE = re.compile(r"^(pubmed|[a-z0-9][a-z0-9_-]{0,63}(/([a-z0-9][a-z0-9_-]{0,63}|\*))?)$")
+_COLLECTION = re.compile(r"^([a-z0-9][a-z0-9_-]{0,63}|\*)$")
 
 
 def _check_date(value: str | None) -> str | None:
@@ -100,6 +127,25 @@ class AskRequest(SearchRequest):
     judge: bool = False
     documents: list[UserDocument] | None = Field(default=None, max_length=200)
     documents_mode: Literal["replace", "augment"] = "replace"
+    # Where to look: "pubmed", local collection names, "node/collection" (or "node/*") on remote nodes.
+    sources: list[str] = Field(default_factory=lambda: ["pubmed"], min_length=1, max_length=8)
+
+    @field_validator("sources")
+    @classmethod
+    def _sources(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not _SOURCE.match(name):
+                raise ValueError(
+                    f"source {name!r} is not pubmed, a collection name ([a-z0-9_-]) or node/collection"
+                )
+        if len(set(value)) != len(value):
+            raise ValueError("sources must be unique")
+        return value
+
+    @property
+    def across_sources(self) -> bool:
+        """Anything beyond the PubMed-only default goes through ``app.sources``."""
+        return self.sources != ["pubmed"]
 
     @field_validator("options")
     @classmethod
@@ -119,6 +165,8 @@ class AskRequest(SearchRequest):
     def _choice_needs_options(self) -> AskRequest:
         if self.answer_type == "choice" and not self.options:
             raise ValueError('answer_type "choice" needs options')
+        if self.across_sources and (self.options or self.documents is not None):
+            raise ValueError("options and documents apply to the PubMed-only answer, not to several sources")
         return self
 
     @property
@@ -148,6 +196,31 @@ class JudgeRequest(BaseModel):
         return self
 
 
+class CollectionSearchRequest(BaseModel):
+    """``POST /collections/search``: what a federated node asks another (or any client asks directly)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    collections: list[str] = Field(min_length=1, max_length=20)  # names, or ["*"]: all the caller may search
+    top_docs: int = Field(default=3, ge=1, le=10)
+
+    @field_validator("question")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("question is blank")
+        return value
+
+    @field_validator("collections")
+    @classmethod
+    def _names(cls, value: list[str]) -> list[str]:
+        bad = [c for c in value if not _COLLECTION.match(c)]
+        if bad:
+            raise ValueError(f"not collection names: {bad}")
+        return list(dict.fromkeys(value))
+
+
 class CitationOut(BaseModel):
     pmid: str | None
     pmcid: str | None = None
@@ -175,6 +248,52 @@ class AskResponse(BaseModel):
     model: str | None = None
     prompt_id: str | None = None
     tokens: dict[str, int | None] = Field(default_factory=dict)
+    # Asking across sources (absent on the PubMed-only default):
+    sources: list[SourceResultOut] | None = None
+    sources_status: dict[str, SourceStatusOut] | None = None
+    differences: str | None = None  # plain-language: where the patient's hospital differs, with citations
+
+
+class SectionOut(BaseModel):
+    section_id: str
+    heading: str
+    page_start: int | None = None
+    page_end: int | None = None
+
+
+class SourceEvidenceOut(BaseModel):
+    rank: int  # within its source
+    collection: str
+    doc_id: str
+    title: str
+    route: str  # "whole" | "chunks" | "whole_fallback"
+    sections: list[SectionOut]
+    pages: str | None = None  # "3" or "3-4" over the sections used
+    score: float | None = None  # the source's own score: comparable within one source only
+    cite: str
+    excerpt: str = ""
+
+
+class SourceStatusOut(BaseModel):
+    status: Literal["ok", "denied", "failed", "timeout"]
+    reason: str | None = None
+    ms: float | None = None
+
+
+class SourceResultOut(BaseModel):
+    source: str  # "pubmed", "stmarys", "nodeb/hospital-b"
+    kind: Literal["pubmed", "collection", "remote"]
+    label: str  # for people: the institution, else the source name
+    node: str | None = None
+    institution: str | None = None
+    version_date: str | None = None
+    status: Literal["ok", "denied", "failed", "timeout"]
+    reason: str | None = None
+    answer: str | None = None
+    answer_mode: Literal["llm", "extractive", "not_addressed", "error"] | None = None
+    absent: bool | None = None  # the answer says the source does not address the question
+    evidence: list[SourceEvidenceOut] = Field(default_factory=list)
+    citations: list[CitationOut] = Field(default_factory=list)  # PubMed only: PMIDs with metadata
 
 
 class ErrorResponse(BaseModel):

@@ -5,8 +5,9 @@ Endpoints: ``POST /ask`` (cited answer), ``POST /ask/stream`` (the same as serve
 ``GET /readyz``, ``GET /metrics``; OpenAPI docs at ``/docs``.
 
 Streaming: ``/ask/stream`` emits ``stage`` (understand/retrieve/answer/judge started|finished),
-``evidence``, ``answer`` (the final answer in one event: no token streaming), ``judge`` (when asked) and
-``done``; a failure mid-stream becomes one ``error`` event and the stream ends cleanly.
+``evidence``, ``token`` (the model's raw text deltas while it writes: provisional), ``answer`` (the checked
+final answer: authoritative), ``judge`` (when asked) and ``done``; a failure mid-stream becomes one
+``error`` event and the stream ends cleanly. A client that disconnects cancels the generation.
 
 Privacy: question text is PHI. Logs carry its hash (``hash_text``) unless ``debug_log_questions`` is set;
 per-request NCBI keys and ``X-API-Key`` values are never logged.
@@ -23,9 +24,8 @@ import math
 import re
 import time
 import uuid
-from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any, cast
 
@@ -57,10 +57,12 @@ from ._api_models import (
     SearchRequest,
     UserDocument,
 )
+from ._limits import RateLimiterUnavailable, RequestLimiter, SlidingWindowLimiter, build_request_limiter
 from .answer import Answer, Answerer
 from .judge import CrossSourceJudge, SourceAnswer
 from .pipeline import Pipeline, SearchOutcome, evidence_doc_json
 from .settings import Settings
+from .sources import SourcesService, ask_sources, collections_router
 
 __all__ = [
     "API_LATENCY",
@@ -110,34 +112,7 @@ _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 # --- settings, services, dependencies ---------------------------------------------------------------
 
 
-class SlidingWindowLimiter:
-    """In-memory per-key sliding window: at most ``limit`` requests in any ``window_s`` seconds.
-
-    Per process: behind several workers the effective limit multiplies; fine for one uvicorn worker.
-    """
-
-    def __init__(
-        self, limit: int, window_s: float = 60.0, clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        self.limit = limit
-        self.window_s = window_s
-        self._clock = clock
-        self._hits: dict[str, deque[float]] = {}
-
-    def check(self, key: str) -> float | None:
-        """Record one request; None if allowed, else the seconds until a slot frees (Retry-After)."""
-        if self.limit <= 0:
-            return None
-        now = self._clock()
-        hits = self._hits.setdefault(key, deque())
-        while hits and hits[0] <= now - self.window_s:
-            hits.popleft()
-        if len(hits) >= self.limit:
-            return max(hits[0] + self.window_s - now, 0.001)
-        hits.append(now)
-        if len(self._hits) > 10_000:  # keep memory bounded under many distinct clients
-            self._hits = {k: v for k, v in self._hits.items() if v and v[-1] > now - self.window_s}
-        return None
+# SlidingWindowLimiter (memory) and the Redis-shared window live in app._limits; re-exported here.
 
 
 @dataclass
@@ -147,7 +122,7 @@ class Services:
     pipeline: Pipeline
     answerer: Answerer
     judge: CrossSourceJudge | None
-    limiter: SlidingWindowLimiter
+    limiter: RequestLimiter
 
 
 class ApiError(Exception):
@@ -203,7 +178,11 @@ async def authorize(request: Request, services: ServicesDep) -> str:
         ident = "key:" + hash_text(cast(str, given))
     else:
         ident = "ip:" + (request.client.host if request.client else "unknown")
-    retry = services.limiter.check(ident)
+    try:
+        retry = await services.limiter.check(ident)
+    except RateLimiterUnavailable as exc:  # shared limiter down and rate_limit_on_error=deny
+        API_REJECTED.labels("rate_limit_unavailable").inc()
+        raise ApiError(503, "rate limiter unavailable", str(exc)[:300]) from exc
     if retry is not None:
         API_REJECTED.labels("rate_limit").inc()
         raise ApiError(
@@ -362,7 +341,9 @@ async def _ask_events(
     answerer: Answerer,
     judge: CrossSourceJudge | None,
     request_id: str,
-) -> AsyncIterator[Event]:
+    *,
+    stream_tokens: bool = False,
+) -> AsyncGenerator[Event, None]:
     timings: dict[str, float] = {}
     warnings: list[str] = []
     api_key = req.ncbi_api_key.get_secret_value() if req.ncbi_api_key else None
@@ -428,14 +409,27 @@ async def _ask_events(
     )
     yield stage("answer", "started")
     t1 = time.perf_counter()
-    answer: Answer = await answerer.answer(
-        question,
-        docs,
-        context,
-        options=req.options,
-        answer_type=req.resolved_answer_type,
-        allow_insufficient=req.allow_insufficient,
-    )
+    answer_args: dict[str, Any] = {
+        "options": req.options,
+        "answer_type": req.resolved_answer_type,
+        "allow_insufficient": req.allow_insufficient,
+    }
+    answer: Answer | None = None
+    if stream_tokens:
+        # Deltas are provisional; the "answer" event below carries the checked text. Closing this
+        # generator (client gone) closes the answer stream and with it the LLM generation.
+        async with aclosing(answerer.answer_stream(question, docs, context, **answer_args)) as parts:
+            index = 0
+            async for part in parts:
+                if isinstance(part, str):
+                    yield "token", {"delta": part, "index": index}
+                    index += 1
+                else:
+                    answer = part
+        if answer is None:  # answer_stream always ends with its Answer; guard a broken contract loudly
+            raise RuntimeError("the answer stream ended without an answer")
+    else:
+        answer = await answerer.answer(question, docs, context, **answer_args)
     timings["answer"] = (time.perf_counter() - t1) * 1000
     ANSWERS.labels(answer.mode).inc()
     CITATIONS_REMOVED.inc(answer.citations_removed)
@@ -447,6 +441,7 @@ async def _ask_events(
         "answer_choice": answer.answer_choice,
         "reasoning": answer.reasoning,
         "citations": [c.model_dump() for c in citations],
+        "citations_removed": answer.citations_removed,  # the token events may still show the removed ids
     }
     yield stage("answer", "finished")
     yield "answer", answer_payload
@@ -641,10 +636,14 @@ def create_app(
                 pipeline=pipe,
                 answerer=answerer or Answerer(pipe.llm),
                 judge=judge if judge is not None else _build_judge(pipe.llm, api),
-                limiter=SlidingWindowLimiter(api.rate_limit_per_minute),
+                limiter=build_request_limiter(api, default_url=settings.eutils.redis_limiter_url()),
             )
+            app.state.sources = SourcesService(settings, pipe)  # collections, access, federation
             yield
         finally:
+            services = getattr(app.state, "services", None)
+            if services is not None:
+                await services.limiter.aclose()  # the Redis limiter's connections
             if owned:
                 await pipe.aclose()
 
@@ -673,6 +672,7 @@ def create_app(
     app.add_middleware(_Gate, max_body_bytes=api.max_body_bytes, settings=settings)
     _install_handlers(app, settings)
     _install_routes(app, settings)
+    app.include_router(collections_router(authorize))  # GET /collections, POST /collections/search
     return app
 
 
@@ -740,6 +740,8 @@ def _install_routes(app: FastAPI, settings: Settings) -> None:
         """Answer a patient question with citations from PubMed (or from the supplied documents)."""
         request_id = _request_id(request)
         log_question("ask", request_id, req.question)
+        if req.across_sources:  # collections and remote nodes beside PubMed: app/sources.py
+            return await ask_sources(req, request, get_services(request), request_id)
         result: dict[str, Any] = {}
         async for name, data in _ask_events(req, pipeline, answerer, judge, request_id):
             if name == "result":
@@ -760,28 +762,35 @@ def _install_routes(app: FastAPI, settings: Settings) -> None:
         answerer: AnswererDep,
         judge: JudgeDep,
     ) -> StreamingResponse:
-        """``/ask`` as server-sent events: stage, evidence, answer, judge, done (or error)."""
+        """``/ask`` as server-sent events: stage, evidence, token, answer, judge, done (or error).
+
+        ``token`` events (``{"delta", "index"}``) are the model's raw text as it writes, provisional;
+        the ``answer`` event is authoritative (invalid citations removed, fallbacks applied)."""
         request_id = _request_id(request)
         log_question("ask_stream", request_id, req.question)
+        if req.across_sources:  # several sources are answered by POST /ask (app/sources.py), not streamed
+            raise ApiError(422, "invalid request", "sources beyond pubmed: use POST /ask (not streamed)")
 
         async def events() -> AsyncIterator[bytes]:
             seq = 0
             started = time.perf_counter()
             try:
-                async for name, data in _ask_events(req, pipeline, answerer, judge, request_id):
-                    seq += 1
-                    if name == "result":
-                        done = {
-                            "request_id": request_id,
-                            "timings_ms": data["timings_ms"],
-                            "warnings": data["warnings"],
-                            "model": data["model"],
-                            "prompt_id": data["prompt_id"],
-                            "total_ms": round((time.perf_counter() - started) * 1000, 2),
-                        }
-                        yield _sse("done", done, seq)
-                    else:
-                        yield _sse(name, data, seq)
+                source = _ask_events(req, pipeline, answerer, judge, request_id, stream_tokens=True)
+                async with aclosing(source):  # closed even if the server drops this response unfinished
+                    async for name, data in source:
+                        seq += 1
+                        if name == "result":
+                            done = {
+                                "request_id": request_id,
+                                "timings_ms": data["timings_ms"],
+                                "warnings": data["warnings"],
+                                "model": data["model"],
+                                "prompt_id": data["prompt_id"],
+                                "total_ms": round((time.perf_counter() - started) * 1000, 2),
+                            }
+                            yield _sse("done", done, seq)
+                        else:
+                            yield _sse(name, data, seq)
             except asyncio.CancelledError:
                 raise  # the client went away: nothing to tell it
             except Exception as exc:

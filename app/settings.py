@@ -14,11 +14,13 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from llm import LLMSettings
 from retrieval import AdaptESettings, EutilsSettings, LocalServerSettings
-from retrieval._config import DenseSettings, EvidenceSettings
+from retrieval._config import CollectionSettings, DenseSettings, EvidenceSettings
 from retrieval._rerank import RerankSettings
 from segmentation._passages import PassageSettings
 
-from ._api_models import ApiSettings
+from ._api_models import ApiSettings, SourcesSettings
+from .access import AccessSettings
+from .federation import FederationSettings
 
 __all__ = ["Settings", "get_settings"]
 
@@ -40,6 +42,11 @@ class Settings(BaseSettings):
     rerank: RerankSettings = Field(default_factory=RerankSettings)
     passages: PassageSettings = Field(default_factory=PassageSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
+    # Institutional collections, asking across sources, access policies, other nodes (issue 9).
+    collections: CollectionSettings = Field(default_factory=CollectionSettings)
+    sources: SourcesSettings = Field(default_factory=SourcesSettings)
+    access: AccessSettings = Field(default_factory=AccessSettings)
+    federation: FederationSettings = Field(default_factory=FederationSettings)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     # Question text is PHI: logs carry only its hash unless this is switched on explicitly.
     debug_log_questions: bool = False

@@ -6,6 +6,7 @@ other than the documented 503s.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import threading
@@ -16,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI, Request
+from fastapi.responses import StreamingResponse
 
 from ._procs import free_port, serve
 
@@ -111,13 +113,46 @@ def test_openapi_fuzz_has_no_unexpected_5xx(server: str) -> None:
 # --- with an LLM: a tiny scripted OpenAI-compatible server ---------------------------------------------
 
 _PMID = re.compile(r"PMID:\s?(\d+)")
+# Streaming replies (``stream: true``, the answer stage of /ask/stream): an optional long slow reply, and
+# how each stream ended ("complete", or "disconnected" when CoMeta closed it early).
+_STREAM: dict[str, Any] = {"words": 0, "delay": 0.0}
+_STREAM_LOG: list[str] = []
+
+
+def _streamed(payload: dict[str, Any], content: str) -> StreamingResponse:
+    """``content`` as real OpenAI chunks: ``data: {...}`` per word, usage when asked, ``data: [DONE]``."""
+    model = payload.get("model", "scripted")
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        body = {"id": "s", "object": "chat.completion.chunk", "created": 0, "model": model}
+        return f"data: {json.dumps({**body, 'choices': [choice]})}\n\n"
+
+    async def events() -> Any:
+        try:
+            yield chunk({"role": "assistant", "content": ""})
+            for word in re.findall(r"\S+\s*", content):
+                await asyncio.sleep(_STREAM["delay"])
+                yield chunk({"content": word})
+            yield chunk({}, "stop")
+            if (payload.get("stream_options") or {}).get("include_usage"):
+                usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+                body = {"id": "s", "object": "chat.completion.chunk", "created": 0, "model": model}
+                yield f"data: {json.dumps({**body, 'choices': [], 'usage': usage})}\n\n"
+            yield "data: [DONE]\n\n"
+            _STREAM_LOG.append("complete")
+        except asyncio.CancelledError:
+            _STREAM_LOG.append("disconnected")
+            raise
+
+    return StreamingResponse(events(), media_type="text/event-stream")
 
 
 def _scripted_llm_app() -> FastAPI:
     app = FastAPI()
 
     @app.post("/v1/chat/completions")
-    async def chat(request: Request) -> dict[str, Any]:
+    async def chat(request: Request) -> Any:
         payload = await request.json()
         text = "\n".join(str(m.get("content", "")) for m in payload["messages"])
         schema = json.dumps(payload.get("response_format") or {})
@@ -137,6 +172,12 @@ def _scripted_llm_app() -> FastAPI:
         else:
             pmids = [p for p in _PMID.findall(text) if p != "123456"]  # skip the prompt's own example
             content = f"Surgery may help some patients [PMID:{pmids[0]}]." if pmids else "No evidence."
+            if payload.get("stream"):
+                # The streamed answer also cites an id that is not in the evidence: CoMeta must cut it.
+                content += " It always works [PMID:99999999]."
+                if _STREAM["words"]:
+                    content = "word " * _STREAM["words"]
+                return _streamed(payload, content)
         return {
             "id": "scripted",
             "object": "chat.completion",
@@ -206,3 +247,51 @@ def test_llm_answer_and_judge_over_http(llm_api: str) -> None:
     assert r.json()["counts"]["DIVERGENT"] == 1 and r.json()["r_div"] == 1.0
     ready = httpx.get(llm_api + "/readyz", timeout=30).json()
     assert ready["checks"]["llm"] == {"ok": True, "configured": True, "model": "scripted-model"}
+
+
+def _sse_events(response: httpx.Response, *, stop_at: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+    events: list[tuple[str, dict[str, Any]]] = []
+    event = None
+    for line in response.iter_lines():
+        if line.startswith("event: "):
+            event = line[7:]
+        elif line.startswith("data: ") and event:
+            events.append((event, json.loads(line[6:])))
+            if event == stop_at:
+                break
+    return events
+
+
+def test_stream_tokens_over_http(llm_api: str) -> None:
+    payload = {"question": NARRATIVE, "max_documents": 3}
+    with httpx.stream("POST", llm_api + "/ask/stream", json=payload, timeout=60) as r:
+        assert r.status_code == 200
+        events = _sse_events(r)
+    names = [n for n, _ in events]
+    tokens = [d for n, d in events if n == "token"]
+    raw = "".join(t["delta"] for t in tokens)
+    # Word by word from the LLM server, through the openai client, out as SSE: the raw text, provisional.
+    assert len(tokens) > 3 and raw.startswith("Surgery may help") and "[PMID:99999999]" in raw
+    assert max(i for i, n in enumerate(names) if n == "token") < names.index("answer") < names.index("done")
+    answer = dict(events)["answer"]
+    # The answer event is authoritative: the invented citation is gone, and counted.
+    assert answer["mode"] == "llm" and answer["citations_removed"] == 1
+    assert answer["answer"] == raw.replace(" [PMID:99999999]", "").strip()
+    assert any("removed 1 citation" in w for w in dict(events)["done"]["warnings"])
+
+
+def test_stream_disconnect_stops_the_llm_stream(llm_api: str) -> None:
+    _STREAM.update(words=2000, delay=0.02)
+    _STREAM_LOG.clear()
+    try:
+        docs = [{"pmid": "21645374", "title": "Whipple", "text": "Pancreaticoduodenectomy in the elderly."}]
+        payload = {"question": NARRATIVE, "documents": docs, "documents_mode": "replace"}  # no retrieval
+        with httpx.stream("POST", llm_api + "/ask/stream", json=payload, timeout=60) as r:
+            assert _sse_events(r, stop_at="token")[-1][0] == "token"
+        # Hanging up on CoMeta makes it close its own stream to the LLM server mid-answer.
+        deadline = time.monotonic() + 20
+        while not _STREAM_LOG and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _STREAM_LOG == ["disconnected"]
+    finally:
+        _STREAM.update(words=0, delay=0.0)

@@ -1,0 +1,911 @@
+"""Asking across sources: PubMed and institutional collections, local or on other nodes, side by side.
+
+``/ask`` with ``sources`` (e.g. ``["pubmed", "stmarys", "nodeb/hospital-b"]``) runs here:
+
+1. Each source is retrieved on its own: PubMed by the existing :class:`~app.pipeline.Pipeline`; a local
+   collection by a :class:`~retrieval.collections.CollectionRetriever` on the pipeline's dense encoder and
+   reranker, behind this node's access policies (the gate, then the per-document filter); a remote one by
+   the owning node (``app.federation``), which applies its own policies to the forwarded token.
+2. Each source is answered on its own with the ``NOT ADDRESSED`` rule (prompt ``answer_per_source``); with
+   no LLM the answers are extractive (the best-matching sentences, cited) and the judge is skipped.
+3. The answers are judged pairwise by the existing :class:`~app.judge.CrossSourceJudge`, and the patient
+   is told plainly where their hospital's guidance (the first collection source listed) differs from other
+   institutions or from the literature, citing section and page.
+
+Every source comes back with a status (``ok`` / ``denied`` / ``failed`` / ``timeout`` and a reason); a
+denied source carries no content. Evidence from all sources is also merged into one list by reciprocal
+rank fusion over each source's own ranks (scores from different sources are never compared).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
+
+from llm import LLMClient, LLMError
+from prompts import load_prompt
+from retrieval._encoders import Encoder, load_encoder
+from retrieval._evidence import EvidenceDoc
+from retrieval._exceptions import CometaError, EutilsError
+from retrieval._phi import hash_text, scrub
+from retrieval._rerank import Reranker, load_reranker
+from retrieval.collections import (
+    Collection,
+    CollectionMeta,
+    CollectionNotFound,
+    CollectionRetriever,
+    CollectionStore,
+    InstDocument,
+    InstEvidence,
+    SectionRef,
+)
+from segmentation import split_sentences
+from segmentation._passages import PassageContext
+
+from ._api_models import (
+    AskRequest,
+    AskResponse,
+    CitationOut,
+    CollectionSearchRequest,
+    SectionOut,
+    SourceEvidenceOut,
+    SourceResultOut,
+    SourceStatusOut,
+)
+from .access import ANONYMOUS, AccessEngine, InvalidToken, Subject, TokenVerifier, bearer_token, load_policies
+from .answer import Answerer, Citation, build_evidence_context, strip_reasoning
+from .federation import FederationClient, SourceStatus, evidence_to_json, fuse_sources
+from .judge import NOT_ADDRESSED, CrossSourceJudge, JudgeReport, SourceAnswer, has_absent_prefix
+from .pipeline import Pipeline
+from .settings import Settings
+
+if TYPE_CHECKING:
+    from .api import Services
+
+__all__ = [
+    "PUBMED",
+    "AcrossOutcome",
+    "SourceOutcome",
+    "SourceRef",
+    "SourcesService",
+    "UnknownSource",
+    "ask_sources",
+    "best_section",
+    "collections_router",
+    "differences_note",
+    "extractive_answer",
+    "parse_sources",
+    "response_json",
+    "service_of",
+]
+
+log = logging.getLogger("cometa.sources")
+
+PUBMED = "pubmed"
+SourceKind = Literal["pubmed", "collection", "remote"]
+AnswerMode = Literal["llm", "extractive", "not_addressed", "error"]
+_WORD = re.compile(r"[a-z0-9]+")
+# Words that say nothing about what a question is about (the question's content words are matched).
+_STOP = frozenset(
+    "a an and are as at be been before but by can could do does for from had has have how i if in into is it "
+    "its may me my of on or our should so than that the their them then there these they this to was we "
+    "what when where which who will with would you your after long much many any get go going".split()
+)
+
+
+class UnknownSource(CometaError, ValueError):
+    """A requested source that is neither PubMed, a local collection nor on a configured node (HTTP 422)."""
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    name: str  # as requested
+    kind: SourceKind
+    node: str | None = None
+    collection: str | None = None
+
+
+def parse_sources(names: Sequence[str], *, local: Sequence[str], nodes: Sequence[str]) -> list[SourceRef]:
+    refs: list[SourceRef] = []
+    for name in names:
+        if name == PUBMED:
+            refs.append(SourceRef(name, "pubmed"))
+        elif "/" in name:
+            node, collection = name.split("/", 1)
+            if node not in nodes:
+                known = ", ".join(nodes) or "none configured"
+                raise UnknownSource(f"unknown node {node!r} in source {name!r} (nodes: {known})")
+            refs.append(SourceRef(name, "remote", node, collection))
+        else:
+            if name not in local:
+                raise UnknownSource(
+                    f"unknown source {name!r}: use pubmed, a collection of this node (GET /collections) "
+                    "or node/collection"
+                )
+            refs.append(SourceRef(name, "collection", None, name))
+    return refs
+
+
+@dataclass
+class SourceOutcome:
+    name: str  # "pubmed", "stmarys", "nodeb/hospital-b"
+    kind: SourceKind
+    status: SourceStatus
+    node: str | None = None
+    meta: Mapping[str, Any] | None = None  # collection metadata (only when the caller may search it)
+    evidence: list[InstEvidence] = field(default_factory=list)
+    docs: list[EvidenceDoc] = field(default_factory=list)  # PubMed
+    context: PassageContext | None = None  # PubMed passages
+    citations: list[Citation] = field(default_factory=list)  # PubMed
+    answer: SourceAnswer | None = None
+    answer_mode: AnswerMode | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        if self.kind == "pubmed":
+            return "PubMed (published research)"
+        institution = (self.meta or {}).get("institution") or ""
+        return f"{institution} ({self.name})" if institution else self.name
+
+    def cite(self, question: str = "") -> str:
+        """Where the answer came from, for the patient: the top document, at the section whose heading
+        best matches the question and this source's answer (else the retriever's best section)."""
+        if self.kind == "pubmed":
+            pmids = [c.pmid for c in self.citations[:3]] or [d.pmid for d in self.docs[:3]]
+            return ", ".join(f"PMID:{p}" for p in pmids) or "no citation"
+        if not self.evidence:
+            return "no citation"
+        top = self.evidence[0]
+        wanted = _terms(question + " " + (self.answer.text if self.answer else ""))
+        scored = []
+        for i, sec in enumerate(top.sections):
+            heading = _terms(sec.heading)
+            # Overlap per sqrt(heading length): "Travel" beats a long title that mentions "transplant".
+            scored.append((len(wanted & heading) / max(len(heading), 1) ** 0.5, -i, sec))
+        best = max(scored, key=lambda t: (t[0], t[1]), default=None)
+        return top.cite(best[2] if best is not None and best[0] > 0 else None)
+
+
+@dataclass
+class AcrossOutcome:
+    question_hash: str
+    sources: list[SourceOutcome]
+    judge: JudgeReport | None
+    differences: str | None
+    answer: str
+    mode: str
+    fused: list[dict[str, Any]]
+    warnings: list[str]
+    timings_ms: dict[str, float]
+    model: str | None
+
+
+# --- extractive answers (no LLM) ----------------------------------------------------------------------
+
+
+def _terms(text: str) -> set[str]:
+    # A 5-character prefix is a cheap stem: "travel"/"travelling", "transplant"/"transplantation".
+    return {w[:5] for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 2}
+
+
+def extractive_answer(question: str, evidence: Sequence[InstEvidence], sentences: int = 2) -> str:
+    """The sentences sharing most content words with the question, each cited; the exact
+    ``NOT ADDRESSED`` sentence when none shares two (or the only one, for a one-word question)."""
+    wanted = _terms(question)
+    need = min(2, len(wanted)) or 1
+    scored: list[tuple[int, int, str, str]] = []
+    order = 0
+    for ev in evidence:
+        cite = ev.cite()
+        for s in split_sentences(ev.text):
+            text = " ".join(s.text.split())
+            overlap = len(wanted & _terms(text))
+            if overlap >= need and len(text) >= 20:
+                scored.append((-overlap, order, text, cite))
+            order += 1
+    if not scored:
+        return NOT_ADDRESSED
+    best = sorted(scored)[:sentences]
+    return " ".join(f"{text} {cite}" for _o, _i, text, cite in sorted(best, key=lambda b: b[1]))
+
+
+def best_section(question: str, doc: InstDocument) -> SectionRef | None:
+    """The section of ``doc`` sharing most content words with the question (heading words count
+    double); None when none shares any. Whole-document evidence has no sections of its own: this one
+    gives its citation a section and page."""
+    wanted = _terms(question)
+    best: tuple[int, int] | None = None
+    for i, sec in enumerate(doc.sections):
+        score = 2 * len(wanted & _terms(sec.heading)) + len(wanted & _terms(sec.body))
+        if score > 0 and (best is None or score > best[0]):
+            best = (score, i)
+    if best is None:
+        return None
+    sec = doc.sections[best[1]]
+    return SectionRef(sec.section_id, sec.heading, sec.page_start, sec.page_end)
+
+
+def _collection_context(evidence: Sequence[InstEvidence], max_chars: int) -> str:
+    """The documents' evidence, each under its citation, within ``max_chars`` (the first is cut, not
+    dropped, so some evidence always reaches the model)."""
+    blocks: list[str] = []
+    used = 0
+    for ev in evidence:
+        sections = "; ".join(f"{s.heading} {s.pages}".strip() for s in ev.sections if s.heading or s.pages)
+        head = f"{ev.cite()} {ev.title}" + (f" | sections: {sections}" if sections else "")
+        block = f"{head}\n{ev.text.strip()}"
+        if used + len(block) > max_chars:
+            if not blocks:
+                blocks.append(block[:max_chars])
+            break
+        blocks.append(block)
+        used += len(block) + 2
+    return "\n\n".join(blocks)
+
+
+def _pages(ev: InstEvidence) -> str | None:
+    starts = [s.page_start for s in ev.sections if s.page_start is not None]
+    ends = [
+        s.page_end if s.page_end is not None else s.page_start
+        for s in ev.sections
+        if s.page_start is not None
+    ]
+    if not starts:
+        return None
+    lo, hi = min(starts), max(e for e in ends if e is not None)
+    return str(lo) if lo == hi else f"{lo}-{hi}"
+
+
+# --- the patient's note ---------------------------------------------------------------------------------
+
+
+def differences_note(
+    report: JudgeReport, outcomes: Mapping[str, SourceOutcome], home: str | None, question: str = ""
+) -> str | None:
+    """Plain language for the patient: first how their hospital (``home``) compares with each other
+    source, with citations; then the differences among the others; then who does not address it."""
+
+    def name(o: SourceOutcome) -> str:
+        return "the published research" if o.kind == "pubmed" else o.label
+
+    def cited(o: SourceOutcome) -> str:
+        return f"{name(o)} ({o.cite(question)})"
+
+    mine: list[str] = []
+    others: list[str] = []
+    agree: list[str] = []
+    diverged = False
+    for pair in report.pairs:
+        a, b = outcomes[pair.a], outcomes[pair.b]
+        if b.name == home:
+            a, b = b, a
+        topic = f" on {pair.divergence_topic}" if pair.divergence_topic else ""
+        if pair.classification in ("DIVERGENT", "CONTRADICTORY"):
+            diverged = True
+            how = "gives the opposite advice to" if pair.classification == "CONTRADICTORY" else "differs from"
+            if a.name == home:
+                mine.append(
+                    f"Your hospital's guidance ({a.label}, {a.cite(question)}) {how} {cited(b)}{topic}."
+                )
+            else:
+                others.append(f"{cited(a)} {how} {cited(b)}{topic}.")
+        elif pair.classification == "CONSISTENT":
+            if a.name == home:
+                agree.append(f"{cited(b)} gives the same advice as your hospital.")
+            else:
+                agree.append(f"{name(a)} and {name(b)} give the same advice.")
+    parts = mine + agree + others
+    absent = [name(o) for o in outcomes.values() if o.answer is not None and o.answer.absent]
+    if absent:
+        verb = "does" if len(absent) == 1 else "do"
+        parts.append(f"{', '.join(absent)} {verb} not address this question.")
+    if diverged:
+        parts.append("Please discuss these differences with your care team before acting on them.")
+    return " ".join(parts) or None
+
+
+# --- the service ------------------------------------------------------------------------------------------
+
+
+class SourcesService:
+    """Collections, access decisions and federation for one process (built in the API lifespan)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        pipeline: Pipeline,
+        *,
+        store: CollectionStore | None = None,
+        federation: FederationClient | None = None,
+        encoder: Encoder | None = None,
+        reranker: Reranker | None = None,
+    ) -> None:
+        self.settings = settings
+        self.pipeline = pipeline
+        self.store = store or CollectionStore.from_settings(settings.collections)
+        self.engine = AccessEngine(load_policies(settings.access))  # a bad policy file fails start-up
+        self.verifier = TokenVerifier(settings.access)
+        self.federation = federation or FederationClient(settings.federation)
+        self._encoder = encoder
+        self._reranker = reranker
+        # An injected encoder comes with its reranker (None = rank by the dense score alone).
+        self._reranker_loaded = encoder is not None or reranker is not None
+        self._lock = asyncio.Lock()
+        self._retrievers: dict[str, tuple[tuple[str, ...], CollectionRetriever]] = {}
+        self._llm_slots = asyncio.Semaphore(settings.api.judge_concurrency)
+
+    # --- who is asking ---
+
+    def subject(self, authorization: str | None) -> tuple[Subject, str | None]:
+        """(subject, raw token); anonymous without a bearer header; raises InvalidToken."""
+        token = bearer_token(authorization)
+        if token is None:
+            return ANONYMOUS, None
+        return self.verifier.verify(token), token
+
+    # --- local collections ---
+
+    async def _components(self) -> tuple[Encoder, Reranker | None]:
+        async with self._lock:
+            if self._encoder is None:
+                dense = await self.pipeline.dense_retriever()
+                if dense is not None:
+                    self._encoder = dense.encoder  # one copy of the model per process
+                else:
+                    self._encoder = await asyncio.to_thread(load_encoder, self.settings.dense)
+            if not self._reranker_loaded:
+                passages = await self.pipeline.passage_retriever()
+                if passages is not None:
+                    self._reranker = passages.reranker
+                else:
+                    self._reranker = await asyncio.to_thread(
+                        load_reranker, self.settings.rerank, encoder=self._encoder
+                    )
+                self._reranker_loaded = True
+            return self._encoder, self._reranker
+
+    async def _retriever(self, collection: Collection) -> CollectionRetriever:
+        encoder, reranker = await self._components()
+        fingerprint = tuple(sorted(f"{d.doc_id}:{d.sha256}" for d in collection.documents))
+        cached = self._retrievers.get(collection.name)
+        if cached is not None and cached[0] == fingerprint:
+            cached[1].collection = collection  # fresh metadata, same documents: keep the index
+            return cached[1]
+        retriever = CollectionRetriever(collection, encoder, reranker, self.settings.collections.search)
+        self._retrievers[collection.name] = (fingerprint, retriever)
+        return retriever
+
+    def local_names(self) -> list[str]:
+        return [m.name for m in self.store.list()]
+
+    def searchable(self, subject: Subject) -> list[CollectionMeta]:
+        """Metadata of the local collections ``subject`` may search (others are not even named)."""
+        return [m for m in self.store.list() if self.engine.can_search(subject, m).allowed]
+
+    async def search_collection(
+        self, name: str, question: str, subject: Subject, top_docs: int
+    ) -> tuple[SourceStatus, list[InstEvidence], CollectionMeta | None]:
+        """One local collection behind the gate and the per-document filter; of a denied collection only
+        the metadata is read."""
+        started = time.perf_counter()
+
+        def ms() -> float:
+            return (time.perf_counter() - started) * 1000
+
+        metas = {m.name: m for m in await asyncio.to_thread(self.store.list)}
+        meta = metas.get(name)
+        if meta is None:
+            return SourceStatus("failed", f"unknown collection {name}", ms()), [], None
+        decision = self.engine.can_search(subject, meta)  # decided on metadata: no document is read
+        if not decision.allowed:
+            return SourceStatus("denied", decision.reason, ms()), [], None
+        try:
+            collection = await asyncio.to_thread(self.store.get, name)
+        except CollectionNotFound:  # removed in between
+            return SourceStatus("failed", f"unknown collection {name}", ms()), [], None
+        try:
+            retriever = await self._retriever(collection)
+            evidence = await retriever.search(
+                question, top_docs=top_docs, doc_filter=self.engine.doc_filter(subject, name)
+            )
+        except CometaError as exc:
+            log.warning(
+                json.dumps(
+                    {"event": "collection_search_failed", "collection": name, "error": type(exc).__name__}
+                )
+            )
+            return SourceStatus("failed", f"search failed ({type(exc).__name__})", ms()), [], collection.meta
+        evidence = [self._with_section(question, collection, e) for e in evidence]
+        return SourceStatus("ok", None, ms()), evidence, collection.meta
+
+    @staticmethod
+    def _with_section(question: str, collection: Collection, ev: InstEvidence) -> InstEvidence:
+        if ev.sections:
+            return ev
+        doc = collection.document(ev.doc_id)
+        ref = None if doc is None else best_section(question, doc)
+        return ev if ref is None else dataclasses.replace(ev, sections=(ref,))
+
+    # --- asking ---
+
+    async def _pubmed(self, question: str, req: AskRequest | None) -> SourceOutcome:
+        started = time.perf_counter()
+        api_key = req.ncbi_api_key.get_secret_value() if req and req.ncbi_api_key else None
+        try:
+            outcome = await self.pipeline.search(
+                question,
+                mindate=req.mindate if req else None,
+                maxdate=req.maxdate if req else None,
+                api_key=api_key,
+            )
+        except EutilsError as exc:
+            status = SourceStatus("failed", f"PubMed unavailable ({type(exc).__name__})", _since(started))
+            return SourceOutcome(PUBMED, "pubmed", status)
+        limit = req.max_documents if req else 10
+        docs = list(outcome.evidence.docs[:limit])
+        context = outcome.context
+        if context is not None:
+            keep = {d.pmid for d in docs}
+            context = dataclasses.replace(
+                context, passages=tuple(p for p in context.passages if p.pmid in keep)
+            )
+        return SourceOutcome(
+            PUBMED,
+            "pubmed",
+            SourceStatus("ok", None, _since(started)),
+            docs=docs,
+            context=context,
+            warnings=list(outcome.warnings),
+        )
+
+    async def _local(self, name: str, question: str, subject: Subject, top_docs: int) -> SourceOutcome:
+        status, evidence, meta = await self.search_collection(name, question, subject, top_docs)
+        return SourceOutcome(
+            name, "collection", status, meta=None if meta is None else meta.model_dump(), evidence=evidence
+        )
+
+    async def _remote(
+        self,
+        refs: Sequence[SourceRef],
+        question: str,
+        token: str | None,
+        top_docs: int,
+        request_id: str | None,
+    ) -> list[SourceOutcome]:
+        wanted: dict[str, list[str]] = {}
+        for ref in refs:
+            assert ref.node is not None and ref.collection is not None
+            wanted.setdefault(ref.node, []).append(ref.collection)
+        answers = await self.federation.search(
+            question, wanted, top_docs=top_docs, token=token, request_id=request_id
+        )
+        out: list[SourceOutcome] = []
+        metas = {a.node: a.metas for a in answers}
+        for node_answer in answers:
+            for name, (status, evidence) in node_answer.results.items():
+                meta = metas[node_answer.node].get(name)
+                out.append(
+                    SourceOutcome(name, "remote", status, node=node_answer.node, meta=meta, evidence=evidence)
+                )
+        return out
+
+    async def _answer(
+        self,
+        question: str,
+        o: SourceOutcome,
+        llm: LLMClient | None,
+        judge: CrossSourceJudge | None,
+        answerer: Answerer,
+        sentences: int,
+        context_chars: int,
+    ) -> None:
+        if o.status.status != "ok":
+            return
+        if not o.evidence and not o.docs:
+            # Nothing this caller may read matched: the source does not address it (for them).
+            o.answer = SourceAnswer(o.name, o.name, NOT_ADDRESSED, True, "prefix")
+            o.answer_mode = "not_addressed"
+            return
+        if llm is None:
+            if o.kind == "pubmed":
+                extractive = await answerer.answer(question, o.docs, o.context)
+                text = extractive.text or NOT_ADDRESSED
+                o.citations = list(extractive.citations)
+            else:
+                text = extractive_answer(question, o.evidence, sentences)
+            absent = has_absent_prefix(text)
+            o.answer = SourceAnswer(o.name, o.name, text, absent, "prefix" if absent else None)
+            o.answer_mode = "not_addressed" if absent else "extractive"
+            return
+        if o.kind == "pubmed":
+            built = build_evidence_context(o.docs, o.context, max_chars=context_chars)
+            context = built.text
+            o.citations = list(built.citations.values())
+        else:
+            context = _collection_context(o.evidence, context_chars)
+        prompt = load_prompt("answer_per_source")
+        messages = prompt.render(question=question, source_label=o.label, context=context)
+        try:
+            async with self._llm_slots:
+                result = await llm.complete_text(
+                    messages,
+                    prompt_version=prompt.id,
+                    max_tokens=self.settings.sources.answer_max_tokens,
+                    temperature=0.0,
+                )
+        except LLMError as exc:
+            o.answer = SourceAnswer(
+                o.name, o.name, "", False, None, f"{o.name}: answer failed ({type(exc).__name__})"
+            )
+            o.answer_mode = "error"
+            return
+        answer = SourceAnswer(o.name, o.name, strip_reasoning(result.value), False, None)
+        if judge is not None:
+            answer = await judge.screen(question, answer)
+        elif has_absent_prefix(answer.text):
+            answer = dataclasses.replace(answer, absent=True, absence_method="prefix")
+        o.answer = answer
+        o.answer_mode = "not_addressed" if answer.absent else "llm"
+
+    async def ask(
+        self,
+        question: str,
+        refs: Sequence[SourceRef],
+        *,
+        subject: Subject,
+        token: str | None,
+        answerer: Answerer,
+        judge: CrossSourceJudge | None,
+        req: AskRequest | None = None,
+        request_id: str | None = None,
+    ) -> AcrossOutcome:
+        """Retrieve, answer and judge every source; the in-process core of ``/ask`` with ``sources``."""
+        cfg = self.settings.sources
+        timings: dict[str, float] = {}
+        warnings: list[str] = []
+        t0 = time.perf_counter()
+        tasks: list[Any] = []
+        for ref in refs:
+            if ref.kind == "pubmed":
+                tasks.append(self._pubmed(question, req))
+            elif ref.kind == "collection":
+                tasks.append(self._local(ref.name, question, subject, cfg.top_docs))
+        remote = [r for r in refs if r.kind == "remote"]
+        # Another institution's node never sees the patient's identifiers: the question goes scrubbed.
+        remote_question = scrub(question).text
+        gathered = await asyncio.gather(
+            *tasks,
+            self._remote(remote, remote_question, token, cfg.top_docs, request_id) if remote else _none(),
+        )
+        timings["retrieve"] = _since(t0)
+        found: dict[str, SourceOutcome] = {}
+        for item in gathered[:-1]:
+            found[item.name] = item
+        remote_out: list[SourceOutcome] = gathered[-1] or []
+        by_name = {o.name: o for o in remote_out}
+        named = {r.name for r in refs if r.kind == "remote" and r.collection != "*"}
+        outcomes: list[SourceOutcome] = []
+        for ref in refs:  # request order; "node/*" expands in the node's order
+            if ref.kind != "remote":
+                outcomes.append(found[ref.name])
+            elif ref.collection == "*":
+                outcomes.extend(o for o in remote_out if o.node == ref.node and o.name not in named)
+            elif ref.name in by_name:
+                outcomes.append(by_name[ref.name])
+        for o in outcomes:
+            warnings.extend(o.warnings)
+
+        llm = judge.llm if judge is not None else self.pipeline.llm
+        budget = cfg.context_chars
+        if self.settings.llm.backend == "embedded":
+            # The embedded model's window is small (2,048 tokens by default): leave ~768 tokens for the
+            # prompt and the answer, at ~3 characters per token.
+            budget = min(budget, max(1000, (self.settings.llm.embedded_n_ctx - 768) * 3))
+        # The LLM endpoint sees the scrubbed question when the deployment asks for it (as Understand does).
+        asked = scrub(question).text if self.settings.llm.scrub_phi_for_llm else question
+        t1 = time.perf_counter()
+        await asyncio.gather(
+            *(
+                self._answer(asked, o, llm, judge, answerer, cfg.extractive_sentences, budget)
+                for o in outcomes
+            )
+        )
+        timings["answer"] = _since(t1)
+        answered = [o for o in outcomes if o.answer is not None]
+        report: JudgeReport | None = None
+        if len(answered) >= 2:
+            if judge is None:
+                warnings.append(
+                    "judge skipped: comparing sources needs an LLM (COMETA_LLM__BACKEND, e.g. embedded); "
+                    "the per-source answers are extractive"
+                )
+            else:
+                t2 = time.perf_counter()
+                report = await judge.judge(asked, [o.answer for o in answered if o.answer is not None])
+                timings["judge"] = _since(t2)
+        elif len(refs) > 1:
+            warnings.append("judge skipped: fewer than two sources could be answered")
+        for o in outcomes:
+            if o.answer is not None and o.answer.error:
+                warnings.append(o.answer.error)
+        home = next((o.name for o in outcomes if o.kind != "pubmed"), None)
+        outcome_map = {o.name: o for o in outcomes}
+        differences = differences_note(report, outcome_map, home, question) if report is not None else None
+
+        lines = []
+        for o in outcomes:
+            if o.answer is not None and not o.answer.error:
+                lines.append(f"{o.label}: {o.answer.text}")
+            elif o.answer is not None:
+                lines.append(f"{o.label}: could not be answered this time (the language model failed).")
+            elif o.status.status != "ok":
+                lines.append(f"{o.label}: not searched ({o.status.status}).")
+        if differences:
+            lines.append(differences)
+        modes = {o.answer_mode for o in outcomes}
+        mode = "llm" if "llm" in modes else "extractive" if "extractive" in modes else "insufficient_evidence"
+
+        ranked: dict[str, list[tuple[str, str, str]]] = {}
+        for o in outcomes:
+            if o.kind == "pubmed":
+                ranked[o.name] = [(d.pmid, d.title, f"[PMID:{d.pmid}]") for d in o.docs]
+            else:
+                ranked[o.name] = [(e.doc_id, e.title, e.cite()) for e in o.evidence]
+        fused = [
+            {
+                "rank": f.rank,
+                "source": f.source,
+                "source_rank": f.source_rank,
+                "rrf_score": round(f.rrf_score, 6),
+                "id": f.item[0],
+                "title": f.item[1],
+                "cite": f.item[2],
+            }
+            for f in fuse_sources(ranked, key=lambda it: it[0], k=self.settings.federation.rrf_k)
+        ]
+        return AcrossOutcome(
+            question_hash=hash_text(question),
+            sources=outcomes,
+            judge=report,
+            differences=differences,
+            answer="\n\n".join(lines),
+            mode=mode,
+            fused=fused,
+            warnings=list(dict.fromkeys(warnings)),
+            timings_ms={k: round(v, 2) for k, v in timings.items()},
+            model=getattr(llm, "model_name", None) if llm is not None else None,
+        )
+
+
+async def _none() -> None:
+    return None
+
+
+def _since(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
+
+
+# --- HTTP ---------------------------------------------------------------------------------------------------
+
+
+def _evidence_out(rank: int, ev: InstEvidence, excerpt_chars: int) -> SourceEvidenceOut:
+    return SourceEvidenceOut(
+        rank=rank,
+        collection=ev.collection,
+        doc_id=ev.doc_id,
+        title=ev.title,
+        route=ev.route,
+        sections=[SectionOut(**dataclasses.asdict(s)) for s in ev.sections],
+        pages=_pages(ev),
+        score=round(ev.score, 4),
+        cite=ev.cite(),
+        excerpt=ev.text[:excerpt_chars],
+    )
+
+
+def _citation_out(c: Citation) -> CitationOut:
+    return CitationOut(
+        pmid=c.pmid,
+        pmcid=c.pmcid,
+        title=c.title,
+        year=c.year,
+        publication_types=list(c.publication_types),
+        url=c.url or None,
+        doc_class=c.doc_class,
+    )
+
+
+def response_json(outcome: AcrossOutcome, request_id: str, excerpt_chars: int) -> dict[str, Any]:
+    from .api import jsonable
+
+    sources = [
+        SourceResultOut(
+            source=o.name,
+            kind=o.kind,
+            label=o.label,
+            node=o.node,
+            institution=(o.meta or {}).get("institution") or None,
+            version_date=(o.meta or {}).get("version_date"),
+            status=o.status.status,
+            reason=o.status.reason,
+            answer=None if o.answer is None else o.answer.text,
+            answer_mode=o.answer_mode,
+            absent=None if o.answer is None or o.answer.error else o.answer.absent,
+            evidence=[_evidence_out(i, e, excerpt_chars) for i, e in enumerate(o.evidence, 1)],
+            citations=[_citation_out(c) for c in o.citations],
+        )
+        for o in outcome.sources
+    ]
+    pubmed = next((o for o in outcome.sources if o.kind == "pubmed"), None)
+    response = AskResponse(
+        request_id=request_id,
+        answer=outcome.answer,
+        mode=outcome.mode,
+        citations=[] if pubmed is None else [_citation_out(c) for c in pubmed.citations],
+        evidence=outcome.fused,
+        passages=[],
+        query=None,
+        judge=None if outcome.judge is None else jsonable(outcome.judge),
+        timings_ms=outcome.timings_ms,
+        warnings=outcome.warnings,
+        model=outcome.model,
+        prompt_id=load_prompt("answer_per_source").id if outcome.model else None,
+        sources=sources,
+        sources_status={
+            o.name: SourceStatusOut(status=o.status.status, reason=o.status.reason, ms=o.status.ms)
+            for o in outcome.sources
+        },
+        differences=outcome.differences,
+    )
+    return response.model_dump(mode="json")
+
+
+def _error(
+    status: int, error: str, reason: str, request_id: str, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
+    payload = {"error": error, "reason": reason, "request_id": request_id}
+    return JSONResponse(payload, status_code=status, headers=dict(headers or {}))
+
+
+_UNAUTHORIZED = {"WWW-Authenticate": 'Bearer error="invalid_token"'}
+
+
+def service_of(request: Request) -> SourcesService:
+    service = getattr(request.app.state, "sources", None)
+    if not isinstance(service, SourcesService):
+        from .api import ApiError
+
+        raise ApiError(503, "service starting", "collections are not initialised")
+    return service
+
+
+def _subject_or_401(
+    service: SourcesService, request: Request, request_id: str, *, needed: bool
+) -> tuple[Subject, str | None] | JSONResponse:
+    try:
+        subject, token = service.subject(request.headers.get("authorization"))
+    except InvalidToken as exc:
+        return _error(401, "unauthorized", str(exc), request_id, _UNAUTHORIZED)
+    if needed and token is None and service.settings.access.require_token:
+        return _error(
+            401, "unauthorized", "collection sources need a bearer token", request_id, _UNAUTHORIZED
+        )
+    return subject, token
+
+
+async def ask_sources(req: AskRequest, request: Request, services: Services, request_id: str) -> JSONResponse:
+    """``/ask`` with ``sources``: 422 for an unknown source, 401 for a bad token, 403 when the only
+    source asked for is denied; otherwise 200 with every source's status."""
+    service = service_of(request)
+    try:
+        refs = parse_sources(req.sources, local=service.local_names(), nodes=list(service.federation.nodes))
+    except UnknownSource as exc:
+        return _error(422, "invalid request", str(exc), request_id)
+    resolved = _subject_or_401(service, request, request_id, needed=any(r.kind != "pubmed" for r in refs))
+    if isinstance(resolved, JSONResponse):
+        return resolved
+    subject, token = resolved
+    outcome = await service.ask(
+        req.question,
+        refs,
+        subject=subject,
+        token=token,
+        answerer=services.answerer,
+        judge=services.judge,
+        req=req,
+        request_id=request_id,
+    )
+    log.info(
+        json.dumps(
+            {
+                "event": "ask_sources",
+                "request_id": request_id,
+                "question_hash": outcome.question_hash,
+                "subject": hash_text(subject.id) if subject.id else None,
+                "status": {o.name: o.status.status for o in outcome.sources},
+            }
+        )
+    )
+    if len(refs) == 1 and outcome.sources and all(o.status.status == "denied" for o in outcome.sources):
+        reason = "; ".join(f"{o.name}: {o.status.reason}" for o in outcome.sources)
+        return _error(403, "forbidden", reason, request_id)
+    return JSONResponse(response_json(outcome, request_id, service.settings.sources.excerpt_chars))
+
+
+def collections_router(authorize: Any) -> APIRouter:
+    """``GET /collections`` and ``POST /collections/search`` (what federated nodes call); ``authorize`` is
+    the API's ``X-API-Key`` + rate-limit dependency, so node-to-node calls keep that protection too."""
+    router = APIRouter(tags=["collections"], dependencies=[Depends(authorize)])
+
+    @router.get("/collections")
+    async def list_collections(request: Request, remote: bool = False) -> JSONResponse:
+        """Metadata of the collections the caller (bearer token, or anonymous) may search on this node;
+        with ``remote=true`` also on every federated node (as ``node/name``, each node's status in
+        ``nodes``), asked with the caller's token."""
+        request_id = str(getattr(request.state, "request_id", "") or "")
+        service = service_of(request)
+        resolved = _subject_or_401(service, request, request_id, needed=True)
+        if isinstance(resolved, JSONResponse):
+            return resolved
+        subject, token = resolved
+        listed = [m.model_dump(mode="json") for m in service.searchable(subject)]
+        body: dict[str, Any] = {"request_id": request_id, "collections": listed}
+        if remote:
+            fed = service.federation
+            answers = await asyncio.gather(*(fed.list_collections(n, token) for n in fed.nodes))
+            body["nodes"] = {}
+            for name, (status, items) in zip(fed.nodes, answers, strict=True):
+                body["nodes"][name] = status.to_json()
+                listed.extend({**i, "name": f"{name}/{i.get('name', '')}", "node": name} for i in items)
+        return JSONResponse(body)
+
+    @router.post("/collections/search")
+    async def search_collections(req: CollectionSearchRequest, request: Request) -> JSONResponse:
+        """Evidence per collection, decided here by this node's policies; per-collection status."""
+        request_id = str(getattr(request.state, "request_id", "") or "")
+        service = service_of(request)
+        resolved = _subject_or_401(service, request, request_id, needed=True)
+        if isinstance(resolved, JSONResponse):
+            return resolved
+        subject = resolved[0]
+        names: list[str] = []
+        for name in req.collections:
+            extra = [m.name for m in service.searchable(subject)] if name == "*" else [name]
+            names.extend(n for n in extra if n not in names)
+        results = await asyncio.gather(
+            *(service.search_collection(n, req.question, subject, req.top_docs) for n in names)
+        )
+        log.info(
+            json.dumps(
+                {
+                    "event": "collections_search",
+                    "request_id": request_id,
+                    "question_hash": hash_text(req.question),
+                    "status": {n: r[0].status for n, r in zip(names, results, strict=True)},
+                }
+            )
+        )
+        items = [
+            {
+                "collection": name,
+                "status": status.status,
+                "reason": status.reason,
+                "meta": None if meta is None or status.status == "denied" else meta.model_dump(mode="json"),
+                "evidence": [evidence_to_json(e) for e in evidence],
+            }
+            for name, (status, evidence, meta) in zip(names, results, strict=True)
+        ]
+        return JSONResponse({"request_id": request_id, "results": items})
+
+    return router
