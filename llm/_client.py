@@ -964,6 +964,10 @@ class OpenAICompatibleLLM(_BaseLLM):
             return LLMUnavailable(
                 f"LLM call failed: {type(exc).__name__}: {exc}", backend=self.backend, model=self.model_name
             )
+        if isinstance(exc, json.JSONDecodeError):
+            # HTTP 200 whose body is not JSON (a proxy's HTML page, a half-written reply): the server's
+            # fault, not ours, so it is retried and then reported like any other unavailable backend.
+            return _Transient(f"unparseable response body: {exc}")
         raise exc  # not a transport/API failure: a bug, keep its traceback
 
     async def _stream(

@@ -549,3 +549,23 @@ def test_result_is_json_friendly() -> None:
     data = asdict(result)
     data["value"] = result.value.model_dump()
     assert json.loads(json.dumps(data))["value"] == {"answer": "a", "score": 1}
+
+
+def not_json(body_text: str = "<html>502 Bad Gateway</html>") -> Step:
+    async def step(body: dict[str, Any]) -> Response:
+        return Response(body_text, status_code=200, media_type="application/json")
+
+    return step
+
+
+async def test_200_with_a_non_json_body_is_retried_then_unavailable() -> None:
+    # Found by the soak benchmark: the SDK's JSONDecodeError escaped as a 500 instead of a fallback.
+    server = ScriptedServer(not_json(), reply("fine"))
+    async with server.client(max_retries=1) as llm:
+        result = await llm.complete_text(MESSAGES, prompt_version="p@1")
+    assert result.value == "fine" and result.attempts == 2
+    broken = ScriptedServer(not_json())
+    async with broken.client(max_retries=1) as llm:
+        with pytest.raises(LLMUnavailable, match="unparseable response body"):
+            await llm.complete_text(MESSAGES, prompt_version="p@1")
+    assert len(broken.requests) == 2
