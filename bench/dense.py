@@ -4,7 +4,7 @@ Run from the repository root::
 
     .venv/bin/python bench/dense.py [--n-large 1000000] [--dims 384,768] [--docs 1013] [--skip-encode]
 
-Prints three tables:
+Prints three markdown tables (each with the load average when it was printed):
 
 1. encoding throughput: MiniLM (the offline default) over the bundled corpus (docs/s, query ms) and the
    MedCPT code path on a tiny random BERT (a code-path reference, not MedCPT's real speed);
@@ -37,6 +37,9 @@ import numpy as np  # noqa: E402
 
 from retrieval._vector import FaissIndex, QdrantIndex  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import load_average, machine_line, markdown_table  # noqa: E402
+
 N_QUERIES = 200
 
 
@@ -64,15 +67,8 @@ def fmt_bytes(n: float) -> str:
 
 
 def table(title: str, header: list[str], rows: list[list[Any]]) -> None:
-    cells = [header, *[[str(c) for c in r] for r in rows]]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    print(f"\n{title}")
-    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
-    print("  ".join("-" * w for w in widths))
-    for r in cells[1:]:
-        print(
-            "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
-        )
+    print(f"\n{title} (load average {load_average()})\n")
+    print(markdown_table(header, rows))
 
 
 # -- encoders -----------------------------------------------------------------------------------------------
@@ -306,7 +302,8 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=1_013, help="bundled-corpus documents to encode")
     ap.add_argument("--skip-encode", action="store_true")
     args = ap.parse_args()
-    print(f"cores: {os.cpu_count()}; numpy {np.__version__}; faiss {__import__('faiss').__version__}")
+    print(f"machine: {machine_line()}")
+    print(f"numpy {np.__version__}; faiss {__import__('faiss').__version__}")
 
     if not args.skip_encode:
         rows = bench_encoders(args.docs)

@@ -1,0 +1,200 @@
+"""``/ask`` latency per stage at 1, 10 and 50 concurrent clients on the offline default. Prints markdown.
+
+    .venv/bin/python bench/ask_latency.py [--concurrency 1,10,50] [--questions 10] [--cache]
+
+Starts the offline service on loopback (uvicorn on ``create_app(Settings().offline())``, through
+``bench/_common.py serve-api``: the bundled corpus behind the in-process local E-utilities server, MiniLM,
+bi-encoder rerank, no LLM, so answers are extractive), then for each concurrency level sends the fixture
+narratives (``eval/fixtures``) from that many concurrent HTTP clients; each level sends
+``max(--questions, concurrency)`` requests. Per-stage times come from the response's ``timings_ms``
+(understand, esearch = the Adapt-E ladder, dense, fuse, metadata = EFetch + ELink + PMC JATS, passages,
+answer) and from the launcher's ``X-Bench-Timings`` header (each E-utility's time, segment, passage
+scoring, rerank). Service overhead = end-to-end (client-side) − E-utilities wall time − LLM time (none
+offline): our own code, the HTTP layer and queueing included.
+
+The E-utilities client cache is off by default so that every level does the same work (``--cache`` keeps it:
+repeated questions are then answered from it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import httpx
+from _common import (
+    TIMINGS_HEADER,
+    fmt_ms,
+    free_port,
+    load_average,
+    load_questions,
+    machine_line,
+    markdown_table,
+    percentile,
+    start_server,
+)
+
+STAGES = ("understand", "esearch", "dense", "fuse", "metadata", "passages", "answer", "judge")
+SUBSTAGES = (
+    ("eutils:esearch", "ESearch calls"),
+    ("eutils:efetch", "EFetch PubMed"),
+    ("eutils:elink", "ELink pubmed_pmc"),
+    ("eutils:efetch:pmc", "EFetch PMC JATS"),
+    ("segment", "segment (SEOS)"),
+    ("passage_scoring", "passage dense scoring"),
+    ("rerank", "rerank"),
+)
+
+
+async def one_level(
+    base: str, questions: list[str], concurrency: int, n: int, timeout_s: float
+) -> dict[str, Any]:
+    queue: asyncio.Queue[str] = asyncio.Queue()
+    for i in range(n):
+        queue.put_nowait(questions[i % len(questions)])
+    results: list[dict[str, Any]] = []
+    failures: dict[str, int] = defaultdict(int)
+
+    async def client(http: httpx.AsyncClient) -> None:
+        while True:
+            try:
+                q = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            t = time.perf_counter()
+            try:
+                r = await http.post("/ask", json={"question": q})
+            except httpx.HTTPError as exc:
+                failures[type(exc).__name__] += 1
+                continue
+            e2e = (time.perf_counter() - t) * 1000
+            if r.status_code != 200:
+                failures[f"HTTP {r.status_code}"] += 1
+                continue
+            body = r.json()
+            results.append(
+                {
+                    "e2e": e2e,
+                    "stages": body["timings_ms"],
+                    "sub": json.loads(r.headers.get(TIMINGS_HEADER, "{}")),
+                    "mode": body["mode"],
+                }
+            )
+
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    started = time.perf_counter()
+    async with httpx.AsyncClient(base_url=base, timeout=timeout_s, limits=limits) as http:
+        await asyncio.gather(*(client(http) for _ in range(concurrency)))
+    wall = time.perf_counter() - started
+    return {"results": results, "failures": dict(failures), "wall": wall, "load": load_average()}
+
+
+def report(levels: dict[int, dict[str, Any]]) -> None:
+    header = ["stage"] + [f"c={c} {p}" for c in levels for p in ("p50", "p95")]
+    rows: list[list[str]] = []
+
+    def row(label: str, get: Any) -> None:
+        cells = [label]
+        present = False
+        for level in levels.values():
+            vals = [v for v in (get(r) for r in level["results"]) if v is not None]
+            present |= bool(vals)
+            cells += [fmt_ms(percentile(vals, 50)), fmt_ms(percentile(vals, 95))]
+        if present:
+            rows.append(cells)
+
+    for stage in STAGES:
+        row(stage, lambda r, s=stage: r["stages"].get(s))
+    for key, label in SUBSTAGES:
+        row(f"  {label}", lambda r, k=key: r["sub"].get(k))
+    row("E-utilities wall time (union)", lambda r: r["sub"].get("eutils_wall"))
+    row("E-utilities calls (count)", lambda r: r["sub"].get("eutils_calls"))
+    row("**end-to-end (client)**", lambda r: r["e2e"])
+    row(
+        "**service overhead** (e2e − E-utilities − LLM)",
+        lambda r: r["e2e"] - r["sub"].get("eutils_wall", 0.0) - _llm_ms(r),
+    )
+    print("\nPer-stage latency, ms (stage times from `timings_ms`; indented rows are sub-stages)\n")
+    print(markdown_table(header, rows))
+
+    summary = []
+    for c, level in levels.items():
+        ok = len(level["results"])
+        modes: dict[str, int] = defaultdict(int)
+        for r in level["results"]:
+            modes[r["mode"]] += 1
+        summary.append(
+            [
+                c,
+                ok + sum(level["failures"].values()),
+                ok,
+                ", ".join(f"{k} {v}" for k, v in level["failures"].items()) or "0",
+                f"{level['wall']:.1f}",
+                f"{60 * ok / level['wall']:.1f}",
+                ", ".join(f"{k} {v}" for k, v in modes.items()),
+                level["load"],
+            ]
+        )
+    print("\nThroughput per concurrency level\n")
+    print(
+        markdown_table(
+            ["clients", "sent", "200", "failed", "wall s", "questions/min", "answer modes", "load after"],
+            summary,
+        )
+    )
+
+
+def _llm_ms(r: dict[str, Any]) -> float:
+    # LLM time lives in the answer (and judge) stages only when an LLM answered; offline there is none.
+    if r["mode"] != "llm":
+        return 0.0
+    return float(r["stages"].get("answer", 0.0)) + float(r["stages"].get("judge", 0.0))
+
+
+async def run(args: argparse.Namespace) -> None:
+    questions = load_questions()
+    levels = [int(c) for c in args.concurrency.split(",")]
+    port = free_port()
+    env = {
+        "COMETA_API__RATE_LIMIT_PER_MINUTE": "0",
+        "COMETA_LOG_LEVEL": "WARNING",
+        # The flat cache spellings: read by every version of the client settings.
+        "COMETA_EUTILS__CACHE_TTL_S": "3600",
+        "COMETA_EUTILS__CACHE_MAX_ENTRIES": "4096" if args.cache else "0",
+    }
+    print(f"machine: {machine_line()}")
+    cache = "on" if args.cache else "off"
+    print(f"{len(questions)} fixture narratives; levels {levels}; E-utilities cache {cache}")
+    with start_server(
+        ["bench/_common.py", "serve-api", "--port", str(port)], port=port, ready_path="/readyz", env=env
+    ) as server:
+        # Warm-up outside the measurement: first-call allocations, tokenizer caches, thread pools.
+        await one_level(server.base_url, questions[-3:], 1, args.warmup, args.timeout)
+        out: dict[int, dict[str, Any]] = {}
+        for c in levels:
+            n = max(args.questions, c)
+            print(f"  {c} client(s), {n} questions ...", flush=True)
+            out[c] = await one_level(server.base_url, questions, c, n, args.timeout)
+    report(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--concurrency", default="1,10,50", help="comma-separated client counts")
+    ap.add_argument("--questions", type=int, default=10, help="requests per level (at least one per client)")
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--cache", action="store_true", help="keep the E-utilities client cache on")
+    ap.add_argument("--timeout", type=float, default=1800, help="client timeout per request, s")
+    asyncio.run(run(ap.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
