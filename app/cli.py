@@ -16,10 +16,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from eval.cli import eval_app
 from retrieval import CometaError, EutilsError, PubmedRecord
 from retrieval._client import EutilsClient
 
 from . import __version__
+from .collections_cli import collections_app
 from .pipeline import Pipeline, SearchOutcome
 from .settings import Settings, get_settings
 
@@ -34,6 +36,8 @@ index_app = typer.Typer(
     no_args_is_help=True, help="Dense vector index: build (or resume) from several sources."
 )
 app.add_typer(index_app, name="index")
+app.add_typer(collections_app, name="collections")
+app.add_typer(eval_app, name="eval")
 
 console = Console()
 err_console = Console(stderr=True)

@@ -1,7 +1,11 @@
 """Passage retrieval by segmentation strategy (CoMeta Table 3, with Figure 4's Hit@5/MRR@5), one command.
 
+    cometa eval chunking [--out DIR] [--limit N] [--subsets seos,fixed-512-0,...]
+                         [--param reranker=bi-encoder|ncbi/MedCPT-Cross-Encoder|PATH] [--param max_length=512]
     python -m eval.chunking [--out DIR] [--limit N] [--segmenters seos fixed-512-0 ...]
                             [--reranker bi-encoder|ncbi/MedCPT-Cross-Encoder|PATH] [--max-length 512]
+
+Both run :func:`run_chunking` and write ``result.json``, ``report.md`` and Hit@5/MRR@5 bar plots.
 
 **Query set** (``eval/fixtures/passage_queries.jsonl``, 62 lines). Generated once from the shipped
 corpus and committed: the 4 PMC full texts (``retrieval/corpus/pmc/*.xml`` parsed with
@@ -37,13 +41,14 @@ tokenizer.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib
 import json
 import statistics
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -53,6 +58,23 @@ from retrieval._encoders import Encoder, SentenceTransformerEncoder
 from retrieval._parsers import iter_pubmed_articles, parse_pmc_articles
 from retrieval._rerank import BI_ENCODER, Reranker, RerankSettings, load_reranker
 from segmentation._types import Segmenter, SourceSection, SourceText, TokenCounter
+
+from ._runner import (
+    ITEMS_FILE,
+    EvalInputError,
+    ItemLog,
+    Plot,
+    RunOptions,
+    StageTimes,
+    SuiteResult,
+    Table,
+    check_run_dir,
+    default_out_dir,
+    progress,
+    run_metadata,
+    select_items,
+    write_result,
+)
 
 __all__ = [
     "DISTRACTOR_PMIDS",
@@ -68,6 +90,7 @@ __all__ = [
     "build_segmenters",
     "dense_rankings",
     "evaluate",
+    "evaluate_segmenter",
     "hit_and_rr",
     "is_hit",
     "load_eval_corpus",
@@ -75,6 +98,8 @@ __all__ = [
     "main",
     "markdown_table",
     "rerank_rankings",
+    "results_table",
+    "run_chunking",
 ]
 
 FIXTURE = Path(__file__).parent / "fixtures" / "passage_queries.jsonl"
@@ -278,6 +303,43 @@ def _score(
     return statistics.fmean(hits), statistics.fmean(rrs)
 
 
+def evaluate_segmenter(
+    name: str,
+    seg: Segmenter,
+    docs: Sequence[EvalDoc],
+    queries: Sequence[GoldQuery],
+    encoder: Encoder,
+    counter: TokenCounter,
+    reranker: Reranker | None,
+    timings: dict[str, float] | None = None,
+) -> list[Row]:
+    """One segmenter's rows (BM25, dense, dense+rerank); ``timings`` collects seconds per step."""
+    questions = [q.question for q in queries]
+    clock = timings if timings is not None else {}
+    t0 = time.perf_counter()
+    passages = build_passages(seg, docs, counter)
+    clock["segment"] = time.perf_counter() - t0
+    section = [p for p in passages if p.unit != "abstract"]
+    mean_tokens = statistics.fmean(p.token_count for p in section) if section else 0.0
+    stats = dict(chunks=len(passages), section_chunks=len(section), mean_chunk_tokens=round(mean_tokens, 1))
+    t0 = time.perf_counter()
+    systems: list[tuple[str, list[list[int]]]] = [("bm25", bm25_rankings(passages, questions))]
+    clock["bm25"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    dense, scores = dense_rankings(encoder, passages, questions)
+    clock["dense"] = time.perf_counter() - t0
+    systems.append(("dense", dense))
+    if reranker is not None:
+        t0 = time.perf_counter()
+        systems.append(("dense+rerank", rerank_rankings(reranker, passages, questions, scores)))
+        clock["rerank"] = time.perf_counter() - t0
+    rows: list[Row] = []
+    for retriever, rankings in systems:
+        hit, mrr = _score(rankings, passages, queries)
+        rows.append(Row(name, retriever, round(hit, 4), round(mrr, 4), queries=len(queries), **stats))  # type: ignore[arg-type]
+    return rows
+
+
 def evaluate(
     segmenters: Mapping[str, Segmenter],
     docs: Sequence[EvalDoc],
@@ -288,25 +350,12 @@ def evaluate(
     *,
     log: Callable[[str], None] = lambda _: None,
 ) -> list[Row]:
-    questions = [q.question for q in queries]
     rows: list[Row] = []
     for name, seg in segmenters.items():
         t0 = time.perf_counter()
-        passages = build_passages(seg, docs, counter)
-        section = [p for p in passages if p.unit != "abstract"]
-        mean_tokens = statistics.fmean(p.token_count for p in section) if section else 0.0
-        stats = dict(
-            chunks=len(passages), section_chunks=len(section), mean_chunk_tokens=round(mean_tokens, 1)
-        )
-        systems: list[tuple[str, list[list[int]]]] = [("bm25", bm25_rankings(passages, questions))]
-        dense, scores = dense_rankings(encoder, passages, questions)
-        systems.append(("dense", dense))
-        if reranker is not None:
-            systems.append(("dense+rerank", rerank_rankings(reranker, passages, questions, scores)))
-        for retriever, rankings in systems:
-            hit, mrr = _score(rankings, passages, queries)
-            rows.append(Row(name, retriever, round(hit, 4), round(mrr, 4), queries=len(queries), **stats))  # type: ignore[arg-type]
-        log(f"{name}: {len(passages)} passages, {time.perf_counter() - t0:.1f}s")
+        mine = evaluate_segmenter(name, seg, docs, queries, encoder, counter, reranker)
+        rows += mine
+        log(f"{name}: {mine[0].chunks} passages, {time.perf_counter() - t0:.1f}s")
     return rows
 
 
@@ -327,60 +376,141 @@ def markdown_table(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
+def results_table(rows: Sequence[Row]) -> Table:
+    """The markdown table's content as a report :class:`Table` (percentages, one decimal)."""
+    lines = markdown_table(rows).splitlines()
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    body = [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
+    return Table("Passage retrieval by segmentation strategy (CoMeta Table 3 analogue)", header, body)
+
+
+def _encoder_and_reranker(params: Mapping[str, Any]) -> tuple[Encoder, TokenCounter, Reranker | None]:
+    from segmentation._tokens import counter_for
+
+    max_length = params.get("max_length", 512)
+    if not isinstance(max_length, int) or max_length < 8:
+        raise EvalInputError(f"max_length must be an integer >= 8, got {max_length!r}")
+    name = str(params.get("reranker", BI_ENCODER))
+    encoder = SentenceTransformerEncoder(None, max_length=max_length, device="cpu")
+    counter = counter_for(encoder)
+    reranker = None if name == "none" else load_reranker(RerankSettings(model=name), encoder=encoder)
+    return encoder, counter, reranker
+
+
+async def run_chunking(opts: RunOptions) -> SuiteResult:
+    """``cometa eval chunking``: resumable per segmenter (``items.jsonl`` holds one record per segmenter).
+
+    ``opts.subsets``: segmenter names (default all :data:`SEGMENTERS`); ``opts.limit``: a seeded sample of
+    the queries; ``opts.params``: ``reranker`` ('bi-encoder', 'none', a hub id or folder), ``max_length``.
+    """
+    if opts.server_url:
+        # The metrics need the pipeline's internals (per-arm rankings), which /ask does not expose.
+        raise EvalInputError("chunking runs in-process only; --server is for the answer suites (qa, medrgb)")
+    unknown_params = sorted(set(opts.params) - {"reranker", "max_length"})
+    if unknown_params:
+        raise EvalInputError(f"unknown chunking params {unknown_params}; known: reranker, max_length")
+    names = list(opts.subsets or SEGMENTERS)
+    bad = [n for n in names if n not in SEGMENTERS]
+    if bad:
+        raise EvalInputError(f"unknown segmenters {bad}; choose from {', '.join(SEGMENTERS)}")
+    queries = select_items(load_queries(), opts.limit, opts.seed)
+    log = ItemLog(opts.out_dir / ITEMS_FILE, resume=opts.resume)
+    todo = [n for n in names if n not in log.done()]
+    stage_times = StageTimes()
+    meta: dict[str, Any] = {}
+    if todo:
+        encoder, counter, reranker = await asyncio.to_thread(_encoder_and_reranker, opts.params)
+        docs = load_eval_corpus(queries)
+        segmenters = build_segmenters(encoder, counter, todo)
+        meta = {
+            "documents": len(docs),
+            "encoder": encoder.name,
+            "reranker": reranker.name if reranker else None,
+            "rerank_note": reranker.note if reranker else None,
+        }
+        with progress(len(todo), "chunking") as advance:
+            for name in todo:
+                timings: dict[str, float] = {}
+                rows = await asyncio.to_thread(
+                    evaluate_segmenter,
+                    name,
+                    segmenters[name],
+                    docs,
+                    queries,
+                    encoder,
+                    counter,
+                    reranker,
+                    timings,
+                )
+                log.append(
+                    {
+                        "key": name,
+                        "rows": [asdict(r) for r in rows],
+                        "timings_s": {k: round(v, 3) for k, v in timings.items()},
+                        **meta,
+                    }
+                )
+                advance(1)
+    done = log.done()
+    records = [done[n] for n in names]
+    rows = [Row(**r) for rec in records for r in rec["rows"]]
+    for rec in records:
+        for stage, seconds in rec.get("timings_s", {}).items():
+            stage_times.add(stage, 1000 * float(seconds))
+    first = records[0] if records else {}
+    notes = [
+        f"{len(queries)} queries over {first.get('documents', '?')} documents; encoder "
+        f"{first.get('encoder', '?')} (max length {opts.params.get('max_length', 512)}); reranker "
+        f"{first.get('reranker')} ({first.get('rerank_note') or 'as configured'}).",
+        "Hit@5 / MRR@5 in %: a passage is a hit when it holds at least half of the gold span's characters "
+        f"in the gold unit (k={K}, rerank candidates={CANDIDATES}).",
+        "Stage times are per segmenter: 'segment' builds the passage pool, the others rank all queries.",
+    ]
+    if len(todo) < len(names):
+        notes.append(f"{len(names) - len(todo)} segmenter(s) were read back from an earlier partial run.")
+    retrievers = list(dict.fromkeys(r.retriever for r in rows))
+    by = {(r.segmenter, r.retriever): r for r in rows}
+    plots = [
+        Plot(
+            f"chunking_{metric}.png",
+            f"{label} by segmenter and retriever",
+            "bar",
+            names,
+            {ret: [100 * getattr(by[(n, ret)], metric) for n in names] for ret in retrievers},
+            f"{label} %",
+        )
+        for metric, label in (("hit_at_5", "Hit@5"), ("mrr_at_5", "MRR@5"))
+    ]
+    metrics = {f"{r.segmenter}/{r.retriever}": asdict(r) for r in rows}
+    return SuiteResult("chunking", metrics, [results_table(rows)], plots, notes, stage_times)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m eval.chunking``: the same suite as ``cometa eval chunking``."""
     ap = argparse.ArgumentParser(
         prog="python -m eval.chunking", description=__doc__.split("\n")[0] if __doc__ else None
     )
-    ap.add_argument("--out", type=Path, help="write chunking.json and chunking.md here")
-    ap.add_argument("--limit", type=int, help="first N queries only")
+    ap.add_argument("--out", type=Path, help="output folder (default var/eval/chunking-<config hash>)")
+    ap.add_argument("--limit", type=int, help="a seeded sample of N queries")
     ap.add_argument("--segmenters", nargs="+", choices=SEGMENTERS, help="default: all")
     ap.add_argument(
         "--reranker", default=BI_ENCODER, help="'bi-encoder' (offline), 'none', a hub id or folder"
     )
     ap.add_argument("--max-length", type=int, default=512, help="dense encoder input limit (tokens)")
     args = ap.parse_args(argv)
-
-    queries = load_queries()[: args.limit] if args.limit else load_queries()
-    docs = load_eval_corpus(queries)
-    encoder = SentenceTransformerEncoder(None, max_length=args.max_length, device="cpu")
-    from segmentation._tokens import counter_for
-
-    counter = counter_for(encoder)
-    reranker = (
-        None
-        if args.reranker == "none"
-        else load_reranker(RerankSettings(model=args.reranker), encoder=encoder)
+    opts = RunOptions(
+        out_dir=Path("."),
+        limit=args.limit,
+        subsets=tuple(args.segmenters or ()),
+        params={"reranker": args.reranker, "max_length": args.max_length},
     )
-    segmenters = build_segmenters(encoder, counter, args.segmenters)
-
-    def log(msg: str) -> None:
-        print(msg, file=sys.stderr)
-
-    rows = evaluate(segmenters, docs, queries, encoder, counter, reranker, log=log)
-    table = markdown_table(rows)
-    meta = {
-        "queries": len(queries),
-        "documents": len(docs),
-        "encoder": encoder.name,
-        "encoder_max_length": args.max_length,
-        "reranker": reranker.name if reranker else None,
-        "reranker_kind": reranker.kind if reranker else None,
-        "rerank_note": reranker.note if reranker else None,
-        "k": K,
-        "candidates": CANDIDATES,
-        "hit_overlap": HIT_OVERLAP,
-    }
-    print(
-        f"{len(queries)} queries, {len(docs)} documents, encoder {encoder.name} (max {args.max_length}), "
-        f"reranker {meta['reranker']} ({meta['rerank_note'] or meta['reranker_kind']})"
-    )
-    print(table)
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "chunking.json").write_text(
-            json.dumps({"meta": meta, "rows": [asdict(r) for r in rows]}, indent=2) + "\n"
-        )
-        (args.out / "chunking.md").write_text(table + "\n")
+    opts = replace(opts, out_dir=args.out or default_out_dir("chunking", opts))
+    metadata = run_metadata("chunking", opts)
+    check_run_dir(opts, metadata)
+    result = asyncio.run(run_chunking(opts))
+    print(result.tables[0].markdown())
+    for path in write_result(result, opts, metadata):
+        print(path, file=sys.stderr)
     return 0
 
 

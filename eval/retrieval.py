@@ -16,7 +16,11 @@ filtered by the metadata policy. Adapt-E and hybrid run once per rewriter (deter
 Everything goes through the same ``app.pipeline.Pipeline`` code as ``/ask``, against the local
 E-utilities server over the bundled corpus.
 
+    cometa eval retrieval [--subsets standard,narrative,handwritten,FILE.jsonl] [--limit N] [--llm embedded]
     python -m eval.retrieval [--sets standard narrative handwritten FILE.jsonl] [--limit N] [--llm embedded]
+
+Both run :func:`run_retrieval` and write ``result.json``, ``report.md`` and Hit@10/Hit0 bar plots; a killed
+run resumes from its ``items.jsonl``.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import re
 import statistics
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +43,24 @@ from llm import LLMSettings, build_llm
 from retrieval import EutilsClient, EutilsError
 from retrieval._phi import scrub
 
+from ._runner import (
+    ITEMS_FILE,
+    EvalInputError,
+    ItemLog,
+    Plot,
+    RunOptions,
+    StageTimes,
+    SuiteResult,
+    Table,
+    check_run_dir,
+    default_out_dir,
+    eval_settings,
+    progress,
+    run_metadata,
+    select_items,
+    write_result,
+)
+
 __all__ = [
     "EvalItem",
     "SystemScore",
@@ -46,8 +68,11 @@ __all__ = [
     "load_items",
     "markdown_table",
     "raw_term",
+    "results_table",
+    "run_retrieval",
     "run_retrieval_eval",
     "score_ranking",
+    "scores_from_records",
 ]
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -133,10 +158,16 @@ async def _run_pipeline(pipeline: Pipeline, item: EvalItem) -> dict[str, dict[st
     """One item through Understand + retrieve; rows for the Adapt-E, dense and hybrid systems."""
     started = time.perf_counter()
     understanding = await pipeline.understander.understand(item.text)
+    understand_ms = (time.perf_counter() - started) * 1000
     outcome = await pipeline.retrieve(understanding)
     ms = (time.perf_counter() - started) * 1000
     tiers = len(outcome.adapte.tiers)
     common = {"path": understanding.path, "fallback_reason": understanding.fallback_reason, "ms": ms}
+    stages = {
+        "understand": round(understand_ms, 2),
+        **{k: round(v, 2) for k, v in outcome.timings_ms.items()},
+    }
+    tokens = understanding.prompt_tokens + understanding.completion_tokens
     return {
         "adapte": {"ranked": list(outcome.adapte.pmids), "tiers": tiers, "calls": tiers, **common},
         "dense": {"ranked": [h.pmid for h in outcome.dense], "tiers": 0, "calls": 0, **common},
@@ -145,9 +176,49 @@ async def _run_pipeline(pipeline: Pipeline, item: EvalItem) -> dict[str, dict[st
             "tiers": tiers,
             "calls": tiers + 1,  # + the one batched EFetch
             "ladder": understanding.plan.ladder,
+            "stages_ms": stages,
+            "tokens": tokens,
             **common,
         },
     }
+
+
+async def _item_record(pipelines: Mapping[str, Pipeline], query_set: str, item: EvalItem) -> dict[str, Any]:
+    """Every system on one item: ``{"key", "set", "id", "systems": {name: row}}``, rows scored."""
+    first = next(iter(pipelines.values()))
+    systems: dict[str, dict[str, Any]] = {"raw E-utilities": await _run_raw(first.client, item)}
+    for label, pipeline in pipelines.items():
+        by_system = await _run_pipeline(pipeline, item)
+        systems[f"Adapt-E ({label})"] = by_system["adapte"]
+        if pipeline is first:
+            systems[f"dense ({_dense_name(pipeline)})"] = by_system["dense"]
+        systems[f"hybrid ({label})"] = by_system["hybrid"]
+    for row in systems.values():
+        row["ranked"] = [str(p) for p in row["ranked"][:10]]  # scores only look at the top 10
+        if item.gold:
+            row["hit10"], row["rr10"], row["recall10"] = score_ranking(row["ranked"], item.gold)
+    return {
+        "key": f"{query_set}:{item.id}",
+        "set": query_set,
+        "id": item.id,
+        "gold": bool(item.gold),
+        "systems": systems,
+    }
+
+
+def scores_from_records(records: Sequence[Mapping[str, Any]]) -> list[SystemScore]:
+    """Per (query set, system) aggregates, in first-seen order of sets and systems."""
+    grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    gold_sets: set[str] = set()
+    for record in records:
+        if record.get("gold"):
+            gold_sets.add(record["set"])
+        for system, row in record["systems"].items():
+            grouped.setdefault((record["set"], system), []).append({"id": record["id"], **row})
+    return [
+        _aggregate(system, query_set, rows, has_gold=query_set in gold_sets)
+        for (query_set, system), rows in grouped.items()
+    ]
 
 
 async def run_retrieval_eval(
@@ -158,33 +229,15 @@ async def run_retrieval_eval(
     progress: bool = True,
 ) -> list[SystemScore]:
     """``pipelines``: rewriter label -> Pipeline (e.g. ``{"deterministic": ..., "LLM: gemma": ...}``)."""
-    first = next(iter(pipelines.values()))
-    scores: list[SystemScore] = []
+    records: list[dict[str, Any]] = []
     with Progress(disable=not progress, transient=True) as bar:
         for query_set in query_sets:
             items = load_items(query_set, limit)
-            has_gold = any(i.gold for i in items)
-            columns: dict[str, list[dict[str, Any]]] = {"raw E-utilities": []}
-            task = bar.add_task(f"{query_set} · raw", total=len(items))
+            task = bar.add_task(query_set, total=len(items))
             for item in items:
-                columns["raw E-utilities"].append(await _run_raw(first.client, item))
+                records.append(await _item_record(pipelines, query_set, item))
                 bar.advance(task)
-            for label, pipeline in pipelines.items():
-                task = bar.add_task(f"{query_set} · {label}", total=len(items))
-                for item in items:
-                    by_system = await _run_pipeline(pipeline, item)
-                    columns.setdefault(f"Adapt-E ({label})", []).append(by_system["adapte"])
-                    if pipeline is first:
-                        columns.setdefault(f"dense ({_dense_name(pipeline)})", []).append(by_system["dense"])
-                    columns.setdefault(f"hybrid ({label})", []).append(by_system["hybrid"])
-                    bar.advance(task)
-            for system, rows in columns.items():
-                for item, row in zip(items, rows, strict=True):
-                    row["id"] = item.id
-                    if item.gold:
-                        row["hit10"], row["rr10"], row["recall10"] = score_ranking(row["ranked"], item.gold)
-                scores.append(_aggregate(system, query_set, rows, has_gold=has_gold))
-    return scores
+    return scores_from_records(records)
 
 
 def _dense_name(pipeline: Pipeline) -> str:
@@ -196,7 +249,7 @@ def _aggregate(system: str, query_set: str, rows: list[dict[str, Any]], *, has_g
     n = len(rows)
 
     def mean(key: str) -> float:
-        return sum(float(r[key]) for r in rows) / n if n else 0.0
+        return sum(float(r.get(key, 0.0)) for r in rows) / n if n else 0.0
 
     return SystemScore(
         system=system,
@@ -214,70 +267,202 @@ def _aggregate(system: str, query_set: str, rows: list[dict[str, Any]], *, has_g
 
 
 def markdown_table(scores: Sequence[SystemScore]) -> str:
+    return results_table(scores).markdown()
+
+
+def results_table(scores: Sequence[SystemScore]) -> Table:
+    """Hit0/Hit@10/Recall@10 in %, MRR@10 as a fraction; None (no gold in the set) prints as —."""
+
     def pct(v: float | None) -> str:
         return "—" if v is None else f"{100 * v:.1f}"
 
-    lines = [
-        "| query set | system | n | Hit0 % | Hit@10 % | MRR@10 | Recall@10 % | tiers/q | p50 ms |",
-        "|---|---|---|---|---|---|---|---|---|",
+    rows: list[list[Any]] = [
+        [
+            s.query_set,
+            s.system,
+            s.n,
+            pct(s.hit0),
+            pct(s.hit10),
+            "—" if s.mrr10 is None else f"{s.mrr10:.3f}",
+            pct(s.recall10),
+            f"{s.mean_tiers:.2f}",
+            f"{s.latency_ms_p50:.1f}",
+        ]
+        for s in scores
     ]
-    for s in scores:
-        mrr = "—" if s.mrr10 is None else f"{s.mrr10:.3f}"
-        lines.append(
-            f"| {s.query_set} | {s.system} | {s.n} | {pct(s.hit0)} | {pct(s.hit10)} | {mrr} | "
-            f"{pct(s.recall10)} | {s.mean_tiers:.2f} | {s.latency_ms_p50:.1f} |"
+    header = ["query set", "system", "n", "Hit0 %", "Hit@10 %", "MRR@10", "Recall@10 %", "tiers/q", "p50 ms"]
+    return Table("Retrieval ablation (CoMeta Tables 1/5)", header, rows)
+
+
+DEFAULT_SETS = ("standard", "narrative", "handwritten")
+
+
+async def _pipelines(opts: RunOptions) -> dict[str, Pipeline]:
+    """The deterministic pipeline, plus an LLM-rewriter pipeline sharing its client and dense arm."""
+    settings = eval_settings(opts)
+    det = Pipeline(settings, use_llm=False, use_passages=False)
+    pipelines: dict[str, Pipeline] = {"deterministic": det}
+    llm = build_llm(settings.llm)
+    if llm is not None:
+        pipelines[f"LLM: {llm.model_name}"] = Pipeline(
+            settings, client=det.client, llm=llm, dense=await det.dense_retriever(), use_passages=False
         )
-    return "\n".join(lines)
+    return pipelines
 
 
-def save(scores: Sequence[SystemScore], out_dir: Path) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "retrieval.json").write_text(
-        json.dumps([asdict(s) for s in scores], indent=1), encoding="utf-8"
-    )
-    (out_dir / "retrieval.md").write_text(markdown_table(scores) + "\n", encoding="utf-8")
+async def run_retrieval(opts: RunOptions) -> SuiteResult:
+    """The suite behind ``cometa eval retrieval``: resumable per item (``items.jsonl``).
+
+    ``opts.subsets``: query sets (default standard, narrative, handwritten; a JSONL path works too);
+    ``opts.llm`` with a backend adds the LLM-rewriter rows.
+    """
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # offline run: never wait on a hub lookup
+    if opts.server_url:
+        # The metrics need the pipeline's internals (per-arm rankings), which /ask does not expose.
+        raise EvalInputError("retrieval runs in-process only; --server is for the answer suites (qa, medrgb)")
+    query_sets = opts.subsets or DEFAULT_SETS
+    planned: list[tuple[str, EvalItem]] = []
+    for query_set in query_sets:
+        try:
+            items = load_items(query_set)
+        except (OSError, KeyError, json.JSONDecodeError) as exc:
+            raise EvalInputError(
+                f"query set {query_set!r}: not one of {', '.join(DEFAULT_SETS)} nor a readable JSONL "
+                f'file of {{"question": ..., "pmids": [...]}} lines ({type(exc).__name__})'
+            ) from exc
+        planned += [(query_set, item) for item in select_items(items, opts.limit, opts.seed)]
+    log = ItemLog(opts.out_dir / ITEMS_FILE, resume=opts.resume)
+    done = log.done()
+    todo = [(s, i) for s, i in planned if f"{s}:{i.id}" not in done]
+    if todo:
+        pipelines = await _pipelines(opts)
+        try:
+            with progress(len(todo), "retrieval") as advance:
+                for query_set, item in todo:
+                    log.append(await _item_record(pipelines, query_set, item))
+                    advance(1)
+        finally:
+            first = next(iter(pipelines.values()))
+            for pipeline in pipelines.values():
+                if pipeline is not first and pipeline.llm is not None:
+                    await pipeline.llm.aclose()
+            await first.aclose()
+    records = log.done()
+    ordered = [records[f"{s}:{i.id}"] for s, i in planned]
+    return _suite_result(ordered, resumed=len(planned) - len(todo))
+
+
+def _suite_result(records: Sequence[Mapping[str, Any]], *, resumed: int) -> SuiteResult:
+    scores = scores_from_records(records)
+    stage_times = StageTimes()
+    for record in records:
+        for system, row in record["systems"].items():
+            if system == "raw E-utilities":
+                stage_times.add("raw esearch", float(row["ms"]))
+            elif system.startswith("hybrid ("):
+                label = system[len("hybrid (") : -1]
+                for stage, ms in (row.get("stages_ms") or {}).items():
+                    stage_times.add(
+                        f"{label}: {stage}",
+                        float(ms),
+                        int(row.get("tokens", 0)) if stage == "understand" else 0,
+                    )
+    sets = list(dict.fromkeys(s.query_set for s in scores))
+    systems = list(dict.fromkeys(s.system for s in scores))
+    by = {(s.query_set, s.system): s for s in scores}
+
+    def series(attr: str, only_gold: bool) -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {}
+        for query_set in sets:
+            values = [
+                getattr(by[(query_set, sys)], attr) if (query_set, sys) in by else None for sys in systems
+            ]
+            if only_gold and all(v is None for v in values):
+                continue
+            out[query_set] = [100 * v if v is not None else 0.0 for v in values]
+        return out
+
+    plots = [
+        Plot(
+            "retrieval_hit10.png",
+            "Hit@10 by system and query set",
+            "bar",
+            systems,
+            series("hit10", True),
+            "Hit@10 %",
+        ),
+        Plot(
+            "retrieval_hit0.png",
+            "Hit0 (nothing retrieved) by system and query set",
+            "bar",
+            systems,
+            series("hit0", False),
+            "Hit0 %",
+        ),
+    ]
+    metrics = {
+        f"{s.query_set}/{s.system}": {
+            "n": s.n,
+            "hit0": s.hit0,
+            "hit10": s.hit10,
+            "mrr10": s.mrr10,
+            "recall10": s.recall10,
+            "mean_tiers": s.mean_tiers,
+            "latency_ms_p50": s.latency_ms_p50,
+        }
+        for s in scores
+    }
+    notes = [
+        "Hit0 = share of questions whose search returned nothing; Hit@10/MRR@10/Recall@10 against the gold "
+        "PMIDs (— for a set without gold, e.g. handwritten narratives).",
+        "p50 ms is per question for the whole pipeline call (Understand + both arms + fetch), shared by the "
+        "Adapt-E, dense and hybrid rows of one rewriter.",
+    ]
+    if resumed:
+        notes.append(f"{resumed} item(s) were read back from an earlier partial run (items.jsonl).")
+    return SuiteResult("retrieval", metrics, [results_table(scores)], plots, notes, stage_times)
 
 
 def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - thin CLI wrapper
+    """``python -m eval.retrieval``: the same suite as ``cometa eval retrieval``."""
     import argparse
 
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--sets", nargs="+", default=["standard", "narrative", "handwritten"])
+    parser.add_argument("--sets", nargs="+", default=list(DEFAULT_SETS))
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument(
-        "--llm", choices=["none", "embedded", "openai"], default="none", help="add the LLM rewriter rows"
+        "--llm", choices=["none", "embedded", "openai"], default=None, help="add the LLM rewriter rows"
     )
     args = parser.parse_args(argv)
-    scores = asyncio.run(evaluate(args.sets, llm_backend=args.llm, limit=args.limit))
-    print(markdown_table(scores))
-    if args.out:
-        save(scores, args.out)
+    llm = LLMSettings.model_validate({"backend": args.llm}) if args.llm else None
+    opts = RunOptions(out_dir=Path("."), limit=args.limit, subsets=tuple(args.sets), llm=llm)
+    opts = replace(opts, out_dir=args.out or default_out_dir("retrieval", opts))
+    metadata = run_metadata("retrieval", opts)
+    check_run_dir(opts, metadata)
+    result = asyncio.run(run_retrieval(opts))
+    print(result.tables[0].markdown())
+    for path in write_result(result, opts, metadata):
+        print(path)
 
 
 async def evaluate(
     query_sets: Sequence[str], *, llm_backend: str = "none", limit: int | None = None
 ) -> list[SystemScore]:
     """The offline-default pipelines (bundled corpus, MiniLM dense arm), deterministic and optionally LLM."""
-    from app.settings import Settings
-
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # offline run: never wait on a hub lookup
-    settings = Settings().offline()
-    det = Pipeline(settings, use_llm=False)
-    pipelines: dict[str, Pipeline] = {"deterministic": det}
-    llm = build_llm(LLMSettings.model_validate({"backend": llm_backend}))
-    if llm is not None:
-        pipelines[f"LLM: {llm.model_name}"] = Pipeline(
-            settings, client=det.client, llm=llm, dense=await det.dense_retriever()
-        )
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    opts = RunOptions(out_dir=Path("."), llm=LLMSettings.model_validate({"backend": llm_backend}))
+    pipelines = await _pipelines(opts)
     try:
         return await run_retrieval_eval(pipelines, query_sets, limit=limit)
     finally:
-        await det.aclose()
-        if llm is not None:
-            await llm.aclose()
+        first = next(iter(pipelines.values()))
+        for pipeline in pipelines.values():
+            if pipeline is not first and pipeline.llm is not None:
+                await pipeline.llm.aclose()
+        await first.aclose()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -151,3 +151,39 @@ def test_build_passages_keeps_abstracts_whole_and_offsets_exact() -> None:
     for passage in build_passages(FixedTokenSegmenter(counter, 100, 20), [full], counter):
         source = full.abstract if passage.unit == "abstract" else full.sections[int(passage.unit)].text
         assert source[passage.start : passage.end] == passage.text
+
+
+def test_run_chunking_suite_resumes_per_segmenter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    import eval.chunking as chunking
+    from eval._runner import ITEMS_FILE, EvalInputError, RunOptions
+
+    enc = HashEncoder()
+    counter = WhitespaceTokenCounter(512)
+    loads: list[int] = []
+
+    def fake_models(_params: object) -> tuple[object, object, object]:
+        loads.append(1)
+        return enc, counter, BiEncoderReranker(enc)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(chunking, "_encoder_and_reranker", fake_models)
+    opts = RunOptions(out_dir=tmp_path, limit=6, seed=3, subsets=("fixed-512-0", "sentence-window-3"))
+    result = asyncio.run(chunking.run_chunking(opts))
+    rows = result.metrics
+    assert set(rows) == {f"{s}/{r}" for s in opts.subsets for r in ("bm25", "dense", "dense+rerank")}
+    assert all(r["queries"] == 6 and 0.0 <= r["mrr_at_5"] <= r["hit_at_5"] <= 1.0 for r in rows.values())
+    # The bi-encoder reranks with the dense encoder itself: it cannot change the dense ranking's hits.
+    for seg in opts.subsets:
+        assert rows[f"{seg}/dense+rerank"]["hit_at_5"] == rows[f"{seg}/dense"]["hit_at_5"]
+    assert [p.filename for p in result.plots] == ["chunking_hit_at_5.png", "chunking_mrr_at_5.png"]
+    assert result.tables[0].header[:3] == ["Segmenter", "Chunks", "Mean tokens"]
+    assert [r[0] for r in result.tables[0].rows] == list(opts.subsets)
+    lines = (tmp_path / ITEMS_FILE).read_text(encoding="utf-8").splitlines()
+    assert [json.loads(x)["key"] for x in lines] == list(opts.subsets)
+    # Rerun: both segmenters come back from items.jsonl, no model is loaded again, same numbers.
+    again = asyncio.run(chunking.run_chunking(opts))
+    assert len(loads) == 1 and again.metrics == rows
+    assert any("read back" in n for n in again.notes)
+    with pytest.raises(EvalInputError, match="unknown segmenters"):
+        asyncio.run(chunking.run_chunking(RunOptions(out_dir=tmp_path / "x", subsets=("nope",))))

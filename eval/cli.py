@@ -1,0 +1,280 @@
+"""``cometa eval <suite>``: every evaluation suite behind one set of options; JSON + markdown + PNG out.
+
+    cometa eval retrieval [--limit N] [--seed S] [--out DIR] [--llm none|embedded|openai] [--server URL]
+                          [--subsets a,b] [--no-resume] [--param k=v ...]
+
+Each suite module is imported only when its command runs, so a suite that cannot load (missing optional
+dependency, work in progress) fails alone, with a message, instead of breaking the whole CLI. Exit codes:
+0 done, 1 the run failed, 2 bad input (unknown subset, malformed ``--param``, out folder of another config).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+from collections.abc import Callable, Coroutine
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import typer
+from rich.console import Console
+
+from ._runner import (
+    EvalInputError,
+    RunOptions,
+    SuiteResult,
+    check_run_dir,
+    default_out_dir,
+    parse_param,
+    run_metadata,
+    write_result,
+)
+
+__all__ = ["eval_app", "run_suite"]
+
+eval_app = typer.Typer(
+    no_args_is_help=True,
+    help="Evaluation suites (retrieval, chunking, qa, medrgb, ccrs, audit): JSON + markdown report + plots.",
+)
+_out = Console()
+_err = Console(stderr=True)
+
+LLMChoice = Literal["none", "embedded", "openai"]
+
+LimitOpt = Annotated[
+    int | None, typer.Option("--limit", min=0, help="At most N items per subset (seeded sample).")
+]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the --limit sample and of any sampling.")]
+OutOpt = Annotated[
+    Path | None,
+    typer.Option("--out", help="Output folder (default: var/eval/<suite>-<config hash>, resumable)."),
+]
+LLMOpt = Annotated[
+    LLMChoice | None,
+    typer.Option(
+        "--llm",
+        help="Reader/generator/judge backend; COMETA_LLM__* configure it. Default: the offline default "
+        "(none unless COMETA_LLM__BACKEND is set).",
+    ),
+]
+ServerOpt = Annotated[
+    str | None, typer.Option("--server", help="Answer through a running CoMeta server (POST URL/ask).")
+]
+SubsetsOpt = Annotated[str | None, typer.Option("--subsets", help="Comma-separated subset names.")]
+NoResumeOpt = Annotated[
+    bool, typer.Option("--no-resume", help="Start over instead of skipping items already in items.jsonl.")
+]
+ParamOpt = Annotated[
+    list[str] | None,
+    typer.Option("--param", help="Suite knob key=value (value read as JSON when it parses), repeatable."),
+]
+
+
+def _llm_settings(choice: LLMChoice | None) -> Any:
+    if choice is None:
+        return None
+    from app.settings import Settings
+
+    # The backend from the flag; model, URL and key from COMETA_LLM__* as everywhere else.
+    return Settings().llm.model_copy(update={"backend": choice})
+
+
+def _options(
+    suite: str,
+    *,
+    limit: int | None,
+    seed: int,
+    out: Path | None,
+    llm: LLMChoice | None,
+    server: str | None,
+    subsets: str | None,
+    no_resume: bool,
+    params: list[str] | None,
+) -> RunOptions:
+    if server is not None and not server.startswith(("http://", "https://")):
+        raise EvalInputError(f"--server wants an http(s) URL, got {server!r}")
+    parsed = dict(parse_param(p) for p in params or [])
+    names = tuple(s.strip() for s in (subsets or "").split(",") if s.strip())
+    opts = RunOptions(
+        out_dir=Path("."),
+        limit=limit,
+        seed=seed,
+        resume=not no_resume,
+        llm=_llm_settings(llm),
+        server_url=server,
+        subsets=names,
+        params=parsed,
+    )
+    return replace(opts, out_dir=out if out is not None else default_out_dir(suite, opts))
+
+
+def run_suite(
+    suite: str,
+    load: Callable[[], Callable[[RunOptions], Coroutine[Any, Any, SuiteResult]]],
+    opts: RunOptions,
+) -> list[Path]:
+    """Load the suite, run it, write its report; raise ``typer.Exit`` with the contract's exit codes."""
+    # Evaluation is offline by default: a Hugging Face hub lookup would stall for a minute before failing.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        runner = load()
+    except (ImportError, AttributeError) as exc:
+        _err.print(f"[red]error:[/red] suite {suite!r} is unavailable: {type(exc).__name__}: {exc}")
+        raise typer.Exit(1) from exc
+    try:
+        metadata = run_metadata(suite, opts)
+        check_run_dir(opts, metadata)
+        result = asyncio.run(runner(opts))
+    except EvalInputError as exc:
+        _err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        raise typer.Exit(2) from exc
+    except Exception as exc:  # any failure of a run: one line, exit 1, no traceback wall
+        from retrieval._exceptions import CometaError
+
+        if not isinstance(exc, CometaError | OSError):
+            raise
+        _err.print(f"[red]error:[/red] {suite} failed: {type(exc).__name__}: {exc}", highlight=False)
+        raise typer.Exit(1) from exc
+    paths = write_result(result, opts, metadata)
+    for table in result.tables:
+        _out.print(f"\n{table.title}\n", markup=False, highlight=False)
+        _out.print(table.markdown(), markup=False, highlight=False, soft_wrap=True)
+    for note in result.notes:
+        _out.print(f"- {note}", markup=False, highlight=False)
+    _out.print(f"\nreport: {opts.out_dir / 'report.md'} ({len(paths)} files)", markup=False)
+    return paths
+
+
+def _suite(
+    module: str, function: str
+) -> Callable[[], Callable[[RunOptions], Coroutine[Any, Any, SuiteResult]]]:
+    def load() -> Callable[[RunOptions], Coroutine[Any, Any, SuiteResult]]:
+        fn: Callable[[RunOptions], Coroutine[Any, Any, SuiteResult]] = getattr(
+            importlib.import_module(f"eval.{module}"), function
+        )
+        return fn
+
+    return load
+
+
+def _command(suite: str, module: str, function: str, doc: str) -> None:
+    def command(
+        limit: LimitOpt = None,
+        seed: SeedOpt = 0,
+        out: OutOpt = None,
+        llm: LLMOpt = None,
+        server: ServerOpt = None,
+        subsets: SubsetsOpt = None,
+        no_resume: NoResumeOpt = False,
+        param: ParamOpt = None,
+    ) -> None:
+        try:
+            opts = _options(
+                suite,
+                limit=limit,
+                seed=seed,
+                out=out,
+                llm=llm,
+                server=server,
+                subsets=subsets,
+                no_resume=no_resume,
+                params=param,
+            )
+        except EvalInputError as exc:
+            _err.print(f"[red]error:[/red] {exc}", highlight=False)
+            raise typer.Exit(2) from exc
+        run_suite(suite, _suite(module, function), opts)
+
+    command.__doc__ = doc
+    eval_app.command(suite)(command)
+
+
+_command(
+    "retrieval",
+    "retrieval",
+    "run_retrieval",
+    "CoMeta Tables 1/5: raw E-utilities vs Adapt-E vs dense vs hybrid; Hit@10, MRR@10, Recall@10, Hit0. "
+    "Subsets: standard, narrative, handwritten or a JSONL file. --llm adds the LLM-rewriter rows.",
+)
+_command(
+    "chunking",
+    "chunking",
+    "run_chunking",
+    "CoMeta Table 3: passage Hit@5/MRR@5 by segmenter (SEOS, fixed, sentence window, TextTiling) and "
+    "retriever (BM25, dense, dense+rerank). Subsets: segmenter names. Params: reranker=, max_length=.",
+)
+_command(
+    "qa",
+    "qa",
+    "run_qa",
+    "CoMeta Table 4: LLM+CoT (no retrieval) vs naive RAG (top-5 documents) vs the CoMeta pipeline; "
+    "accuracy per subset ± sqrt(acc(1-acc)/n). Needs --llm embedded|openai (or --server). "
+    "Subsets: medqa, medmcqa, pubmedqa, bioasq, mmlu. "
+    "Params: variant=standard|narrative, source=cmmqa|mirage, arms=[...].",
+)
+_command(
+    "medrgb",
+    "medrgb",
+    "run_medrgb",
+    "MedRGB scenarios: standard RAG, sufficiency (signal share rho), integration, robustness.",
+)
+_command(
+    "ccrs",
+    "ccrs",
+    "run_ccrs",
+    "CCRS LLM-judge metrics (CC, QR, ID, AC, IR) and their validity statistics across systems.",
+)
+_command(
+    "audit",
+    "audit",
+    "run_audit",
+    "Source-dependence audit over a question set (judge matrix per question and aggregated).",
+)
+
+
+@eval_app.command("build-cmmqa")
+def build_cmmqa_command(
+    benchmark: Annotated[
+        Path | None, typer.Option("--benchmark", help="MIRAGE benchmark.json (default: found).")
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("var/eval/cmmqa"),
+    narratives: Annotated[
+        bool, typer.Option("--narratives", help="Also write the clinical-narrative variant (needs an LLM).")
+    ] = False,
+    llm: Annotated[Literal["embedded", "openai"], typer.Option("--llm", help="Narrative writer.")] = "openai",
+    limit: LimitOpt = None,
+    seed: SeedOpt = 0,
+    no_resume: NoResumeOpt = False,
+) -> None:
+    """CMMQA: the cancer filter over MIRAGE (MeSH C04 terms), counts per subset; optionally narratives."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        module = importlib.import_module("eval.cmmqa")
+        build = module.build_cmmqa
+    except (ImportError, AttributeError) as exc:
+        _err.print(f"[red]error:[/red] CMMQA builder unavailable: {type(exc).__name__}: {exc}")
+        raise typer.Exit(1) from exc
+    if benchmark is not None and not benchmark.is_file():
+        _err.print(f"[red]error:[/red] no such benchmark file: {benchmark}", highlight=False)
+        raise typer.Exit(2)
+    try:
+        summary = build(
+            benchmark=benchmark,
+            out_dir=out,
+            narratives=narratives,
+            llm=_llm_settings(llm),
+            limit=limit,
+            seed=seed,
+            resume=not no_resume,
+        )
+    except EvalInputError as exc:
+        _err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(2) from exc
+    table = summary.get("table")
+    if table is not None:
+        _out.print(table.markdown(), markup=False, highlight=False, soft_wrap=True)
+    if "narratives" in summary:
+        _out.print(f"narratives: {summary['narratives']}", markup=False)
+    _out.print(f"wrote {out / 'cmmqa.json'}", markup=False)
