@@ -7,9 +7,12 @@ objects: those shapes belong to the stages that produce them and are versioned t
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+if TYPE_CHECKING:
+    from .answer import Citation
 
 __all__ = [
     "MAX_QUESTION_CHARS",
@@ -229,6 +232,19 @@ class CitationOut(BaseModel):
     publication_types: list[str] = Field(default_factory=list)
     url: str | None = None
     doc_class: str | None = None
+
+    @classmethod
+    def of(cls, c: Citation) -> CitationOut:
+        """The wire form of an answer's citation (``/ask`` and ``/ask/sources`` alike)."""
+        return cls(
+            pmid=c.pmid,
+            pmcid=c.pmcid,
+            title=c.title,
+            year=c.year,
+            publication_types=list(c.publication_types),
+            url=c.url or None,
+            doc_class=c.doc_class,
+        )
 
 
 class AskResponse(BaseModel):

@@ -274,18 +274,6 @@ def _query_json(outcome: SearchOutcome) -> dict[str, Any]:
     return {k: full[k] for k in keys}
 
 
-def _citation_out(c: Any) -> CitationOut:
-    return CitationOut(
-        pmid=c.pmid,
-        pmcid=c.pmcid,
-        title=c.title,
-        year=c.year,
-        publication_types=list(c.publication_types),
-        url=c.url or None,
-        doc_class=c.doc_class,
-    )
-
-
 def user_evidence(documents: Sequence[UserDocument], *, start_rank: int = 1) -> list[EvidenceDoc]:
     """Bring-your-own documents as abstract-depth :class:`EvidenceDoc` (class D1, provenance arm "user").
 
@@ -434,7 +422,7 @@ async def _ask_events(
     ANSWERS.labels(answer.mode).inc()
     CITATIONS_REMOVED.inc(answer.citations_removed)
     warnings.extend(answer.warnings)
-    citations = [_citation_out(c) for c in answer.citations]
+    citations = [CitationOut.of(c) for c in answer.citations]
     answer_payload = {
         "answer": answer.text,
         "mode": answer.mode,

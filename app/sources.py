@@ -714,18 +714,6 @@ def _evidence_out(rank: int, ev: InstEvidence, excerpt_chars: int) -> SourceEvid
     )
 
 
-def _citation_out(c: Citation) -> CitationOut:
-    return CitationOut(
-        pmid=c.pmid,
-        pmcid=c.pmcid,
-        title=c.title,
-        year=c.year,
-        publication_types=list(c.publication_types),
-        url=c.url or None,
-        doc_class=c.doc_class,
-    )
-
-
 def response_json(outcome: AcrossOutcome, request_id: str, excerpt_chars: int) -> dict[str, Any]:
     from .api import jsonable
 
@@ -743,7 +731,7 @@ def response_json(outcome: AcrossOutcome, request_id: str, excerpt_chars: int) -
             answer_mode=o.answer_mode,
             absent=None if o.answer is None or o.answer.error else o.answer.absent,
             evidence=[_evidence_out(i, e, excerpt_chars) for i, e in enumerate(o.evidence, 1)],
-            citations=[_citation_out(c) for c in o.citations],
+            citations=[CitationOut.of(c) for c in o.citations],
         )
         for o in outcome.sources
     ]
@@ -752,7 +740,7 @@ def response_json(outcome: AcrossOutcome, request_id: str, excerpt_chars: int) -
         request_id=request_id,
         answer=outcome.answer,
         mode=outcome.mode,
-        citations=[] if pubmed is None else [_citation_out(c) for c in pubmed.citations],
+        citations=[] if pubmed is None else [CitationOut.of(c) for c in pubmed.citations],
         evidence=outcome.fused,
         passages=[],
         query=None,

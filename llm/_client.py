@@ -569,23 +569,12 @@ class _BaseLLM(abc.ABC):
                             parts.append(delta.text)
                             yield delta.text
                 except _Transient as exc:
-                    if parts:
-                        raise LLMUnavailable(
-                            f"LLM stream broke after {len(parts)} chunk(s): {exc}",
-                            backend=self.backend,
-                            model=self.model_name,
-                            status=exc.status,
+                    if parts:  # text already went out: a retry would repeat it
+                        raise self._unavailable(
+                            f"LLM stream broke after {len(parts)} chunk(s)", exc
                         ) from None
                     failures += 1
-                    if failures > self.settings.max_retries:
-                        raise LLMUnavailable(
-                            f"LLM unavailable after {failures} attempt(s): {exc}",
-                            backend=self.backend,
-                            model=self.model_name,
-                            status=exc.status,
-                        ) from None
-                    delay = self.settings.retry_backoff_s * 2 ** (failures - 1)
-                    log.warning("llm transient failure (%s); retry %d in %.2fs", exc, failures, delay)
+                    delay = self._backoff(exc, failures)
                     try:
                         async with asyncio.timeout_at(deadline):
                             await asyncio.sleep(delay)
@@ -593,12 +582,7 @@ class _BaseLLM(abc.ABC):
                         raise timed_out(f"exceeded {self.settings.timeout_s:g}s") from None
                     continue
                 except _FormatRejected as exc:
-                    raise LLMRequestRejected(
-                        f"LLM request rejected: {exc}",
-                        backend=self.backend,
-                        model=self.model_name,
-                        status=exc.status,
-                    ) from None
+                    raise self._request_rejected(exc) from None
                 finally:
                     aclose = getattr(deltas, "aclose", None)
                     if aclose is not None:
@@ -689,16 +673,7 @@ class _BaseLLM(abc.ABC):
                 )
             except _Transient as exc:
                 failures += 1
-                if failures > self.settings.max_retries:
-                    raise LLMUnavailable(
-                        f"LLM unavailable after {failures} attempt(s): {exc}",
-                        backend=self.backend,
-                        model=self.model_name,
-                        status=exc.status,
-                    ) from None
-                delay = self.settings.retry_backoff_s * 2 ** (failures - 1)
-                log.warning("llm transient failure (%s); retry %d in %.2fs", exc, failures, delay)
-                await asyncio.sleep(delay)
+                await asyncio.sleep(self._backoff(exc, failures))
                 continue
             tally.add(completion)
             return completion
@@ -726,9 +701,7 @@ class _BaseLLM(abc.ABC):
                 tally=tally,
             )
         except _FormatRejected as exc:
-            raise LLMRequestRejected(
-                f"LLM request rejected: {exc}", backend=self.backend, model=self.model_name, status=exc.status
-            ) from None
+            raise self._request_rejected(exc) from None
         return self._result(completion.text, completion, prompt_version, tally, started, "none")
 
     async def _json_loop(
@@ -762,12 +735,7 @@ class _BaseLLM(abc.ABC):
                 )
             except _FormatRejected as exc:
                 if rung_index + 1 >= len(self._ladder) or _LENGTH_RE.search(str(exc)):
-                    raise LLMRequestRejected(
-                        f"LLM request rejected ({rung}): {exc}",
-                        backend=self.backend,
-                        model=self.model_name,
-                        status=exc.status,
-                    ) from None
+                    raise self._request_rejected(exc, rung) from None
                 rung_index += 1
                 log.info("llm server refused %s output (%s); trying %s", rung, exc, self._ladder[rung_index])
                 continue
@@ -799,6 +767,30 @@ class _BaseLLM(abc.ABC):
                 ]
                 continue
             return self._result(value, completion, prompt_version, tally, started, _USED[rung])
+
+    # the failure handling shared by the plain and the streamed call
+
+    def _backoff(self, exc: _Transient, failures: int) -> float:
+        """The wait before retry number ``failures``; :class:`LLMUnavailable` once the retries are spent."""
+        if failures > self.settings.max_retries:
+            raise self._unavailable(f"LLM unavailable after {failures} attempt(s)", exc) from None
+        delay: float = self.settings.retry_backoff_s * 2 ** (failures - 1)
+        log.warning("llm transient failure (%s); retry %d in %.2fs", exc, failures, delay)
+        return delay
+
+    def _unavailable(self, what: str, exc: _Transient) -> LLMUnavailable:
+        return LLMUnavailable(
+            f"{what}: {exc}", backend=self.backend, model=self.model_name, status=exc.status
+        )
+
+    def _request_rejected(self, exc: _FormatRejected, rung: _Rung | None = None) -> LLMRequestRejected:
+        where = f" ({rung})" if rung else ""
+        return LLMRequestRejected(
+            f"LLM request rejected{where}: {exc}",
+            backend=self.backend,
+            model=self.model_name,
+            status=exc.status,
+        )
 
     def _with_format_instructions(
         self, messages: list[Message], schema: dict[str, Any], rung: _Rung

@@ -217,12 +217,7 @@ class EmbeddedLLM(_BaseLLM):
         cancelled: threading.Event,
     ) -> _Completion:
         llama = self._load()
-        kwargs: dict[str, Any] = {
-            "messages": messages,
-            "max_tokens": max_tokens,
-            "temperature": temperature,
-            "stop": list(stop) if stop else [],
-        }
+        kwargs = _chat_args(messages, max_tokens, temperature, stop)
         if rung != "none" and schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": schema}
         with self._run_lock:
@@ -300,13 +295,7 @@ class EmbeddedLLM(_BaseLLM):
     ) -> None:
         try:
             llama = self._load()
-            kwargs: dict[str, Any] = {
-                "messages": messages,
-                "max_tokens": max_tokens,
-                "temperature": temperature,
-                "stop": list(stop) if stop else [],
-                "stream": True,
-            }
+            kwargs = _chat_args(messages, max_tokens, temperature, stop) | {"stream": True}
             with self._run_lock:
                 if cancelled.is_set():
                     return
@@ -340,6 +329,18 @@ class EmbeddedLLM(_BaseLLM):
             put(exc)
         finally:
             put(None)
+
+
+def _chat_args(
+    messages: list[Message], max_tokens: int, temperature: float, stop: Sequence[str] | None
+) -> dict[str, Any]:
+    """The ``create_chat_completion`` arguments both the plain and the streamed call send."""
+    return {
+        "messages": messages,
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "stop": list(stop) if stop else [],
+    }
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:

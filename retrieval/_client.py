@@ -344,29 +344,20 @@ class EutilsClient:
         found: dict[str, R] = dict(fresh)
         missing = [i for i in wanted if i not in found]
 
-        async def fetch(batch: Sequence[str]) -> list[R]:
+        async def fetch(batch: Sequence[str]) -> list[tuple[str, R]]:
             params: Params = [("db", db), ("id", ",".join(uid(i) for i in batch)), ("retmode", "xml")]
             post = len(batch) > self.settings.post_min_ids
-            return await self._call("efetch", params, parser, api_key=api_key, post=post)
+            items = await self._call("efetch", params, parser, api_key=api_key, post=post)
+            return [(key_of(item), item) for item in items]
 
-        batches = list(_chunks(missing, self.settings.efetch_batch_size))
-        fetched: dict[str, Any] = {}
-        failed: list[str] = []
-        error: EutilsError | None = None
-        for batch, outcome in zip(
-            batches, await self._gather_tolerant([fetch(b) for b in batches]), strict=True
-        ):
-            if isinstance(outcome, EutilsError):
-                failed.extend(batch)
-                error = error or outcome
-                continue
-            for item in outcome:
-                ident = key_of(item)
-                found[ident] = item
-                fetched[keys.get(ident) or self._key("efetch", db, ident)] = item
-        await self._put(fetched)
-        if error is not None:
-            self._serve_failed("efetch", failed, stale, found, error)
+        await self._fetch_missing(
+            "efetch",
+            missing,
+            fetch,
+            lambda ident: keys.get(ident) or self._key("efetch", db, ident),
+            stale,
+            found,
+        )
         return [found[i] for i in wanted if i in found]
 
     async def esummary(
@@ -405,7 +396,7 @@ class EutilsClient:
         out: dict[str, str | None] = dict(fresh)  # negative answers (no PMC copy) are cached too
         missing = [p for p in wanted if p not in out]
 
-        async def fetch(batch: Sequence[str]) -> dict[str, str | None]:
+        async def fetch(batch: Sequence[str]) -> list[tuple[str, str | None]]:
             params: Params = [
                 ("dbfrom", "pubmed"),
                 ("db", "pmc"),
@@ -413,32 +404,19 @@ class EutilsClient:
                 ("retmode", "xml"),
             ]
             params += [("id", p) for p in batch]
-            return await self._call(
+            links = await self._call(
                 "elink",
                 params,
                 parse_elink_pubmed_pmc,
                 api_key=api_key,
                 post=len(batch) > self.settings.post_min_ids,
             )
+            return list(links.items())
 
-        batches = list(_chunks(missing, self.settings.efetch_batch_size))
-        fetched: dict[str, Any] = {}
-        failed: list[str] = []
-        error: EutilsError | None = None
-        for batch, outcome in zip(
-            batches, await self._gather_tolerant([fetch(b) for b in batches]), strict=True
-        ):
-            if isinstance(outcome, EutilsError):
-                failed.extend(batch)
-                error = error or outcome
-                continue
-            for pmid, pmcid in outcome.items():
-                out[pmid] = pmcid
-                fetched[keys.get(pmid) or self._key("elink", "pubmed_pmc", pmid)] = pmcid
-        await self._put(fetched)
-        if error is not None:
-            self._serve_failed("elink", failed, stale, out, error)  # unserved ids read as "no PMC copy"
-        return {p: out.get(p) for p in wanted}
+        await self._fetch_missing(
+            "elink", missing, fetch, lambda p: keys.get(p) or self._key("elink", "pubmed_pmc", p), stale, out
+        )
+        return {p: out.get(p) for p in wanted}  # unserved ids read as "no PMC copy"
 
     async def einfo(self, db: str | None = None, *, api_key: str | None = None) -> EInfoResult:
         params: Params = [("retmode", "xml")]
@@ -457,6 +435,35 @@ class EutilsClient:
         except BaseExceptionGroup as grouped:
             raise _first_leaf(grouped) from None
         return [t.result() for t in tasks]
+
+    async def _fetch_missing(
+        self,
+        endpoint: str,
+        missing: list[str],
+        fetch: Callable[[Sequence[str]], Coroutine[Any, Any, list[tuple[str, T]]]],
+        cache_key: Callable[[str], str],
+        stale: Mapping[str, CacheEntry],
+        found: dict[str, T],
+    ) -> None:
+        """Fetch ``missing`` in batches into ``found`` and the cache; ids of a failed batch are served stale
+        (or the batch's error raised, see :meth:`_serve_failed`)."""
+        batches = list(_chunks(missing, self.settings.efetch_batch_size))
+        fetched: dict[str, Any] = {}
+        failed: list[str] = []
+        error: EutilsError | None = None
+        for batch, outcome in zip(
+            batches, await self._gather_tolerant([fetch(b) for b in batches]), strict=True
+        ):
+            if isinstance(outcome, EutilsError):
+                failed.extend(batch)
+                error = error or outcome
+                continue
+            for ident, value in outcome:
+                found[ident] = value
+                fetched[cache_key(ident)] = value
+        await self._put(fetched)
+        if error is not None:
+            self._serve_failed(endpoint, failed, stale, found, error)
 
     async def _gather_tolerant(self, coros: Sequence[Coroutine[Any, Any, T]]) -> list[T | EutilsError]:
         """Like :meth:`_gather`, but with a cache an availability failure of one batch is returned, not
