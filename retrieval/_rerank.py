@@ -210,6 +210,17 @@ class BiEncoderReranker:
         return f"bi-encoder:{self._encoder.name}"
 
     @property
+    def encoder(self) -> Encoder:
+        """The dense encoder it scores with: a caller holding this encoder's vectors can use :meth:`score`."""
+        return self._encoder
+
+    @staticmethod
+    def score(query_vector: FloatArray, passage_vectors: Sequence[FloatArray]) -> list[float]:
+        """Scores of already-encoded passages, computed exactly as :meth:`rerank` computes them."""
+        q = np.asarray(query_vector, dtype=np.float64)
+        return [float(np.dot(np.asarray(v, dtype=np.float64), q)) for v in passage_vectors]
+
+    @property
     def kind(self) -> RerankerKind:
         return "bi-encoder"
 
@@ -233,13 +244,13 @@ class BiEncoderReranker:
                     self._cache.popitem(last=False)
         with self._lock:
             found = {t: self._cache.get(t) for t in texts}
-        out = []
+        vectors = []
         for t in texts:
             v = found[t]
             if v is None:  # evicted by a concurrent call between the two steps: encode it alone
                 v = self._encoder.encode_documents([("", t)], batch_size=1)[0]
-            out.append(float(np.dot(np.asarray(v, dtype=np.float64), np.asarray(q, dtype=np.float64))))
-        return out
+            vectors.append(v)
+        return self.score(q, vectors)
 
 
 def load_reranker(settings: RerankSettings, *, encoder: Encoder | None = None) -> Reranker:

@@ -16,27 +16,40 @@ For one question and the documents the metadata stage kept:
    remains. Neighbours are marked with ``expanded_from`` and sit next to their passage in text order.
 
 Every passage carries the scores of every stage it went through (``dense``; ``rerank`` when reranked).
+
+Repeated work is avoided without changing the ranking: a bounded LRU :class:`PassageCache` keeps each
+document's passages and passage vectors across requests, keyed by everything that determines them
+(encoder name and max lengths, token counter, segmenter settings, sha256 of the document's text units);
+all passages not cached are encoded in one call, as without a cache, so a cold request computes exactly
+what the uncached path computes. When the reranker is the bi-encoder over this retriever's encoder, it
+scores the passage vectors the dense stage already holds instead of encoding the candidates again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel, Field
 
-from retrieval._encoders import Encoder
+from retrieval._encoders import Encoder, FloatArray
 from retrieval._evidence import DocClass, EvidenceDoc
 from retrieval._rerank import Reranker
 
 from ._types import Chunk, Segmenter, SourceSection, SourceText
 
 __all__ = [
+    "CacheStats",
     "CountsTokens",
     "Passage",
+    "PassageCache",
     "PassageContext",
     "PassageRetriever",
     "PassageSettings",
@@ -54,10 +67,22 @@ class PassageSettings(BaseModel):
     context_tokens: int = Field(default=3_000, ge=1, le=1_000_000)  # budget for selected + expanded text
     expand_radius: int = Field(default=1, ge=0, le=1_000)  # 0 = no expansion; large = whole section
     encode_batch_size: int = Field(default=32, ge=1, le=4_096)
+    # Documents whose passages + passage vectors are kept across requests (LRU); 0 turns the cache off.
+    cache_documents: int = Field(default=512, ge=0, le=1_000_000)
 
 
 class CountsTokens(Protocol):
     def count(self, text: str) -> int: ...
+
+
+@runtime_checkable
+class _ScoresVectors(Protocol):
+    """A reranker that can score passage vectors it did not encode itself (the bi-encoder reranker)."""
+
+    @property
+    def encoder(self) -> Encoder: ...
+
+    def score(self, query_vector: FloatArray, passage_vectors: Sequence[FloatArray]) -> list[float]: ...
 
 
 class TextCounter:
@@ -112,6 +137,101 @@ class _Item:
     doc: EvidenceDoc
     kind: Literal["abstract", "section"]
     unit_index: int
+    key: str  # the document's cache key
+    row: int  # position among its document's passages (row of the document's vector block)
+
+
+_Built = tuple[tuple[Chunk, Literal["abstract", "section"], int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    built: _Built
+    vectors: FloatArray | None  # read-only, one row per passage; None until the dense stage encoded them
+
+
+@dataclass(frozen=True, slots=True)
+class _Scored:
+    dense: list[float]
+    query: FloatArray  # the query vector the dense scores came from
+    vectors: FloatArray  # one row per item
+
+
+@dataclass(frozen=True, slots=True)
+class CacheStats:
+    segment_hits: int
+    segment_misses: int
+    vector_hits: int
+    vector_misses: int
+    evictions: int
+    size: int
+    capacity: int
+
+
+class PassageCache:
+    """Bounded, thread-safe LRU of per-document passages and passage vectors (see the module doc).
+
+    Values are immutable (tuples of frozen chunks, read-only arrays), so readers share them without copies.
+    Two requests missing the same document at once both compute it; the results are identical.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._data: OrderedDict[str, _Entry] = OrderedDict()
+        self._lock = threading.Lock()
+        self._counts = {"segment_hits": 0, "segment_misses": 0, "vector_hits": 0, "vector_misses": 0}
+        self._evictions = 0
+
+    def _get(self, key: str, what: Literal["segment", "vector"]) -> _Entry | None:
+        with self._lock:
+            entry = self._data.get(key)
+            hit = entry is not None and (what == "segment" or entry.vectors is not None)
+            self._counts[f"{what}_{'hits' if hit else 'misses'}"] += 1
+            if entry is not None:
+                self._data.move_to_end(key)
+            return entry if hit else None
+
+    def built(self, key: str) -> _Built | None:
+        entry = self._get(key, "segment")
+        return entry.built if entry else None
+
+    def vectors(self, key: str) -> FloatArray | None:
+        entry = self._get(key, "vector")
+        return entry.vectors if entry else None
+
+    def put(self, key: str, built: _Built, vectors: FloatArray | None = None) -> None:
+        if self.capacity <= 0:
+            return
+        if vectors is not None:
+            vectors = np.array(vectors, copy=True)
+            vectors.setflags(write=False)  # shared across requests: nobody may modify it in place
+        with self._lock:
+            old = self._data.get(key)
+            if vectors is None and old is not None:
+                vectors = old.vectors  # never drop vectors when re-storing the passages alone
+            self._data[key] = _Entry(built, vectors)
+            self._data.move_to_end(key)
+            while len(self._data) > self.capacity:
+                self._data.popitem(last=False)
+                self._evictions += 1
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+    @property
+    def stats(self) -> CacheStats:
+        with self._lock:
+            c = self._counts
+            return CacheStats(
+                segment_hits=c["segment_hits"],
+                segment_misses=c["segment_misses"],
+                vector_hits=c["vector_hits"],
+                vector_misses=c["vector_misses"],
+                evictions=self._evictions,
+                size=len(self._data),
+                capacity=self.capacity,
+            )
 
 
 def build_chunks(
@@ -166,19 +286,80 @@ class PassageRetriever:
         self.reranker = reranker
         self.settings = settings or PassageSettings()
         self.counter = counter
+        self.cache = PassageCache(self.settings.cache_documents)
+        self._config_key = self._configuration()
+
+    def _configuration(self) -> str:
+        """Everything besides the document that determines its passages and their vectors."""
+        enc, seg, counter = self.encoder, self.segmenter, self.counter
+        parts = {
+            "encoder": enc.name,
+            "query_max_length": enc.query_max_length,
+            "doc_max_length": enc.doc_max_length,
+            "segmenter": f"{type(seg).__module__}.{type(seg).__qualname__}:{seg.name}",
+            "counter": None if counter is None else f"{type(counter).__qualname__}",
+            "counter_max_length": getattr(counter, "max_length", None),
+        }
+        return json.dumps(parts, sort_keys=True)
+
+    def _doc_cache_key(self, doc: EvidenceDoc) -> str:
+        units = [(u.kind, u.index, u.label, list(u.path), u.text) for u in doc.text_units]
+        payload = json.dumps([self._config_key, doc_key(doc), units], ensure_ascii=False)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
     def _items(self, docs: Sequence[EvidenceDoc]) -> list[_Item]:
-        return [
-            _Item(chunk, doc, kind, unit)
-            for doc in docs
-            for chunk, kind, unit in build_chunks(doc, self.segmenter, self.counter)
-        ]
+        out: list[_Item] = []
+        for doc in docs:
+            key = self._doc_cache_key(doc)
+            built = self.cache.built(key)
+            if built is None:
+                built = tuple(build_chunks(doc, self.segmenter, self.counter))
+                self.cache.put(key, built)
+            out.extend(
+                _Item(chunk, doc, kind, unit, key, row) for row, (chunk, kind, unit) in enumerate(built)
+            )
+        return out
 
-    def _dense(self, query: str, items: Sequence[_Item]) -> list[float]:
+    def _dense(self, query: str, items: Sequence[_Item]) -> _Scored:
         bs = self.settings.encode_batch_size
-        q = self.encoder.encode_queries([query], batch_size=1)
-        d = self.encoder.encode_documents([("", it.chunk.text) for it in items], batch_size=bs)
-        return [float(s) for s in np.asarray(d @ q[0], dtype=np.float64)]
+        q = self.encoder.encode_queries([query], batch_size=1)[0]
+        runs: list[tuple[int, int]] = []  # [start, end) of each document's passages (contiguous, row 0 first)
+        for n, it in enumerate(items):
+            if it.row == 0:
+                runs.append((n, n + 1))
+            else:
+                runs[-1] = (runs[-1][0], n + 1)
+        blocks: list[FloatArray | None] = []
+        for a, b in runs:
+            cached = self.cache.vectors(items[a].key)
+            blocks.append(cached if cached is not None and len(cached) == b - a else None)
+        missing = [r for r, block in zip(runs, blocks, strict=True) if block is None]
+        if missing:
+            # One encode call for every passage not cached, as without a cache: with a cold cache the vectors
+            # are exactly those of the uncached path. (Batch composition moves float32 results by ~1e-7;
+            # uncached, a document's vectors already varied that much with the other documents asked with.)
+            texts = [("", items[n].chunk.text) for a, b in missing for n in range(a, b)]
+            encoded = self.encoder.encode_documents(texts, batch_size=bs)
+            row = 0
+            fresh: dict[int, FloatArray] = {}
+            for a, b in missing:
+                fresh[a] = encoded[row : row + b - a]
+                row += b - a
+                built = tuple((it.chunk, it.kind, it.unit_index) for it in items[a:b])
+                self.cache.put(items[a].key, built, fresh[a])
+            blocks = [
+                fresh[a] if block is None else block for (a, _), block in zip(runs, blocks, strict=True)
+            ]
+        d = np.concatenate([blk for blk in blocks if blk is not None], axis=0)
+        return _Scored([float(s) for s in np.asarray(d @ q, dtype=np.float64)], q, d)
+
+    def _vector_scorer(self) -> _ScoresVectors | None:
+        """The reranker when it is the bi-encoder over this very encoder: its passage vectors would be the
+        dense stage's, so encoding the candidates again would only repeat work."""
+        r = self.reranker
+        if r is not None and r.kind == "bi-encoder" and isinstance(r, _ScoresVectors):
+            return r if r.encoder is self.encoder else None
+        return None
 
     async def retrieve(self, query: str, docs: Sequence[EvidenceDoc]) -> PassageContext:
         s = self.settings
@@ -186,13 +367,18 @@ class PassageRetriever:
         items = await asyncio.to_thread(self._items, docs)
         if not items:
             return self._context((), 0, 0)
-        dense = await asyncio.to_thread(self._dense, query, items)
+        scored = await asyncio.to_thread(self._dense, query, items)
+        dense = scored.dense
         # Stable sorts with the item index as tie-break keep results deterministic.
         candidates = sorted(range(len(items)), key=lambda i: (-dense[i], i))[: s.candidates]
         rerank: dict[int, float] = {}
         if self.reranker is not None:
-            texts = [items[i].chunk.text for i in candidates]
-            scores = await asyncio.to_thread(self.reranker.rerank, query, texts)
+            scorer = self._vector_scorer()
+            if scorer is not None:
+                scores = scorer.score(scored.query, [scored.vectors[i] for i in candidates])
+            else:
+                texts = [items[i].chunk.text for i in candidates]
+                scores = await asyncio.to_thread(self.reranker.rerank, query, texts)
             rerank = dict(zip(candidates, scores, strict=True))
             order = sorted(candidates, key=lambda i: (-rerank[i], candidates.index(i)))
         else:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -26,6 +28,7 @@ class FakeEncoder:
 
     def __init__(self) -> None:
         self.doc_calls = 0
+        self.doc_texts = 0
 
     def _vec(self, text: str) -> np.ndarray:
         words = text.lower().replace(".", " ").split()
@@ -40,6 +43,7 @@ class FakeEncoder:
         self, docs: Sequence[tuple[str, str]], batch_size: int = 32, progress: bool = False
     ) -> FloatArray:
         self.doc_calls += 1
+        self.doc_texts += len(docs)
         return np.stack([self._vec(f"{t} {a}") for t, a in docs]).astype(np.float32)
 
 
@@ -210,3 +214,181 @@ async def test_abstracts_are_not_expanded_and_empty_input() -> None:
 async def test_budget_is_never_exceeded(budget: int) -> None:
     ctx = await retriever(context_tokens=budget, top_k=8, expand_radius=3).retrieve("scan diet", DOCS)
     assert ctx.budget_used == sum(p.token_count for p in ctx.passages) <= budget
+
+
+# --- cache and vector reuse ---------------------------------------------------------------------------
+
+
+class CountingSegmenter(SentenceSegmenter):
+    def __init__(self, name: str = "sentence") -> None:
+        self.name = name
+        self.calls = 0
+
+    def segment(self, doc: SourceText) -> list[Chunk]:
+        self.calls += 1
+        return super().segment(doc)
+
+
+def summary(ctx: PassageContext) -> list[tuple[str, int, str | None, dict[str, float]]]:
+    return [(p.chunk_id, p.rank, p.expanded_from, p.scores) for p in ctx.passages]
+
+
+async def test_cache_serves_repeated_documents_without_segmenting_or_encoding_again() -> None:
+    enc, seg = FakeEncoder(), CountingSegmenter()
+    r = PassageRetriever(seg, enc, None, PassageSettings(top_k=4))
+    first = await r.retrieve("chemo pain", DOCS)
+    assert (seg.calls, enc.doc_calls) == (1, 1)  # one segmenter call (doc 2 body), one encode call
+    st = r.cache.stats
+    assert (st.segment_hits, st.segment_misses, st.vector_hits, st.vector_misses) == (0, 2, 0, 2)
+    assert (st.size, st.capacity, st.evictions) == (2, 512, 0)
+    second = await r.retrieve("chemo pain", DOCS)
+    other = await r.retrieve("scan", DOCS[1:])
+    assert (seg.calls, enc.doc_calls) == (1, 1)  # nothing recomputed
+    st = r.cache.stats
+    assert (st.segment_hits, st.segment_misses, st.vector_hits, st.vector_misses) == (3, 2, 3, 2)
+    assert summary(second) == summary(first)
+    # A request mixing cached and new documents encodes the new one's passages only, in one call.
+    new = doc("3", [("abstract", "Abstract", "Diet sleep scan")])
+    texts = enc.doc_texts
+    mixed = await r.retrieve("diet", [DOCS[0], new, DOCS[1]])
+    assert enc.doc_calls == 2 and enc.doc_texts == texts + 1 and mixed.scored == 7
+    assert r.cache.stats.vector_misses == 3
+    uncached = PassageRetriever(
+        SentenceSegmenter(), FakeEncoder(), None, PassageSettings(top_k=4, cache_documents=0)
+    )
+    assert summary(await uncached.retrieve("diet", [DOCS[0], new, DOCS[1]])) == summary(mixed)  # rows aligned
+    assert summary(await uncached.retrieve("scan", DOCS[1:])) == summary(other)
+    assert uncached.cache.stats.size == 0 and uncached.cache.stats.vector_misses == 4
+
+
+async def test_cache_evicts_the_least_recently_used_document() -> None:
+    enc, seg = FakeEncoder(), CountingSegmenter()
+    docs = [doc(str(n), [("section", "Body", f"Tumor pain {n}. Scan diet {n}")]) for n in range(3)]
+    r = PassageRetriever(seg, enc, None, PassageSettings(cache_documents=2))
+    await r.retrieve("pain", docs[:2])  # cache: 0, 1
+    await r.retrieve("pain", docs[:1])  # 0 becomes most recent
+    await r.retrieve("pain", docs[2:])  # evicts 1
+    assert r.cache.stats.evictions == 1 and r.cache.stats.size == 2 and seg.calls == 3
+    await r.retrieve("pain", docs[:1])  # still cached
+    assert seg.calls == 3
+    await r.retrieve("pain", docs[1:2])  # evicted: segmented and encoded again
+    assert seg.calls == 4 and enc.doc_calls == 3 and r.cache.stats.evictions == 2
+
+
+async def test_cache_key_covers_text_document_id_and_segmenter_settings() -> None:
+    enc = FakeEncoder()
+    r = PassageRetriever(CountingSegmenter("a"), enc, None)
+    base = doc("7", [("section", "Body", "Tumor pain. Scan diet")])
+    keys = {
+        r._doc_cache_key(base),
+        r._doc_cache_key(doc("7", [("section", "Body", "Tumor pain. Scan diets")])),
+        r._doc_cache_key(doc("8", [("section", "Body", "Tumor pain. Scan diet")])),  # ids embed the PMID
+        r._doc_cache_key(doc("7", [("section", "Methods", "Tumor pain. Scan diet")])),
+        PassageRetriever(CountingSegmenter("b"), enc, None)._doc_cache_key(base),
+    }
+    assert len(keys) == 5
+    # Ranking metadata is not part of the key: the cached passages serve any fused rank.
+    assert r._doc_cache_key(doc("7", [("section", "Body", "Tumor pain. Scan diet")], rank=9)) in keys
+
+
+async def test_bi_encoder_rerank_reuses_the_dense_vectors() -> None:
+    enc = FakeEncoder()
+    reused = PassageRetriever(SentenceSegmenter(), enc, BiEncoderReranker(enc), PassageSettings(top_k=3))
+    ctx = await reused.retrieve("chemo pain", DOCS)
+    assert (enc.doc_calls, enc.doc_texts) == (1, 6)  # the six passages once, nothing for the rerank
+    other = FakeEncoder()  # a second encoder object: the reranker encodes its candidates itself
+    separate = PassageRetriever(
+        SentenceSegmenter(),
+        FakeEncoder(),
+        BiEncoderReranker(other),
+        PassageSettings(top_k=3, cache_documents=0),
+    )
+    ref = await separate.retrieve("chemo pain", DOCS)
+    assert other.doc_calls == 1
+    assert summary(ctx) == summary(ref)
+    assert all(set(p.scores) == {"dense", "rerank"} for p in ctx.selected)
+
+
+async def test_concurrent_requests_share_the_cache_safely() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    docs = [
+        doc(str(n), [("section", "Body", f"Tumor pain {n}. Scan diet chemo. Sleep {n}")]) for n in range(6)
+    ]
+    queries = ["pain", "chemo scan", "sleep tumor"] * 4
+    ref = [summary(await retriever(top_k=4, cache_documents=0).retrieve(q, docs)) for q in queries]
+    shared = retriever(top_k=4, cache_documents=3)  # small: evictions happen while others read
+
+    def ask(q: str) -> list[tuple[str, int, str | None, dict[str, float]]]:
+        return summary(asyncio.run(shared.retrieve(q, docs)))
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        got = list(pool.map(ask, queries))
+    assert got == ref
+    assert shared.cache.stats.size <= 3 and shared.cache.stats.evictions > 0
+
+
+# --- the same on real MiniLM over bundled-corpus documents ------------------------------------------------
+
+
+def corpus_docs() -> list[EvidenceDoc]:
+    """Two body sections of a bundled PMC article (SEOS-segmented) and three bundled abstracts."""
+    from retrieval._corpus import load_corpus
+
+    corpus = load_corpus()
+    article = corpus.pmc["PMC2994229"]
+    sections = [("section", s.heading or "Body", s.text.strip()) for s in article.sections[0:3:2]]
+    out = [doc(article.pmid or "21045829", sections, "PMC2994229", 1)]
+    abstracts = [r for r in corpus.records.values() if len(r.abstract_text) > 400][:3]
+    out += [
+        doc(r.pmid, [("abstract", "Abstract", r.abstract_text)], rank=i + 2) for i, r in enumerate(abstracts)
+    ]
+    return out
+
+
+class SameEncoder:
+    """Delegates to a real encoder but is another object: the reranker cannot reuse the dense vectors."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+@pytest.mark.slow  # 15-30 s on 2 shared cores: MiniLM load + SEOS twice
+async def test_cache_and_reuse_keep_ranking_identical_on_real_minilm() -> None:
+    from retrieval._encoders import SentenceTransformerEncoder
+    from segmentation import SEOSSegmenter, counter_for
+
+    enc = SentenceTransformerEncoder(device="cpu")
+    counter = counter_for(enc)
+    docs = corpus_docs()
+    settings = PassageSettings(candidates=12, top_k=5)
+    fast = PassageRetriever(
+        SEOSSegmenter(enc, counter), enc, BiEncoderReranker(enc), settings, counter=counter
+    )
+    plain_settings = settings.model_copy(update={"cache_documents": 0})
+    plain = PassageRetriever(
+        SEOSSegmenter(enc, counter),
+        enc,
+        BiEncoderReranker(SameEncoder(enc)),
+        plain_settings,
+        counter=counter,
+    )
+    question = "does chemotherapy improve survival in pancreatic cancer"
+    cold = await fast.retrieve(question, docs)
+    warm = await fast.retrieve(question, docs)
+    ref = await plain.retrieve(question, docs)
+    assert fast.cache.stats.vector_hits == len(docs) and fast.cache.stats.vector_misses == len(docs)
+    assert len(cold.selected) == 5 and cold.scored > len(docs)
+    assert summary(warm) == summary(cold)  # cached passages and vectors: bit-identical
+    assert [(p.chunk_id, p.rank, p.text, p.scores["dense"]) for p in cold.passages] == [
+        (p.chunk_id, p.rank, p.text, p.scores["dense"]) for p in ref.passages
+    ]
+    # The reference reranker encodes its candidates in a batch of their own: equal up to float32 noise.
+    for a, b in zip(cold.passages, ref.passages, strict=True):
+        assert ("rerank" in a.scores) == ("rerank" in b.scores)
+        if "rerank" in a.scores:
+            assert a.scores["rerank"] == pytest.approx(b.scores["rerank"], abs=1e-5)
+            assert a.scores["rerank"] == pytest.approx(a.scores["dense"], abs=1e-5)  # same vectors, both

@@ -156,3 +156,14 @@ def test_load_reranker_choices_and_offline_fallback(tiny_ce: Path) -> None:
         RerankSettings(model=str(tiny_ce), max_length=MAX_LENGTH, device="cpu"), encoder=enc
     )
     assert local.kind == "cross-encoder"
+
+
+def test_bi_encoder_score_of_given_vectors_matches_rerank() -> None:
+    enc = FakeEncoder()
+    rr = BiEncoderReranker(enc)
+    assert rr.encoder is enc
+    texts = ["aaa", "bbb", "ab", "abc"]
+    q = enc.encode_queries(["aab"])[0]
+    vectors = list(enc.encode_documents([("", t) for t in texts]))
+    assert rr.score(q, vectors) == rr.rerank("aab", texts)  # the same arithmetic, bit for bit
+    assert rr.score(q, []) == []

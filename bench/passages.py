@@ -1,0 +1,211 @@
+"""The passage stage of `/ask` before and after the passage cache and vector reuse. Prints markdown.
+
+    .venv/bin/python bench/passages.py [--questions 10]
+
+Runs the real offline :class:`~app.pipeline.Pipeline` (bundled corpus behind the in-process local E-utilities
+server, MiniLM dense arm, SEOS, bi-encoder rerank, no LLM) over the first ``--questions`` fixture narratives
+(``eval/fixtures/handwritten_narratives.jsonl`` first), twice in a row: **cold** (a fresh pipeline, nothing
+cached) and **warm** (the same questions again, same process). Two configurations, each in a fresh pipeline:
+
+* **before** — ``cache_documents=0`` and the reranker hidden behind a wrapper that only exposes ``rerank``,
+  so every question segments and encodes its documents again and the rerank encodes its candidates again
+  (the pre-cache behaviour; the reranker's own per-text cache still works, as it did).
+* **after** — the defaults: per-document passage cache, rerank scores the dense stage's vectors.
+
+The passage-stage time is the pipeline's own ``timings_ms["passages"]``. Encoder work is counted by wrapping
+(not replacing) the encoder's ``encode_documents``: calls and texts, split by who asked (SEOS group
+embeddings, passage scoring, rerank). The last line checks that both configurations select the same
+passages in the same ranks, and gives the largest score difference (float32 batching noise: the 'before'
+rerank encodes its candidates in a batch of their own, and 'after' reuses vectors encoded with an earlier
+question).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import load_average, load_questions, machine_line, markdown_table, percentile
+
+from app.pipeline import Pipeline, build_dense_retriever
+from app.settings import Settings
+from segmentation._passages import PassageContext, PassageRetriever
+
+_stage = threading.local()  # which passage sub-stage the current worker thread is in
+
+
+class _Opaque:
+    """Exposes a reranker's Reranker interface only: PassageRetriever cannot reuse vectors through it."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.name, self.kind, self.note = inner.name, inner.kind, inner.note
+
+    def rerank(self, query: str, texts: Sequence[str]) -> list[float]:
+        _stage.name = "rerank"
+        try:
+            return list(self._inner.rerank(query, texts))
+        finally:
+            _stage.name = None
+
+
+def _instrument(encoder: Any, counts: Counter[str]) -> Any:
+    """Count ``encoder.encode_documents`` calls by sub-stage; returns the function that undoes it."""
+    original = encoder.encode_documents
+
+    def counted(docs: Sequence[tuple[str, str]], *args: Any, **kwargs: Any) -> Any:
+        who = getattr(_stage, "name", None) or "other"
+        counts[f"{who}:calls"] += 1
+        counts[f"{who}:texts"] += len(docs)
+        return original(docs, *args, **kwargs)
+
+    encoder.encode_documents = counted
+
+    def undo() -> None:
+        encoder.encode_documents = original
+
+    return undo
+
+
+def _tag_stages() -> None:
+    items, dense = PassageRetriever._items, PassageRetriever._dense
+
+    def tagged(method: Any, name: str) -> Any:
+        def run(self: Any, *args: Any) -> Any:
+            _stage.name = name
+            try:
+                return method(self, *args)
+            finally:
+                _stage.name = None
+
+        return run
+
+    PassageRetriever._items = tagged(items, "seos")  # type: ignore[method-assign]
+    PassageRetriever._dense = tagged(dense, "scoring")  # type: ignore[method-assign]
+
+
+async def _run(
+    settings: Settings, dense: Any, questions: list[str], before: bool
+) -> tuple[dict[str, dict[str, Any]], list[PassageContext | None]]:
+    out: dict[str, dict[str, Any]] = {}
+    contexts: list[PassageContext | None] = []
+    async with Pipeline(settings, use_llm=False, dense=dense) as pipeline:
+        retriever = await pipeline.passage_retriever()
+        assert retriever is not None, "passages unavailable: is the MiniLM model installed?"
+        if before:
+            retriever.reranker = _Opaque(retriever.reranker)
+        for phase in ("cold", "warm"):
+            counts: Counter[str] = Counter()
+            undo = _instrument(retriever.encoder, counts)
+            ms: list[float] = []
+            started = time.perf_counter()
+            for q in questions:
+                outcome = await pipeline.search(q)
+                ms.append(outcome.timings_ms.get("passages", 0.0))
+                if phase == "cold":
+                    contexts.append(outcome.context)
+            wall = time.perf_counter() - started
+            undo()
+            st = retriever.cache.stats
+            out[phase] = {"ms": ms, "counts": counts, "wall": wall, "load": load_average(), "cache": st}
+    return out, contexts
+
+
+def _compare(a: PassageContext | None, b: PassageContext | None) -> tuple[bool, float]:
+    """(same passages in the same ranks, largest score difference) between two contexts."""
+    if a is None or b is None:
+        return a is b, 0.0
+    ids = [(p.chunk_id, p.rank, p.expanded_from, sorted(p.scores)) for p in a.passages]
+    if ids != [(p.chunk_id, p.rank, p.expanded_from, sorted(p.scores)) for p in b.passages]:
+        return False, float("nan")
+    diffs = [
+        abs(p.scores[k] - r.scores[k]) for p, r in zip(a.passages, b.passages, strict=True) for k in p.scores
+    ]
+    return True, max(diffs, default=0.0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--questions", type=int, default=10)
+    args = parser.parse_args()
+    questions = load_questions(args.questions)
+    print(machine_line())
+    print(f"\nload average at the start: {load_average()}\n")
+    settings = Settings().offline()
+    dense = build_dense_retriever(settings)  # the dense arm's index, shared: not part of the passage stage
+    _tag_stages()
+    before_settings = settings.model_copy(
+        update={"passages": settings.passages.model_copy(update={"cache_documents": 0})}
+    )
+    before, ctx_before = asyncio.run(_run(before_settings, dense, questions, before=True))
+    after, ctx_after = asyncio.run(_run(settings, dense, questions, before=False))
+
+    rows = []
+    for label, res in (
+        ("before (no cache, rerank re-encodes)", before),
+        ("after (cache + vector reuse)", after),
+    ):
+        for phase in ("cold", "warm"):
+            r = res[phase]
+            ms, c, st = r["ms"], r["counts"], r["cache"]
+
+            def cnt(who: str, c: Counter[str] = c) -> str:
+                return f"{c[f'{who}:calls']} / {c[f'{who}:texts']}"
+
+            rows.append(
+                [
+                    label,
+                    phase,
+                    f"{statistics.median(ms):.0f}",
+                    f"{percentile(ms, 95):.0f}",
+                    f"{statistics.fmean(ms):.0f}",
+                    f"{sum(ms) / 1000:.1f}",
+                    cnt("seos"),
+                    cnt("scoring"),
+                    cnt("rerank"),
+                    f"{st.vector_hits} / {st.vector_misses}" if st.capacity else "off",
+                    r["load"],
+                ]
+            )
+    print(
+        markdown_table(
+            [
+                "configuration",
+                "pass",
+                "passages p50 ms",
+                "p95 ms",
+                "mean ms",
+                "total s",
+                "SEOS encode calls / texts",
+                "scoring encode calls / texts",
+                "rerank encode calls / texts",
+                "doc-vector cache hits / misses (cumulative)",
+                "load after",
+            ],
+            rows,
+        )
+    )
+    compared = [_compare(a, b) for a, b in zip(ctx_before, ctx_after, strict=True)]
+    same = sum(ok for ok, _ in compared)
+    worst = max((d for ok, d in compared if ok), default=0.0)
+    print(
+        f"\nbefore vs after (cold pass): same passages in the same ranks for {same}/{len(questions)} "
+        f"questions; largest score difference {worst:.2e}"
+    )
+    print(f"load average at the end: {load_average()}")
+
+
+if __name__ == "__main__":
+    main()
