@@ -297,6 +297,15 @@ def results_table(scores: Sequence[SystemScore]) -> Table:
 DEFAULT_SETS = ("standard", "narrative", "handwritten")
 
 
+async def _close_pipelines(pipelines: Mapping[str, Pipeline]) -> None:
+    """The pipelines share the first one's E-utilities client and dense arm; each may own an LLM."""
+    first = next(iter(pipelines.values()))
+    for pipeline in pipelines.values():
+        if pipeline is not first and pipeline.llm is not None:
+            await pipeline.llm.aclose()
+    await first.aclose()
+
+
 async def _pipelines(opts: RunOptions) -> dict[str, Pipeline]:
     """The deterministic pipeline, plus an LLM-rewriter pipeline sharing its client and dense arm."""
     settings = eval_settings(opts)
@@ -342,11 +351,7 @@ async def run_retrieval(opts: RunOptions) -> SuiteResult:
                     log.append(await _item_record(pipelines, query_set, item))
                     advance(1)
         finally:
-            first = next(iter(pipelines.values()))
-            for pipeline in pipelines.values():
-                if pipeline is not first and pipeline.llm is not None:
-                    await pipeline.llm.aclose()
-            await first.aclose()
+            await _close_pipelines(pipelines)
     records = log.done()
     ordered = [records[f"{s}:{i.id}"] for s, i in planned]
     return _suite_result(ordered, resumed=len(planned) - len(todo))
@@ -458,11 +463,7 @@ async def evaluate(
     try:
         return await run_retrieval_eval(pipelines, query_sets, limit=limit)
     finally:
-        first = next(iter(pipelines.values()))
-        for pipeline in pipelines.values():
-            if pipeline is not first and pipeline.llm is not None:
-                await pipeline.llm.aclose()
-        await first.aclose()
+        await _close_pipelines(pipelines)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -9,11 +9,13 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ValidationError
 
 from llm import LLMOutputInvalid, LLMResult, Message, TextStream
 
-__all__ = ["BrokenStream", "Reply", "ScriptedLLM", "pieces", "sequenced"]
+__all__ = ["BrokenStream", "Reply", "ScriptedLLM", "VectorEncoder", "pieces", "sequenced"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -140,3 +142,35 @@ def sequenced(*replies: Reply) -> ScriptedLLM:
     """A ScriptedLLM answering each call with the next reply, whatever the prompt."""
     queue = list(replies)
     return ScriptedLLM(lambda _prompt: queue.pop(0))
+
+
+class VectorEncoder:
+    """A dense-encoder stand-in: subclasses say how a text becomes a vector (``_vec``), nothing else.
+
+    Documents are encoded as ``"title text"``; ``doc_calls``/``doc_texts`` count document encodes so tests
+    can assert what was (not) recomputed.
+    """
+
+    name = "fake"
+    dim = 16
+    query_max_length = 64
+    doc_max_length = 512
+
+    def __init__(self) -> None:
+        self.doc_calls = 0
+        self.doc_texts = 0
+
+    def _vec(self, text: str) -> npt.NDArray[np.float32]:
+        raise NotImplementedError
+
+    def encode_queries(self, texts: Sequence[str], batch_size: int = 32) -> npt.NDArray[np.float32]:
+        if not texts:
+            return np.zeros((0, self.dim), np.float32)
+        return np.stack([self._vec(t) for t in texts]).astype(np.float32)
+
+    def encode_documents(
+        self, docs: Sequence[tuple[str, str]], batch_size: int = 32, progress: bool = False
+    ) -> npt.NDArray[np.float32]:
+        self.doc_calls += 1
+        self.doc_texts += len(docs)
+        return self.encode_queries([f"{t} {a}" for t, a in docs])

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import zlib
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -25,11 +24,11 @@ from eval.chunking import (
     load_queries,
     markdown_table,
 )
-from retrieval._encoders import FloatArray
 from retrieval._parsers import iter_pubmed_articles, parse_pmc_articles
 from retrieval._rerank import BiEncoderReranker
 from segmentation._baselines import FixedTokenSegmenter
 from segmentation._tokens import WhitespaceTokenCounter
+from tests._fakes import VectorEncoder
 
 CORPUS = Path(__file__).resolve().parent.parent / "retrieval" / "corpus"
 Q = GoldQuery("q", "?", "PMC1", 2, "Results", 100, 200, "x" * 100)
@@ -91,7 +90,7 @@ def test_fixture_is_well_formed_and_every_gold_span_is_verbatim_at_its_offsets()
         assert q.question.rstrip("?").lower() not in q.gold.lower()
 
 
-class HashEncoder:
+class HashEncoder(VectorEncoder):
     """Hashed bag of words, L2-normalised: fast and deterministic stand-in for the dense encoder."""
 
     name = "hash"
@@ -105,14 +104,6 @@ class HashEncoder:
             v[zlib.crc32(w.encode()) % self.dim] += 1.0
         n = float(np.linalg.norm(v))
         return v / n if n else v
-
-    def encode_queries(self, texts: Sequence[str], batch_size: int = 32) -> FloatArray:
-        return np.stack([self._vec(t) for t in texts]).astype(np.float32)
-
-    def encode_documents(
-        self, docs: Sequence[tuple[str, str]], batch_size: int = 32, progress: bool = False
-    ) -> FloatArray:
-        return np.stack([self._vec(f"{t} {a}") for t, a in docs]).astype(np.float32)
 
 
 def test_tiny_harness_run_over_three_queries() -> None:

@@ -9,16 +9,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from retrieval._encoders import FloatArray
 from retrieval._evidence import EvidenceDoc, TextUnit
 from retrieval._rerank import BiEncoderReranker
 from segmentation._passages import PassageContext, PassageRetriever, PassageSettings, build_chunks
 from segmentation._types import Chunk, SourceText
+from tests._fakes import VectorEncoder
 
 VOCAB = ["tumor", "chemo", "survival", "pain", "biopsy", "diet", "sleep", "scan"]
 
 
-class FakeEncoder:
+class FakeEncoder(VectorEncoder):
     """Counts of VOCAB words, L2-normalised: dense scores are predictable by hand."""
 
     name = "fake"
@@ -26,25 +26,11 @@ class FakeEncoder:
     query_max_length = 64
     doc_max_length = 64
 
-    def __init__(self) -> None:
-        self.doc_calls = 0
-        self.doc_texts = 0
-
     def _vec(self, text: str) -> np.ndarray:
         words = text.lower().replace(".", " ").split()
         v = np.array([words.count(w) for w in VOCAB], dtype=np.float32)
         n = float(np.linalg.norm(v))
         return v / n if n else v
-
-    def encode_queries(self, texts: Sequence[str], batch_size: int = 32) -> FloatArray:
-        return np.stack([self._vec(t) for t in texts]).astype(np.float32)
-
-    def encode_documents(
-        self, docs: Sequence[tuple[str, str]], batch_size: int = 32, progress: bool = False
-    ) -> FloatArray:
-        self.doc_calls += 1
-        self.doc_texts += len(docs)
-        return np.stack([self._vec(f"{t} {a}") for t, a in docs]).astype(np.float32)
 
 
 class SentenceSegmenter:

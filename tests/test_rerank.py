@@ -11,7 +11,6 @@ import pytest
 import torch
 from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
 
-from retrieval._encoders import FloatArray
 from retrieval._rerank import (
     BI_ENCODER,
     BiEncoderReranker,
@@ -21,6 +20,7 @@ from retrieval._rerank import (
     RerankSettings,
     load_reranker,
 )
+from tests._fakes import VectorEncoder
 
 WORDS = [f"w{i}" for i in range(40)]
 POSITIONS = 64  # the tiny model's hard input limit
@@ -103,7 +103,7 @@ def test_missing_path_is_unavailable(tmp_path: Path) -> None:
         CrossEncoderReranker("ncbi/MedCPT-Cross-Encoder", device="cpu")
 
 
-class FakeEncoder:
+class FakeEncoder(VectorEncoder):
     """Deterministic bag-of-letters vectors, so inner products are easy to predict."""
 
     name = "fake"
@@ -118,14 +118,6 @@ class FakeEncoder:
                 v[ord(ch) - 97] += 1
         n = float(np.linalg.norm(v))
         return v / n if n else v
-
-    def encode_queries(self, texts: Sequence[str], batch_size: int = 32) -> FloatArray:
-        return np.stack([self._vec(t) for t in texts]).astype(np.float32)
-
-    def encode_documents(
-        self, docs: Sequence[tuple[str, str]], batch_size: int = 32, progress: bool = False
-    ) -> FloatArray:
-        return np.stack([self._vec(f"{t} {a}") for t, a in docs]).astype(np.float32)
 
 
 def test_bi_encoder_reranker_scores_by_inner_product() -> None:

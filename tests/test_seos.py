@@ -25,21 +25,19 @@ from segmentation import (
     source_from_pmc,
     split_long_sentence,
 )
+from tests._fakes import VectorEncoder
 
 PMC_DIR = Path(__file__).resolve().parents[1] / "retrieval" / "corpus" / "pmc"
 TOPICS = ("alpha", "beta", "gamma", "delta")
 
 
-class TopicEncoder:
+class TopicEncoder(VectorEncoder):
     """Counts of the topic words (plus hashed other words, weakly): topic shifts are unmistakable."""
 
     name = "fake:topics"
     dim = 32
     query_max_length = 10_000
     doc_max_length = 10_000
-
-    def __init__(self) -> None:
-        self.calls = 0
 
     def _vec(self, text: str) -> npt.NDArray[np.float32]:
         v = np.zeros(self.dim, dtype=np.float32)
@@ -49,15 +47,6 @@ class TopicEncoder:
             else:
                 v[4 + zlib.crc32(w.encode()) % (self.dim - 4)] += 0.01
         return v
-
-    def encode_queries(self, texts: Sequence[str], batch_size: int = 32) -> npt.NDArray[np.float32]:
-        return np.stack([self._vec(t) for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
-
-    def encode_documents(
-        self, docs: Sequence[tuple[str, str]], batch_size: int = 32, progress: bool = False
-    ) -> npt.NDArray[np.float32]:
-        self.calls += 1
-        return self.encode_queries([f"{t} {a}" for t, a in docs])
 
 
 def topic_text(topics: Sequence[str], per_topic: int = 5) -> str:
@@ -151,7 +140,7 @@ def test_neighbour_ids_chain_across_sections_and_chunks_keep_headings() -> None:
     enc = TopicEncoder()
     doc = doc_of(topic_text(("alpha", "beta")), topic_text(("gamma",), 2), topic_text(("delta", "alpha")))
     chunks = SEOSSegmenter(enc, WhitespaceTokenCounter(10_000), budget_tokens=50).segment(doc)
-    assert enc.calls == 1  # every group of the document in one encode call
+    assert enc.doc_calls == 1  # every group of the document in one encode call
     check_structure(doc, chunks)
     assert [c.section_index for c in chunks] == [0, 0, 1, 2, 2]
     assert chunks[2].prev_id == "DOC#1" and chunks[2].next_id == "DOC#3"

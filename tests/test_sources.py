@@ -58,6 +58,7 @@ from retrieval.collections import (
     InstEvidence,
     SectionRef,
 )
+from tests._fakes import VectorEncoder
 from tests.fixtures.handbooks.make_pdf import build_handbooks
 
 from ._fakes import Reply, ScriptedLLM
@@ -90,7 +91,7 @@ INSTITUTIONS = {
 ORDER = list(INSTITUTIONS)
 
 
-class BowEncoder:
+class BowEncoder(VectorEncoder):
     """Bag-of-words hashing encoder: lexical overlap as cosine. Deterministic, no model download."""
 
     name = "test:bow"
@@ -104,14 +105,6 @@ class BowEncoder:
             v[int.from_bytes(hashlib.sha1(word.encode()).digest()[:4], "little") % self.dim] += 1.0
         norm = float(np.linalg.norm(v))
         return v / norm if norm else v
-
-    def encode_queries(self, texts: Sequence[str], batch_size: int = 32) -> npt.NDArray[np.float32]:
-        return np.stack([self._vec(t) for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
-
-    def encode_documents(
-        self, docs: Sequence[tuple[str, str]], batch_size: int = 32, progress: bool = False
-    ) -> npt.NDArray[np.float32]:
-        return self.encode_queries([f"{t} {a}" for t, a in docs])
 
 
 def build_store(root: Path, names: Sequence[str] = ORDER, *, private: Sequence[str] = ()) -> CollectionStore:
