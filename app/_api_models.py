@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 if TYPE_CHECKING:
-    from .answer import Citation
+    from app.answer import Citation
 
 __all__ = [
     "MAX_QUESTION_CHARS",

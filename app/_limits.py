@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from prometheus_client import Counter
 
-from retrieval._exceptions import CometaError
-from retrieval._store import LoopBoundRedis
+from core import CometaError
+from retrieval.eutils import LoopBoundRedis
 
 if TYPE_CHECKING:
     from ._api_models import ApiSettings

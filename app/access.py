@@ -30,7 +30,7 @@ from typing import Any, Literal, Protocol
 import jwt
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
-from retrieval._exceptions import CometaError
+from core import CometaError
 
 __all__ = [
     "ANONYMOUS",

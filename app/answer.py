@@ -34,9 +34,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from llm import LLMClient, LLMError, LLMOutputInvalid, LLMResult, Message
 from prompts import load_prompt
-from retrieval._evidence import EvidenceDoc
+from retrieval.evidence import EvidenceDoc
+from retrieval.passages import PassageContext
 from segmentation import split_sentences
-from segmentation._passages import PassageContext
 
 __all__ = [
     "INSUFFICIENT_TEXT",

@@ -38,12 +38,18 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.answer import Answer, Answerer
+from app.judge import CrossSourceJudge, SourceAnswer
+from app.pipeline import Pipeline, SearchOutcome, evidence_doc_json
+from app.settings import Settings
+from app.sources import SourcesService, ask_sources, collections_router
+from core import CometaError
 from llm import LLMClient, LLMError
-from retrieval._evidence import EvidenceDoc, TextUnit, pubmed_url
-from retrieval._exceptions import CometaError, EutilsError
-from retrieval._fusion import Provenance
-from retrieval._phi import hash_text
-from segmentation._passages import PassageContext
+from retrieval.evidence import EvidenceDoc, TextUnit, pubmed_url
+from retrieval.ncbi import EutilsError
+from retrieval.passages import PassageContext
+from retrieval.search import Provenance
+from retrieval.understand import hash_text
 
 from . import __version__
 from ._api_models import (
@@ -58,11 +64,6 @@ from ._api_models import (
     UserDocument,
 )
 from ._limits import RateLimiterUnavailable, RequestLimiter, SlidingWindowLimiter, build_request_limiter
-from .answer import Answer, Answerer
-from .judge import CrossSourceJudge, SourceAnswer
-from .pipeline import Pipeline, SearchOutcome, evidence_doc_json
-from .settings import Settings
-from .sources import SourcesService, ask_sources, collections_router
 
 __all__ = [
     "API_LATENCY",
@@ -605,7 +606,7 @@ def create_app(
 ) -> FastAPI:
     """The service. ``pipeline``/``answerer``/``judge`` inject prebuilt parts (tests); by default the
     lifespan builds one of each from ``settings`` and closes them on shutdown."""
-    from .settings import get_settings
+    from app.settings import get_settings
 
     settings = settings or get_settings()
     api = api_settings or settings.api

@@ -16,14 +16,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from app.collections_cli import collections_app
+from app.pipeline import Pipeline, SearchOutcome
+from app.settings import Settings, get_settings
 from eval.cli import eval_app
 from retrieval import CometaError, EutilsError, PubmedRecord
-from retrieval._client import EutilsClient
+from retrieval.eutils import EutilsClient
 
 from . import __version__
-from .collections_cli import collections_app
-from .pipeline import Pipeline, SearchOutcome
-from .settings import Settings, get_settings
 
 __all__ = ["app", "main"]
 
@@ -93,7 +93,7 @@ def eutils_serve(
     """Run the NCBI-compatible local E-utilities server (paths under /entrez/eutils/)."""
     import uvicorn
 
-    from retrieval._server import create_eutils_app
+    from retrieval.ncbi import create_eutils_app
 
     settings = get_settings().local_server
     update: dict[str, Any] = {}
@@ -275,9 +275,13 @@ def index_build(
     batch_size: Annotated[int | None, typer.Option(min=1, help="Encoding batch size.")] = None,
 ) -> None:
     """Build (or resume building) the dense index; prints throughput. Re-running skips indexed PMIDs."""
-    from retrieval._dense import build_from_baseline, ensure_bundled_index, import_medcpt_embeddings
-    from retrieval._encoders import load_encoder
-    from retrieval._vector import open_index
+    from retrieval.embed import (
+        build_from_baseline,
+        ensure_bundled_index,
+        import_medcpt_embeddings,
+        load_encoder,
+        open_index,
+    )
 
     if source not in {"bundled", "baseline", "medcpt"}:
         err_console.print(f"[bold red]error:[/] unknown --source {source!r}")
@@ -326,7 +330,7 @@ def serve(
 
     import uvicorn
 
-    from .api import create_app
+    from app.api import create_app
 
     settings = _settings(offline)
     # The API logs one JSON object per line (request ids, question hashes): no extra formatting.

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from app.settings import Settings, get_settings
 from retrieval import CometaError
 from retrieval.collections import (
     CollectionMeta,
@@ -24,8 +25,6 @@ from retrieval.collections import (
     IngestReport,
     InstEvidence,
 )
-
-from .settings import Settings, get_settings
 
 __all__ = ["collections_app"]
 
@@ -243,8 +242,7 @@ def search(
     as_json: Annotated[bool, typer.Option("--json", help="Print the evidence as JSON.")] = False,
 ) -> None:
     """Per-document evidence for a question, with the route (whole / chunks / whole_fallback) and sections."""
-    from retrieval._encoders import load_encoder
-    from retrieval._rerank import load_reranker
+    from retrieval.embed import load_encoder, load_reranker
 
     settings = get_settings()
     if offline:

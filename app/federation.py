@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 import httpx
 from pydantic import BaseModel, Field, SecretStr, field_validator
 
-from retrieval._fusion import ArmHit, rrf
+from retrieval.search import ArmHit, rrf
 
 if TYPE_CHECKING:  # settings import this module: keep the collection stack out of that import
     from retrieval.collections import InstEvidence

@@ -29,12 +29,11 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, field_validator
 
+from app.answer import build_evidence_context, strip_reasoning
 from llm import LLMClient, LLMError, LLMOutputInvalid
 from prompts import load_prompt
-from retrieval._evidence import EvidenceDoc
-from segmentation._passages import PassageContext
-
-from .answer import build_evidence_context, strip_reasoning
+from retrieval.evidence import EvidenceDoc
+from retrieval.passages import PassageContext
 
 __all__ = [
     "LABELS",

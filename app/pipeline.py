@@ -12,19 +12,18 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.settings import Settings
+from core import CometaError
 from llm import LLMClient, build_llm
 from retrieval import AdaptE, AdaptEResult, EutilsClient, MeshVocabulary
-from retrieval._client import EutilsDegradation, track_degradation
-from retrieval._dense import DenseHit, DenseRetriever, open_retriever
-from retrieval._evidence import EvidenceBuilder, EvidenceDoc, EvidenceSet
-from retrieval._exceptions import CometaError, EutilsError
-from retrieval._fusion import FusedHit, fuse
-from retrieval._rerank import load_reranker
-from retrieval._understand import QueryUnderstander, Understanding
+from retrieval.embed import DenseHit, DenseRetriever, load_reranker, open_retriever
+from retrieval.eutils import EutilsDegradation, track_degradation
+from retrieval.evidence import EvidenceBuilder, EvidenceDoc, EvidenceSet
+from retrieval.ncbi import EutilsError
+from retrieval.passages import PassageContext, PassageRetriever
+from retrieval.search import FusedHit, fuse
+from retrieval.understand import QueryUnderstander, Understanding
 from segmentation import SEOSSegmenter, counter_for
-from segmentation._passages import PassageContext, PassageRetriever
-
-from .settings import Settings
 
 __all__ = ["Pipeline", "SearchOutcome", "build_dense_retriever", "evidence_doc_json"]
 

@@ -12,15 +12,16 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.access import AccessSettings
+from app.federation import FederationSettings
 from llm import LLMSettings
 from retrieval import AdaptESettings, EutilsSettings, LocalServerSettings
-from retrieval._config import CollectionSettings, DenseSettings, EvidenceSettings
-from retrieval._rerank import RerankSettings
-from segmentation._passages import PassageSettings
+from retrieval.collections import CollectionSettings
+from retrieval.embed import DenseSettings, RerankSettings
+from retrieval.evidence import EvidenceSettings
+from retrieval.passages import PassageSettings
 
 from ._api_models import ApiSettings, SourcesSettings
-from .access import AccessSettings
-from .federation import FederationSettings
 
 __all__ = ["Settings", "get_settings"]
 

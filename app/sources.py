@@ -32,13 +32,23 @@ from typing import TYPE_CHECKING, Any, Literal
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
+from app.access import (
+    ANONYMOUS,
+    AccessEngine,
+    InvalidToken,
+    Subject,
+    TokenVerifier,
+    bearer_token,
+    load_policies,
+)
+from app.answer import Answerer, Citation, build_evidence_context, strip_reasoning
+from app.federation import FederationClient, SourceStatus, evidence_to_json, fuse_sources
+from app.judge import NOT_ADDRESSED, CrossSourceJudge, JudgeReport, SourceAnswer, has_absent_prefix
+from app.pipeline import Pipeline
+from app.settings import Settings
+from core import CometaError, Encoder, Reranker
 from llm import LLMClient, LLMError
 from prompts import load_prompt
-from retrieval._encoders import Encoder, load_encoder
-from retrieval._evidence import EvidenceDoc
-from retrieval._exceptions import CometaError, EutilsError
-from retrieval._phi import hash_text, scrub
-from retrieval._rerank import Reranker, load_reranker
 from retrieval.collections import (
     Collection,
     CollectionMeta,
@@ -49,8 +59,12 @@ from retrieval.collections import (
     InstEvidence,
     SectionRef,
 )
+from retrieval.embed import load_encoder, load_reranker
+from retrieval.evidence import EvidenceDoc
+from retrieval.ncbi import EutilsError
+from retrieval.passages import PassageContext
+from retrieval.understand import hash_text, scrub
 from segmentation import split_sentences
-from segmentation._passages import PassageContext
 
 from ._api_models import (
     AskRequest,
@@ -62,15 +76,9 @@ from ._api_models import (
     SourceResultOut,
     SourceStatusOut,
 )
-from .access import ANONYMOUS, AccessEngine, InvalidToken, Subject, TokenVerifier, bearer_token, load_policies
-from .answer import Answerer, Citation, build_evidence_context, strip_reasoning
-from .federation import FederationClient, SourceStatus, evidence_to_json, fuse_sources
-from .judge import NOT_ADDRESSED, CrossSourceJudge, JudgeReport, SourceAnswer, has_absent_prefix
-from .pipeline import Pipeline
-from .settings import Settings
 
 if TYPE_CHECKING:
-    from .api import Services
+    from app.api import Services
 
 __all__ = [
     "PUBMED",
@@ -715,7 +723,7 @@ def _evidence_out(rank: int, ev: InstEvidence, excerpt_chars: int) -> SourceEvid
 
 
 def response_json(outcome: AcrossOutcome, request_id: str, excerpt_chars: int) -> dict[str, Any]:
-    from .api import jsonable
+    from app.api import jsonable
 
     sources = [
         SourceResultOut(
@@ -772,7 +780,7 @@ _UNAUTHORIZED = {"WWW-Authenticate": 'Bearer error="invalid_token"'}
 def service_of(request: Request) -> SourcesService:
     service = getattr(request.app.state, "sources", None)
     if not isinstance(service, SourcesService):
-        from .api import ApiError
+        from app.api import ApiError
 
         raise ApiError(503, "service starting", "collections are not initialised")
     return service

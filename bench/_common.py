@@ -273,8 +273,8 @@ def summarise_spans(spans: Sequence[tuple[str, float, float]]) -> dict[str, floa
 
 def _instrument() -> None:
     """Wrap (not replace) the E-utilities call and the passage sub-stages with span recorders."""
-    from retrieval._client import EutilsClient
-    from segmentation._passages import PassageRetriever
+    from retrieval.eutils import EutilsClient
+    from retrieval.passages import PassageRetriever
 
     call = EutilsClient._call
 

@@ -19,9 +19,9 @@ from pydantic import SecretStr
 
 from eval.retrieval import load_items
 from retrieval import AdaptE, EutilsSettings, FaultSettings, LocalServerSettings, MeshVocabulary
-from retrieval._client import LOCAL_BASE_URL, EutilsClient
-from retrieval._server import create_eutils_app, eutils_transport
-from retrieval._understand import QueryUnderstander
+from retrieval.eutils import LOCAL_BASE_URL, EutilsClient
+from retrieval.ncbi import create_eutils_app, eutils_transport
+from retrieval.understand import QueryUnderstander
 
 
 async def run(limit: int) -> None:

@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))  # run as a plain script: make `retrieval` importa
 
 import numpy as np  # noqa: E402
 
-from retrieval._vector import FaissIndex, QdrantIndex  # noqa: E402
+from retrieval.embed import FaissIndex, QdrantIndex  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import load_average, machine_line, markdown_table  # noqa: E402
@@ -75,9 +75,9 @@ def table(title: str, header: list[str], rows: list[list[Any]]) -> None:
 
 
 def bench_encoders(n_docs: int) -> list[list[Any]]:
-    from retrieval._config import DenseSettings
-    from retrieval._corpus import load_corpus
-    from retrieval._encoders import Encoder, MedCPTEncoder, load_encoder
+    from core import Encoder
+    from retrieval.embed import DenseSettings, MedCPTEncoder, load_encoder
+    from retrieval.ncbi import load_corpus
 
     records = [r for r in load_corpus().records.values() if r.title or r.has_abstract][:n_docs]
     docs = [(r.title, r.abstract_text) for r in records]
@@ -155,7 +155,7 @@ def rss_file():
         if line.startswith('RssFile'):
             return int(line.split()[1]) * 1024
 base = rss(); base_file = rss_file()
-from retrieval._vector import FaissIndex
+from retrieval.embed._vector import FaissIndex
 t = time.perf_counter(); idx = FaissIndex.load({str(directory)!r}); load_s = time.perf_counter() - t
 after_load = rss()
 q = np.load({str(queries_path)!r})

@@ -17,9 +17,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from retrieval._index import LiteratureIndex  # noqa: E402
-from retrieval._mesh import MeshVocabulary  # noqa: E402
-from retrieval._models import AbstractSection, MeshHeading, PubDate, PublicationType, PubmedRecord  # noqa: E402
+from retrieval.ncbi import (  # noqa: E402
+    AbstractSection,
+    LiteratureIndex,
+    MeshHeading,
+    PubDate,
+    PublicationType,
+    PubmedRecord,
+)
+from retrieval.vocab import MeshVocabulary  # noqa: E402
 
 DEFAULT_PQAL = REPO.parent / "shared" / "data" / "pubmedqa" / "ori_pqal.json"
 

@@ -25,7 +25,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a plain script: make `retrieval` importable without installing
 
-from retrieval._parsers import iter_pubmed_articles, parse_pubmed_articles  # noqa: E402
+from retrieval.ncbi import iter_pubmed_articles, parse_pubmed_articles  # noqa: E402
 
 SHARED = Path(os.environ.get("COMETA_SHARED_DIR", REPO.parent / "shared"))
 SAMPLES = SHARED / "data" / "eutils_samples"

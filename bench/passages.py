@@ -39,7 +39,7 @@ from _common import load_average, load_questions, machine_line, markdown_table, 
 
 from app.pipeline import Pipeline, build_dense_retriever
 from app.settings import Settings
-from segmentation._passages import PassageContext, PassageRetriever
+from retrieval.passages import PassageContext, PassageRetriever
 
 _stage = threading.local()  # which passage sub-stage the current worker thread is in
 

@@ -24,7 +24,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a plain script: make `segmentation` importable without installing
 
-from segmentation._sentences import SPLITTERS, Splitter  # noqa: E402
+from segmentation import SPLITTERS, Splitter  # noqa: E402
 
 FIXTURE = REPO / "tests" / "fixtures" / "sentence_splits.jsonl"
 

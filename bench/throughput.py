@@ -235,7 +235,7 @@ def baseline_run(base_url: str, rate: float, queries: list[str]) -> Run:
 
 
 async def first_queries(questions: list[str]) -> list[str]:
-    from retrieval._understand import QueryUnderstander
+    from retrieval.understand import QueryUnderstander
 
     understander = QueryUnderstander(llm=None)
     return [(await understander.understand(q)).plan.ladder[0] for q in questions]

@@ -22,8 +22,8 @@ from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from core import CometaError
 from llm import LLMSettings
-from retrieval._exceptions import CometaError
 
 if TYPE_CHECKING:
     from app.answer import Answerer
@@ -293,7 +293,7 @@ def _dense_description(settings: Settings) -> str:
 
 def corpus_snapshot() -> str:
     """Id of the bundled corpus: the hash of its manifest (inputs and counts), or "unknown"."""
-    from retrieval._corpus import BUNDLED_CORPUS_DIR
+    from retrieval.ncbi import BUNDLED_CORPUS_DIR
 
     manifest = BUNDLED_CORPUS_DIR / "MANIFEST.json"
     try:
@@ -680,7 +680,7 @@ class AskRunner:
     async def _ask_in_process(self, body: Mapping[str, Any]) -> dict[str, Any]:
         from pydantic import ValidationError
 
-        from app._api_models import AskRequest
+        from app import AskRequest
         from app.api import _ask_events
 
         assert self.pipeline is not None and self.answerer is not None, "use AskRunner in `async with`"

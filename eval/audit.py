@@ -381,8 +381,7 @@ async def _in_process(
     from app.pipeline import Pipeline
     from app.sources import SourcesService, UnknownSource, parse_sources, response_json
     from llm import build_llm
-    from retrieval._encoders import load_encoder
-    from retrieval._rerank import load_reranker
+    from retrieval.embed import load_encoder, load_reranker
 
     settings = eval_settings(opts)
     judge_llm = llm if llm is not None else build_llm(settings.llm)

@@ -56,18 +56,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from eval._runner import (
-    EvalInputError,
-    ItemLog,
-    Plot,
-    RunOptions,
-    StageTimes,
-    SuiteResult,
-    Table,
-    build_offline_services,
-    eval_settings,
-    progress,
-)
 from eval.stats import (
     discriminative_power,
     fisher_z_average,
@@ -81,6 +69,19 @@ from eval.stats import (
 )
 from llm import LLMClient, LLMError, LLMOutputInvalid
 from prompts import load_prompt
+
+from ._runner import (
+    EvalInputError,
+    ItemLog,
+    Plot,
+    RunOptions,
+    StageTimes,
+    SuiteResult,
+    Table,
+    build_offline_services,
+    eval_settings,
+    progress,
+)
 
 __all__ = [
     "GOLD_FILE",

@@ -9,7 +9,7 @@ Both run :func:`run_chunking` and write ``result.json``, ``report.md`` and Hit@5
 
 **Query set** (``eval/fixtures/passage_queries.jsonl``, 62 lines). Generated once from the shipped
 corpus and committed: the 4 PMC full texts (``retrieval/corpus/pmc/*.xml`` parsed with
-``retrieval._parsers.parse_pmc_articles``: 51 questions, over body sections and their abstracts) and 11
+``retrieval.ncbi._parsers.parse_pmc_articles``: 51 questions, over body sections and their abstracts) and 11
 PubMedQA abstracts (``retrieval/corpus/pubmed/pubmedqa_pqal.xml``). The questions were *written by the
 development session's assistant LLM, one question per selected evidence sentence, gold = verbatim
 span*: the model read each section sentence by sentence, picked an answer-bearing sentence (or clause),
@@ -22,7 +22,7 @@ the (unique) occurrence of ``gold`` in the parsed text of the unit (``unit``: th
 
 **Retrieval pool** (per query, so chunking matters): every passage of every document of the corpus
 above plus the distractor abstracts in :data:`DISTRACTOR_PMIDS` (cancer-related PubMedQA abstracts):
-abstracts are single passages (as in production, :mod:`segmentation._passages`), body sections are
+abstracts are single passages (as in production, :mod:`retrieval.passages._passages`), body sections are
 segmented by the segmenter under test.
 
 **Hit rule**: a retrieved passage is a hit when it comes from the gold unit (same document, same
@@ -54,10 +54,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from retrieval._encoders import Encoder, SentenceTransformerEncoder
-from retrieval._parsers import iter_pubmed_articles, parse_pmc_articles
-from retrieval._rerank import BI_ENCODER, Reranker, RerankSettings, load_reranker
-from segmentation._types import Segmenter, SourceSection, SourceText, TokenCounter
+from core import Encoder, Reranker, TokenCounter
+from retrieval.embed import BI_ENCODER, RerankSettings, SentenceTransformerEncoder, load_reranker
+from retrieval.ncbi import iter_pubmed_articles, parse_pmc_articles
+from segmentation import Segmenter, SourceSection, SourceText
 
 from ._runner import (
     ITEMS_FILE,
@@ -271,8 +271,7 @@ def rerank_rankings(
 def build_segmenters(
     encoder: Encoder, counter: TokenCounter, names: Sequence[str] | None = None
 ) -> dict[str, Segmenter]:
-    from segmentation._baselines import FixedTokenSegmenter, SentenceWindowSegmenter, TextTilingSegmenter
-    from segmentation._seos import SEOSSegmenter
+    from segmentation import FixedTokenSegmenter, SentenceWindowSegmenter, SEOSSegmenter, TextTilingSegmenter
 
     factories: dict[str, Callable[[], Segmenter]] = {
         "seos": lambda: SEOSSegmenter(encoder, counter),
@@ -385,7 +384,7 @@ def results_table(rows: Sequence[Row]) -> Table:
 
 
 def _encoder_and_reranker(params: Mapping[str, Any]) -> tuple[Encoder, TokenCounter, Reranker | None]:
-    from segmentation._tokens import counter_for
+    from segmentation import counter_for
 
     max_length = params.get("max_length", 512)
     if not isinstance(max_length, int) or max_length < 8:

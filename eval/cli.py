@@ -131,7 +131,7 @@ def run_suite(
         _err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
         raise typer.Exit(2) from exc
     except Exception as exc:  # any failure of a run: one line, exit 1, no traceback wall
-        from retrieval._exceptions import CometaError
+        from core import CometaError
 
         if not isinstance(exc, CometaError | OSError):
             raise

@@ -3,7 +3,7 @@
 Recipe (``docs/cmmqa.md`` has the counts): a question is CMMQA when its **question text** (not the
 options) mentions, case-insensitively and on word boundaries, any term of the MeSH Neoplasms [C04] subtree —
 every descriptor's 2025 name, 2019 name and 2019 preferred-concept entry terms, as bundled in
-``retrieval/corpus/mesh`` and loaded by :class:`retrieval._mesh.MeshVocabulary` — or one of
+``retrieval/corpus/mesh`` and loaded by :class:`retrieval.vocab._mesh.MeshVocabulary` — or one of
 :data:`COMMON_TERMS`, the everyday words MeSH lists only inside longer entry terms ("cancer", "tumour",
 "malignancy" ...). The branches in :data:`EXCLUDED_BRANCHES` (Cysts, Paraneoplastic Syndromes) are left
 out. Text and terms are compared as word sequences (any non-word character separates words, so "non-small-
@@ -35,11 +35,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
-from eval._runner import EvalInputError, Table, progress
 from eval.mirage import DATASETS, MCQItem, find_benchmark, load_mirage, sha256_file, write_repo_copy
 from llm import LLMClient, LLMError, LLMSettings, build_llm
 from prompts import load_prompt
-from retrieval._mesh import MeshVocabulary
+from retrieval.vocab import MeshVocabulary
+
+from ._runner import EvalInputError, Table, progress
 
 __all__ = [
     "CMMQA_FILE",

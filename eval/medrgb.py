@@ -59,6 +59,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, cast
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from app.answer import AnswerSettings, ChoiceOutput
+from eval.mirage import MCQItem
+from eval.stats import mirage_std
 from llm import LLMClient, LLMError, LLMOutputInvalid, build_llm
 from prompts import PromptTemplate, load_prompt
 
@@ -74,13 +76,11 @@ from ._runner import (
     eval_settings,
     progress,
 )
-from .mirage import MCQItem
-from .stats import mirage_std
 
 if TYPE_CHECKING:
     from app.answer import Answerer
     from app.pipeline import Pipeline
-    from retrieval._evidence import EvidenceDoc
+    from retrieval.evidence import EvidenceDoc
 
 __all__ = [
     "DEFAULT_RHOS",
@@ -607,11 +607,11 @@ class _Params:
 def _load_items(opts: RunOptions, p: _Params) -> list[MCQItem]:
     subsets = opts.subsets or DEFAULT_SUBSETS
     if p.source == "mirage":
-        from .mirage import load_mirage
+        from eval.mirage import load_mirage
 
         items = load_mirage(p.mirage, datasets=list(subsets))
     else:
-        from .cmmqa import load_cmmqa
+        from eval.cmmqa import load_cmmqa
 
         variant: Literal["standard", "narrative"] = (
             "narrative" if p.source.endswith("narrative") else "standard"
@@ -859,7 +859,7 @@ class _Suite:
             choice, mode = data.get("answer_choice"), str(data.get("mode"))
             tokens = sum(int(v) for v in (data.get("tokens") or {}).values())
         else:
-            from app._api_models import UserDocument
+            from app import UserDocument
             from app.api import user_evidence
 
             assert self.answerer is not None
@@ -1401,7 +1401,7 @@ async def run_medrgb(opts: RunOptions) -> SuiteResult:
             if p.rewriter == "deterministic":
                 # The LLM reads and judges, the Understand stage stays rule-based (a small local model
                 # spends minutes per rewrite and its plans are mostly rejected anyway).
-                from retrieval._understand import QueryUnderstander
+                from retrieval.understand import QueryUnderstander
 
                 pipeline.understander = QueryUnderstander(
                     llm=None, scrub_for_llm=pipeline.settings.llm.scrub_phi_for_llm

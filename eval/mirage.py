@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eval._runner import EvalInputError
+from ._runner import EvalInputError
 
 __all__ = [
     "DATASETS",

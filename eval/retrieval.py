@@ -41,7 +41,7 @@ from rich.progress import Progress
 from app.pipeline import Pipeline
 from llm import LLMSettings, build_llm
 from retrieval import EutilsClient, EutilsError
-from retrieval._phi import scrub
+from retrieval.understand import scrub
 
 from ._runner import (
     ITEMS_FILE,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 __all__ = ["LLMError", "LLMOutputInvalid", "LLMRequestRejected", "LLMTimeout", "LLMUnavailable"]
 
-from retrieval._exceptions import CometaError
+from core import CometaError
 
 
 class LLMError(CometaError):

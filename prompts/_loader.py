@@ -32,7 +32,7 @@ from functools import cache
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 
-from retrieval._exceptions import CometaError
+from core import CometaError
 
 __all__ = ["PromptError", "PromptTemplate", "available_prompts", "load_prompt"]
 

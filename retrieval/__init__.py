@@ -1,41 +1,43 @@
 """Retrieval stage: E-utilities client, local E-utilities server, query language, corpus."""
 
-from ._adapte import AdaptE, AdaptEResult, TierResult
-from ._client import EutilsClient, EutilsDegradation, track_degradation
-from ._config import (
+from core import CometaError, Encoder
+from retrieval.embed import (
+    DenseHit,
+    DenseRetriever,
+    EncoderUnavailable,
+    IndexMismatchError,
+    load_encoder,
+    open_retriever,
+)
+from retrieval.eutils import (
     NCBI_EUTILS_URL,
-    AdaptESettings,
     CacheSettings,
+    CacheStore,
+    CacheStoreError,
+    EutilsClient,
+    EutilsDegradation,
     EutilsSettings,
-    FaultSettings,
-    LocalServerSettings,
+    LimiterUnavailable,
+    open_store,
+    track_degradation,
 )
-from ._corpus import Corpus, load_corpus
-from ._dense import DenseHit, DenseRetriever, open_retriever
-from ._encoders import Encoder, EncoderUnavailable, load_encoder
-from ._evidence import EvidenceBuilder, EvidenceDoc, EvidenceSet, classify
-from ._exceptions import (
-    BadRequest,
-    CometaError,
-    EutilsError,
-    MalformedResponse,
-    QuerySyntaxError,
-    RateLimited,
-    ServerError,
-    TransportError,
-)
-from ._fusion import FusedHit, fuse, rrf
-from ._index import LiteratureIndex, SearchHits
-from ._mesh import MeshVocabulary
-from ._models import (
+from retrieval.evidence import EvidenceBuilder, EvidenceDoc, EvidenceSet, classify
+from retrieval.ncbi import (
     AbstractSection,
+    BadRequest,
+    Corpus,
     DbField,
     DbInfo,
     DbLink,
     DocSummary,
     EInfoResult,
     ESearchResult,
+    EutilsError,
+    FaultSettings,
     License,
+    LiteratureIndex,
+    LocalServerSettings,
+    MalformedResponse,
     MeshHeading,
     MeshQualifier,
     PmcArticle,
@@ -43,14 +45,19 @@ from ._models import (
     PubDate,
     PublicationType,
     PubmedRecord,
+    RateLimited,
+    SearchHits,
+    ServerError,
+    TransportError,
+    create_eutils_app,
+    eutils_transport,
+    load_corpus,
     normalise_pmcid,
 )
-from ._plan import Concept, DateLimits, Pico, QueryPlan
-from ._query import parse_query, render, validate_query
-from ._ratelimit import LimiterUnavailable
-from ._server import create_eutils_app, eutils_transport
-from ._store import CacheStore, CacheStoreError, open_store
-from ._vector import IndexMismatchError
+from retrieval.query import QuerySyntaxError, parse_query, render, validate_query
+from retrieval.search import AdaptE, AdaptEResult, AdaptESettings, FusedHit, TierResult, fuse, rrf
+from retrieval.understand import Concept, DateLimits, Pico, QueryPlan
+from retrieval.vocab import MeshVocabulary
 
 __all__ = [
     "NCBI_EUTILS_URL",

@@ -8,12 +8,13 @@
 * :func:`source_from_pmc` / :func:`source_from_abstract` — documents to segment.
 """
 
+from core import TokenCounter
+
 from ._baselines import FixedTokenSegmenter, SentenceWindowSegmenter, TextTilingSegmenter
-from ._jats import source_from_abstract, source_from_pmc, source_from_pubmed
-from ._sentences import SPLITTERS, split_sentences
+from ._sentences import SPLITTERS, Splitter, split_sentences
 from ._seos import SEOSSegmenter, default_budget
 from ._tokens import HFTokenCounter, WhitespaceTokenCounter, counter_for, split_long_sentence
-from ._types import Chunk, Segmenter, Sentence, SourceSection, SourceText, TokenCounter
+from ._types import Chunk, Segmenter, Sentence, SourceSection, SourceText
 
 __all__ = [
     "SPLITTERS",
@@ -26,14 +27,12 @@ __all__ = [
     "SentenceWindowSegmenter",
     "SourceSection",
     "SourceText",
+    "Splitter",
     "TextTilingSegmenter",
     "TokenCounter",
     "WhitespaceTokenCounter",
     "counter_for",
     "default_budget",
-    "source_from_abstract",
-    "source_from_pmc",
-    "source_from_pubmed",
     "split_long_sentence",
     "split_sentences",
 ]

@@ -26,10 +26,12 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Final
 
+from core import TokenCounter
+
 from ._sentences import split_sentences
 from ._seos import Splitter, link_chunks, make_chunk, section_sentences, span_text, split_to_limit
 from ._tokens import token_spans
-from ._types import Chunk, Sentence, SourceText, TokenCounter
+from ._types import Chunk, Sentence, SourceText
 
 __all__ = ["FixedTokenSegmenter", "SentenceWindowSegmenter", "TextTilingSegmenter"]
 

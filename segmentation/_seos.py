@@ -39,9 +39,11 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from core import TokenCounter
+
 from ._sentences import split_sentences
 from ._tokens import counter_for, split_long_sentence
-from ._types import Chunk, Sentence, SourceSection, SourceText, TokenCounter
+from ._types import Chunk, Sentence, SourceSection, SourceText
 
 __all__ = [
     "SEOSSegmenter",

@@ -15,7 +15,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Final, Protocol, runtime_checkable
 
-from ._types import Sentence, TokenCounter
+from core import TokenCounter
+
+from ._types import Sentence
 
 __all__ = [
     "HFTokenCounter",

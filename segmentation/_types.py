@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Chunk", "Segmenter", "Sentence", "SourceSection", "SourceText", "TokenCounter"]
+__all__ = ["Chunk", "Segmenter", "Sentence", "SourceSection", "SourceText"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,16 +46,6 @@ class Chunk:
     prev_id: str | None = None
     next_id: str | None = None
     overlap_sentences: int = 0  # sentences borrowed from the next chunk for continuity
-
-
-@runtime_checkable
-class TokenCounter(Protocol):
-    """Counts tokens the way the target encoder does; ``max_length`` is its hard input limit."""
-
-    @property
-    def max_length(self) -> int: ...
-
-    def count(self, text: str) -> int: ...
 
 
 @runtime_checkable

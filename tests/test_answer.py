@@ -18,8 +18,8 @@ from app.answer import (
     verify_citations,
 )
 from llm import LLMUnavailable
-from retrieval._evidence import EvidenceDoc, TextUnit
-from segmentation._passages import Passage, PassageContext
+from retrieval.evidence import EvidenceDoc, TextUnit
+from retrieval.passages import Passage, PassageContext
 
 from ._fakes import ScriptedLLM
 

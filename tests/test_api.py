@@ -14,16 +14,15 @@ import pytest_asyncio
 from fastapi import FastAPI
 from pydantic import BaseModel, SecretStr
 
-from app._api_models import ApiSettings
+from app import ApiSettings
 from app.api import create_app, get_judge
 from app.judge import CrossSourceJudge
 from app.pipeline import Pipeline, build_dense_retriever
 from app.settings import Settings
 from retrieval import EutilsSettings
-from retrieval._client import LOCAL_BASE_URL, EutilsClient
-from retrieval._config import LocalServerSettings
-from retrieval._dense import DenseRetriever
-from retrieval._server import create_eutils_app, eutils_transport
+from retrieval.embed import DenseRetriever
+from retrieval.eutils import LOCAL_BASE_URL, EutilsClient
+from retrieval.ncbi import LocalServerSettings, create_eutils_app, eutils_transport
 
 from ._fakes import Reply, ScriptedLLM
 

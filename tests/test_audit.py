@@ -12,9 +12,9 @@ import pytest_asyncio
 
 from app.pipeline import Pipeline
 from app.sources import SourcesService
-from eval._runner import RunOptions, run_metadata, write_result
+from core import CometaError
+from eval import RunOptions, run_metadata, write_result
 from eval.audit import DEFAULT_QUESTIONS, aggregate, load_questions, run_audit
-from retrieval._exceptions import CometaError
 
 from .test_sources import ORDER, BowEncoder, build_store, handbook_llm, node_settings
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from retrieval._models import AbstractSection, PmcArticle, PmcSection
-from retrieval._parsers import parse_pmc_articles
+from retrieval.ncbi import AbstractSection, PmcArticle, PmcSection, parse_pmc_articles
+from retrieval.passages import source_from_abstract, source_from_pmc
 from segmentation import (
     Chunk,
     FixedTokenSegmenter,
@@ -19,8 +19,6 @@ from segmentation import (
     SourceText,
     TextTilingSegmenter,
     WhitespaceTokenCounter,
-    source_from_abstract,
-    source_from_pmc,
 )
 
 PMC_DIR = Path(__file__).resolve().parents[1] / "retrieval" / "corpus" / "pmc"

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli import app
-from retrieval._parsers import parse_esearch, parse_pmc_articles, parse_pubmed_articles
+from retrieval.ncbi import parse_esearch, parse_pmc_articles, parse_pubmed_articles
 
 from ._procs import free_port, serve
 

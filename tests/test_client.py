@@ -20,8 +20,7 @@ from retrieval import (
     ServerError,
     TransportError,
 )
-from retrieval._client import EutilsClient, track_degradation
-from retrieval._store import MemoryStore
+from retrieval.eutils import EutilsClient, MemoryStore, track_degradation
 
 from .conftest import BIOPYTHON_SAMPLES, KLORTHO_SAMPLES
 

@@ -8,9 +8,8 @@ import pytest
 from pydantic import SecretStr
 
 from retrieval import BadRequest, EutilsSettings, FaultSettings, LocalServerSettings, MalformedResponse
-from retrieval._client import LOCAL_BASE_URL, EutilsClient
-from retrieval._corpus import load_corpus
-from retrieval._server import create_eutils_app, eutils_transport
+from retrieval.eutils import LOCAL_BASE_URL, EutilsClient
+from retrieval.ncbi import create_eutils_app, eutils_transport, load_corpus
 
 
 def client_for(server: LocalServerSettings, **settings: object) -> tuple[EutilsClient, object]:

@@ -19,10 +19,8 @@ import pytest
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
+from core import Encoder, FloatArray
 from retrieval import CometaError
-from retrieval._config import DenseSettings
-from retrieval._encoders import Encoder, FloatArray, load_encoder
-from retrieval._rerank import BiEncoderReranker
 from retrieval.collections import (
     Collection,
     CollectionError,
@@ -39,6 +37,7 @@ from retrieval.collections import (
     parse_html,
     parse_markdown,
 )
+from retrieval.embed import BiEncoderReranker, DenseSettings, load_encoder
 from tests.fixtures.handbooks.make_pdf import HANDBOOKS, build_handbooks, write_pdf
 
 TRAVEL_Q = "when can I travel abroad after my transplant?"
@@ -534,7 +533,7 @@ def test_cli_add_list_show_search(
     from app.cli import app
 
     # The CLI loads the configured encoder; hand it the module's MiniLM instead of loading it again.
-    monkeypatch.setattr("retrieval._encoders.load_encoder", lambda settings: encoder)
+    monkeypatch.setattr("retrieval.embed._encoders.load_encoder", lambda settings: encoder)
     runner = CliRunner()
     root = ["--root", str(tmp_path)]
     add = [

@@ -15,8 +15,7 @@ from types import ModuleType
 import pytest
 from lxml import etree
 
-from retrieval._corpus import BUNDLED_CORPUS_DIR, Corpus, load_corpus
-from retrieval._parsers import parse_pubmed_articles
+from retrieval.ncbi import BUNDLED_CORPUS_DIR, Corpus, load_corpus, parse_pubmed_articles
 
 from .conftest import BIOPYTHON_SAMPLES, JATS_SAMPLES, REPO, SHARED
 

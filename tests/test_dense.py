@@ -14,19 +14,20 @@ import numpy.typing as npt
 import pytest
 from rich.console import Console
 
-from retrieval._config import DenseSettings
-from retrieval._dense import (
+from retrieval.embed import (
     BuildProgress,
     DenseHit,
     DenseRetriever,
+    DenseSettings,
+    FaissIndex,
+    IndexMismatchError,
     build_from_baseline,
     build_from_records,
     ensure_bundled_index,
     import_medcpt_embeddings,
     open_retriever,
 )
-from retrieval._models import AbstractSection, PubmedRecord
-from retrieval._vector import FaissIndex, IndexMismatchError
+from retrieval.ncbi import AbstractSection, PubmedRecord
 
 MEDCPT = "medcpt:ncbi/MedCPT-Query-Encoder|ncbi/MedCPT-Article-Encoder"
 
@@ -207,7 +208,7 @@ def _corpus(root: Path, rows: list[tuple[int, str, str]], version: int) -> Path:
 
 
 def test_ensure_bundled_index_builds_once_and_rebuilds_on_manifest_change(tmp_path: Path) -> None:
-    from retrieval._corpus import clear_corpus_cache
+    from retrieval.ncbi import clear_corpus_cache
 
     corpus = _corpus(tmp_path / "corpus", [(1, "Alpha", "a"), (2, "Beta", "b"), (3, "Gamma", "c")], 1)
     settings = DenseSettings(index_dir=tmp_path / "idx")

@@ -11,8 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from retrieval._encoders import SentenceTransformerEncoder
-from segmentation._tokens import counter_for
+from retrieval.embed import SentenceTransformerEncoder
+from segmentation import counter_for
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,10 @@ import pytest
 import torch
 from transformers import AutoModel, AutoTokenizer, BertConfig, BertModel, BertTokenizerFast
 
-from retrieval._config import DenseSettings
-from retrieval._encoders import (
+from core import Encoder
+from retrieval.embed import (
     BUNDLED_MINILM_NAME,
-    Encoder,
+    DenseSettings,
     EncoderUnavailable,
     MedCPTEncoder,
     SentenceTransformerEncoder,
@@ -158,7 +158,7 @@ def test_minilm_rejects_max_length_beyond_positions() -> None:
 
 
 def test_local_copies_share_the_hub_identity(tmp_path: Path) -> None:
-    from retrieval._encoders import _model_label
+    from retrieval.embed._encoders import _model_label
 
     (tmp_path / "MedCPT-Query-Encoder").mkdir()
     snapshot = tmp_path / "models--ncbi--MedCPT-Article-Encoder" / "snapshots" / "abc123"

@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from eval import ccrs
-from eval._runner import EvalInputError, ItemLog, RunOptions, write_result
+from eval import EvalInputError, ItemLog, RunOptions, ccrs, write_result
 from eval.ccrs import CcrsItem, SystemAnswer, aggregate, exact_match, judge_answer, parse_score, score_items
 from eval.stats import fisher_z_average, pearson
 from llm import LLMSettings, LLMTimeout
@@ -209,7 +208,7 @@ def _scripted_everything(prompt: str) -> str | dict[str, Any]:
 def test_run_ccrs_end_to_end_with_a_scripted_llm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from app.answer import Answerer
     from app.pipeline import Pipeline
-    from eval._runner import eval_settings, run_metadata
+    from eval import eval_settings, run_metadata
 
     llm = ScriptedLLM(_scripted_everything)
 

@@ -24,10 +24,9 @@ from eval.chunking import (
     load_queries,
     markdown_table,
 )
-from retrieval._parsers import iter_pubmed_articles, parse_pmc_articles
-from retrieval._rerank import BiEncoderReranker
-from segmentation._baselines import FixedTokenSegmenter
-from segmentation._tokens import WhitespaceTokenCounter
+from retrieval.embed import BiEncoderReranker
+from retrieval.ncbi import iter_pubmed_articles, parse_pmc_articles
+from segmentation import FixedTokenSegmenter, WhitespaceTokenCounter
 from tests._fakes import VectorEncoder
 
 CORPUS = Path(__file__).resolve().parent.parent / "retrieval" / "corpus"
@@ -148,7 +147,7 @@ def test_run_chunking_suite_resumes_per_segmenter(tmp_path: Path, monkeypatch: p
     import asyncio
 
     import eval.chunking as chunking
-    from eval._runner import ITEMS_FILE, EvalInputError, RunOptions
+    from eval import ITEMS_FILE, EvalInputError, RunOptions
 
     enc = HashEncoder()
     counter = WhitespaceTokenCounter(512)

@@ -10,7 +10,7 @@ import typer
 from typer.testing import CliRunner
 
 from app.cli import app
-from eval._runner import ITEMS_FILE, RunOptions
+from eval import ITEMS_FILE, RunOptions
 from eval.cli import run_suite
 
 SUITES = ("retrieval", "chunking", "qa", "medrgb", "ccrs", "audit", "build-cmmqa")

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from eval import cmmqa, mirage
-from eval._runner import EvalInputError
+from eval import EvalInputError, cmmqa, mirage
 from eval.cmmqa import (
     CancerMatcher,
     build_narratives,

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 import eval.medrgb as medrgb
-from app._api_models import UserDocument
+from app import UserDocument
 from app.answer import Answerer
 from app.api import user_evidence
 from app.settings import Settings
-from eval._runner import EvalInputError, RunOptions, SuiteResult
+from eval import EvalInputError, RunOptions, SuiteResult
 from eval.medrgb import (
     INSUFFICIENT_OPTION,
     DocOutcome,
@@ -37,7 +37,7 @@ from eval.medrgb import (
     with_insufficient_option,
 )
 from eval.mirage import MCQItem
-from retrieval._evidence import EvidenceDoc
+from retrieval.evidence import EvidenceDoc
 from tests._fakes import Reply, ScriptedLLM
 
 # --- pure helpers -------------------------------------------------------------------------------------
@@ -423,7 +423,7 @@ def test_server_mode_answers_through_ask_with_the_context_as_documents(
 ) -> None:
     import httpx
 
-    from app._api_models import ApiSettings
+    from app import ApiSettings
     from app.api import create_app
     from app.pipeline import Pipeline
 
@@ -487,7 +487,7 @@ def test_server_mode_answers_through_ask_with_the_context_as_documents(
 def test_deterministic_rewriter_param_swaps_the_understand_stage(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from retrieval._understand import QueryUnderstander
+    from retrieval.understand import QueryUnderstander
 
     result, pipeline = _run(
         tmp_path,

@@ -11,8 +11,7 @@ import pytest
 from app.answer import Answerer
 from app.pipeline import Pipeline
 from app.settings import Settings
-from eval import qa
-from eval._runner import ITEMS_FILE, EvalInputError, ItemLog, RunOptions, write_result
+from eval import ITEMS_FILE, EvalInputError, ItemLog, RunOptions, qa, write_result
 from eval.mirage import MCQItem
 from llm import LLMSettings, LLMUnavailable
 

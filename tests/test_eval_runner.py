@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from eval._runner import (
+from eval import (
     ITEMS_FILE,
     EvalInputError,
     ItemLog,
@@ -196,7 +196,7 @@ async def test_ask_runner_posts_to_a_server_and_reports_refusals(
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from eval._runner import AskRunner, EvalServerError
+    from eval import AskRunner, EvalServerError
 
     seen: list[tuple[str, str | None, dict[str, Any]]] = []
 

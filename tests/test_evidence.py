@@ -15,10 +15,8 @@ import pytest
 
 import retrieval
 from retrieval import EutilsSettings, LocalServerSettings, ServerError
-from retrieval._client import LOCAL_BASE_URL, EutilsClient
-from retrieval._config import EvidenceSettings
-from retrieval._corpus import load_corpus
-from retrieval._evidence import (
+from retrieval.eutils import LOCAL_BASE_URL, EutilsClient
+from retrieval.evidence import (
     DROP_NO_ABSTRACT,
     DROP_NO_YEAR,
     DROP_NOT_FOUND,
@@ -33,15 +31,24 @@ from retrieval._evidence import (
     EvidenceBuilder,
     EvidenceDoc,
     EvidenceSet,
+    EvidenceSettings,
     PolicyRow,
     TextUnit,
     classify,
     policy_table,
 )
-from retrieval._fusion import ArmHit, FusedHit, Provenance, dense_hits, rrf
-from retrieval._models import AbstractSection, PubDate, PublicationType, PubmedRecord
-from retrieval._server import create_eutils_app, eutils_transport
-from retrieval._writers import pubmed_article_xml, pubmed_articleset
+from retrieval.ncbi import (
+    AbstractSection,
+    PubDate,
+    PublicationType,
+    PubmedRecord,
+    create_eutils_app,
+    eutils_transport,
+    load_corpus,
+    pubmed_article_xml,
+    pubmed_articleset,
+)
+from retrieval.search import ArmHit, FusedHit, Provenance, dense_hits, rrf
 
 BUNDLED_PMC = Path(retrieval.__file__).parent / "corpus" / "pmc"
 

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 import pytest
 
 from retrieval import AdaptE, AdaptEResult, EutilsSettings, LocalServerSettings, QueryPlan, TierResult
-from retrieval._client import LOCAL_BASE_URL, EutilsClient
-from retrieval._config import EvidenceSettings
-from retrieval._fusion import ArmHit, FusedHit, Provenance, boolean_hits, dense_hits, fuse, rrf
-from retrieval._server import create_eutils_app, eutils_transport
+from retrieval.eutils import LOCAL_BASE_URL, EutilsClient
+from retrieval.evidence import EvidenceSettings
+from retrieval.ncbi import create_eutils_app, eutils_transport
+from retrieval.search import ArmHit, FusedHit, Provenance, boolean_hits, dense_hits, fuse, rrf
 
 
 def arm(*pmids: str) -> list[ArmHit]:

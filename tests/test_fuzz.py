@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from retrieval._exceptions import MalformedResponse, QuerySyntaxError
-from retrieval._parsers import (
+from retrieval.ncbi import (
+    MalformedResponse,
     iter_pubmed_articles,
     parse_einfo,
     parse_elink_pubmed_pmc,
@@ -30,7 +30,7 @@ from retrieval._parsers import (
     parse_pmc_articles,
     parse_pubmed_articles,
 )
-from retrieval._query import Node, parse_query, render
+from retrieval.query import Node, QuerySyntaxError, parse_query, render
 
 from .conftest import BIOPYTHON_SAMPLES, JATS_SAMPLES, KLORTHO_SAMPLES, SAMPLES
 

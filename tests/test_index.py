@@ -11,17 +11,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from retrieval._exceptions import QuerySyntaxError
-from retrieval._index import LiteratureIndex, SearchHits, tokenize
-from retrieval._mesh import MESH_DIR, MeshVocabulary
-from retrieval._models import (
+from retrieval.ncbi import (
     AbstractSection,
+    LiteratureIndex,
     MeshHeading,
     MeshQualifier,
     PubDate,
     PublicationType,
     PubmedRecord,
+    SearchHits,
+    tokenize,
 )
+from retrieval.query import QuerySyntaxError
+from retrieval.vocab import MESH_DIR, MeshVocabulary
 
 from .conftest import SHARED
 

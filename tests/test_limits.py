@@ -20,8 +20,8 @@ from fastapi import FastAPI
 from prometheus_client import REGISTRY
 
 import app.api
-from app._api_models import ApiSettings
-from app._limits import (
+from app import (
+    ApiSettings,
     RateLimiterUnavailable,
     RedisWindowLimiter,
     RequestLimiter,

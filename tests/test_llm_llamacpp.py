@@ -36,7 +36,7 @@ from llm import (
     ensure_embedded_model,
 )
 from prompts import load_prompt
-from retrieval._plan import Intent, QueryPlan
+from retrieval.understand import Intent, QueryPlan
 
 pytestmark = pytest.mark.llm
 

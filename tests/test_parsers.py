@@ -14,9 +14,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from retrieval._exceptions import BadRequest, EutilsError, MalformedResponse, RateLimited
-from retrieval._models import AbstractSection, PubDate, PublicationType
-from retrieval._parsers import (
+from retrieval.ncbi import (
+    AbstractSection,
+    BadRequest,
+    EutilsError,
+    MalformedResponse,
+    PubDate,
+    PublicationType,
+    RateLimited,
     iter_pubmed_articles,
     parse_einfo,
     parse_elink_pubmed_pmc,

@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from retrieval._evidence import EvidenceDoc, TextUnit
-from retrieval._rerank import BiEncoderReranker
-from segmentation._passages import PassageContext, PassageRetriever, PassageSettings, build_chunks
-from segmentation._types import Chunk, SourceText
+from retrieval.embed import BiEncoderReranker
+from retrieval.evidence import EvidenceDoc, TextUnit
+from retrieval.passages import PassageContext, PassageRetriever, PassageSettings, build_chunks
+from segmentation import Chunk, SourceText
 from tests._fakes import VectorEncoder
 
 VOCAB = ["tumor", "chemo", "survival", "pain", "biopsy", "diet", "sleep", "scan"]
@@ -319,7 +319,7 @@ async def test_concurrent_requests_share_the_cache_safely() -> None:
 
 def corpus_docs() -> list[EvidenceDoc]:
     """Two body sections of a bundled PMC article (SEOS-segmented) and three bundled abstracts."""
-    from retrieval._corpus import load_corpus
+    from retrieval.ncbi import load_corpus
 
     corpus = load_corpus()
     article = corpus.pmc["PMC2994229"]
@@ -344,7 +344,7 @@ class SameEncoder:
 
 @pytest.mark.slow  # 15-30 s on 2 shared cores: MiniLM load + SEOS twice
 async def test_cache_and_reuse_keep_ranking_identical_on_real_minilm() -> None:
-    from retrieval._encoders import SentenceTransformerEncoder
+    from retrieval.embed import SentenceTransformerEncoder
     from segmentation import SEOSSegmenter, counter_for
 
     enc = SentenceTransformerEncoder(device="cpu")

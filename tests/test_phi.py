@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retrieval._lexicon import LayLexicon
-from retrieval._phi import (
+from retrieval.query import Range, parse_query, validate_query
+from retrieval.understand import (
     PHI_KINDS,
     PhiLeakError,
     ScrubResult,
@@ -21,7 +21,7 @@ from retrieval._phi import (
     scrub,
     strip_phi_from_query,
 )
-from retrieval._query import Range, parse_query, validate_query
+from retrieval.vocab import LayLexicon
 
 FIXTURE = Path(__file__).parent / "fixtures" / "phi_synthetic.jsonl"
 

@@ -13,9 +13,8 @@ from app.api import create_app
 from app.pipeline import Pipeline, build_dense_retriever
 from app.settings import Settings
 from retrieval import EutilsError, FaultSettings, LocalServerSettings, create_eutils_app, eutils_transport
-from retrieval._client import LOCAL_BASE_URL, EutilsClient
-from retrieval._dense import DenseRetriever
-from retrieval._store import MemoryStore
+from retrieval.embed import DenseRetriever
+from retrieval.eutils import LOCAL_BASE_URL, EutilsClient, MemoryStore
 
 NARRATIVE = (
     "my mom has a mass on her pancreas and her CA 19 9 came back really high, is the whipple pointless?"

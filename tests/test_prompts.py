@@ -9,8 +9,8 @@ import pytest
 from prompts import PromptError, PromptTemplate, available_prompts, load_prompt
 from prompts._loader import _parse
 from retrieval import QuerySyntaxError
-from retrieval._plan import QueryPlan
-from retrieval._query import validate_query
+from retrieval.query import validate_query
+from retrieval.understand import QueryPlan
 
 
 def test_available_prompts_lists_packaged_files() -> None:

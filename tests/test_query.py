@@ -6,12 +6,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from retrieval._exceptions import QuerySyntaxError
-from retrieval._query import (
+from retrieval.query import (
     And,
     Node,
     Not,
     Or,
+    QuerySyntaxError,
     Range,
     Term,
     normalise_field,

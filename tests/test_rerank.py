@@ -11,11 +11,11 @@ import pytest
 import torch
 from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
 
-from retrieval._rerank import (
+from core import Reranker
+from retrieval.embed import (
     BI_ENCODER,
     BiEncoderReranker,
     CrossEncoderReranker,
-    Reranker,
     RerankerUnavailable,
     RerankSettings,
     load_reranker,

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from retrieval._lexicon import KINDS, LayLexicon, normalize_tokens
-from retrieval._mesh import MeshVocabulary
-from retrieval._plan import MAX_LADDER, MIN_LADDER, QueryPlan
-from retrieval._query import And, Node, Not, Or, Range, Term, parse_query
-from retrieval._rewrite import _INTENT_TERMS, DeterministicRewriter, spell_correct
+from retrieval.query import And, Node, Not, Or, Range, Term, parse_query
+from retrieval.understand import MAX_LADDER, MIN_LADDER, DeterministicRewriter, QueryPlan, spell_correct
+from retrieval.understand._rewrite import _INTENT_TERMS
+from retrieval.vocab import KINDS, LayLexicon, MeshVocabulary, normalize_tokens
 
 TODAY = datetime.date(2025, 6, 1)
 A3 = (
@@ -117,7 +116,7 @@ def test_lexicon_rows_are_well_formed() -> None:
 
 
 def test_lexicon_mesh_names_are_real_descriptors() -> None:
-    corpus = pytest.importorskip("retrieval._corpus")
+    corpus = pytest.importorskip("retrieval.ncbi._corpus")
     try:
         indexed = set(corpus.load_corpus().pubmed_index.vocabulary.names())
     except FileNotFoundError:  # pragma: no cover - corpus not built
@@ -374,7 +373,7 @@ CORPUS_NARRATIVES = [
 
 
 def test_ladder_reaches_hits_on_bundled_corpus() -> None:
-    corpus_mod = pytest.importorskip("retrieval._corpus")
+    corpus_mod = pytest.importorskip("retrieval.ncbi._corpus")
     corpus = corpus_mod.load_corpus()
     if corpus.pubmed_count == 0:  # pragma: no cover
         pytest.skip("bundled corpus is empty")

@@ -11,7 +11,8 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from retrieval._parsers import parse_pmc_articles
+from retrieval.ncbi import parse_pmc_articles
+from retrieval.passages import source_from_abstract, source_from_pmc
 from segmentation import (
     Chunk,
     HFTokenCounter,
@@ -21,8 +22,6 @@ from segmentation import (
     SourceText,
     WhitespaceTokenCounter,
     default_budget,
-    source_from_abstract,
-    source_from_pmc,
     split_long_sentence,
 )
 from tests._fakes import VectorEncoder
@@ -228,7 +227,7 @@ def test_no_chunk_exceeds_limit_on_jats_with_minilm_tokenizer(minilm_counter: HF
 
 
 def test_seos_with_real_minilm_end_to_end() -> None:
-    from retrieval._encoders import SentenceTransformerEncoder
+    from retrieval.embed import SentenceTransformerEncoder
     from segmentation import counter_for
 
     enc = SentenceTransformerEncoder(device="cpu")

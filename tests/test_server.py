@@ -15,10 +15,16 @@ import httpx
 import pytest
 from lxml import etree
 
-from retrieval._config import FaultSettings, LocalServerSettings
-from retrieval._corpus import Corpus, load_corpus
-from retrieval._exceptions import MalformedResponse
-from retrieval._parsers import (
+from retrieval.ncbi import (
+    PMC_RESTRICTED_COMMENT,
+    Corpus,
+    FaultSettings,
+    HistoryServer,
+    LocalServerSettings,
+    MalformedResponse,
+    create_eutils_app,
+    eutils_transport,
+    load_corpus,
     parse_einfo,
     parse_elink_pubmed_pmc,
     parse_esearch,
@@ -26,8 +32,7 @@ from retrieval._parsers import (
     parse_pmc_articles,
     parse_pubmed_articles,
 )
-from retrieval._server import HistoryServer, _RateLimiter, create_eutils_app, eutils_transport
-from retrieval._writers import PMC_RESTRICTED_COMMENT
+from retrieval.ncbi._server import _RateLimiter
 
 from .conftest import BIOPYTHON_SAMPLES, KLORTHO_SAMPLES, SHARED
 
@@ -745,9 +750,9 @@ async def test_faults_are_seeded() -> None:
 
 
 def test_module_exports() -> None:
-    import retrieval._corpus as corpus_mod
-    import retrieval._server as server_mod
-    import retrieval._writers as writers_mod
+    import retrieval.ncbi._corpus as corpus_mod
+    import retrieval.ncbi._server as server_mod
+    import retrieval.ncbi._writers as writers_mod
 
     for mod in (server_mod, corpus_mod, writers_mod):
         for name in mod.__all__:

@@ -27,7 +27,7 @@ import pytest
 import pytest_asyncio
 from pydantic import SecretStr
 
-from app._api_models import ApiSettings, SourcesSettings
+from app import ApiSettings, SourcesSettings
 from app.access import AccessSettings, Policy
 from app.answer import Answerer
 from app.api import create_app

@@ -30,26 +30,28 @@ from starlette.applications import Starlette
 
 from app.settings import Settings
 from retrieval import EutilsSettings, LocalServerSettings, ServerError, create_eutils_app
-from retrieval._client import EutilsClient, track_degradation
-from retrieval._config import CacheSettings
-from retrieval._models import PubmedRecord
-from retrieval._parsers import (
-    parse_einfo,
-    parse_esearch,
-    parse_esummary,
-    parse_pmc_articles,
-    parse_pubmed_articles,
-)
-from retrieval._ratelimit import LimiterUnavailable, RedisLimiter
-from retrieval._store import (
+from retrieval.eutils import (
+    CacheSettings,
     CacheStore,
     CacheStoreError,
+    EutilsClient,
+    LimiterUnavailable,
     MemoryStore,
+    RedisLimiter,
     RedisStore,
     SqliteStore,
     decode_value,
     encode_value,
     open_store,
+    track_degradation,
+)
+from retrieval.ncbi import (
+    PubmedRecord,
+    parse_einfo,
+    parse_esearch,
+    parse_esummary,
+    parse_pmc_articles,
+    parse_pubmed_articles,
 )
 
 from ._procs import REPO, free_port

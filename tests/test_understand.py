@@ -23,9 +23,9 @@ from retrieval import (
     QueryPlan,
     parse_query,
 )
-from retrieval._client import LOCAL_BASE_URL, EutilsClient
-from retrieval._server import create_eutils_app, eutils_transport
-from retrieval._understand import QueryUnderstander, check_ladder_query
+from retrieval.eutils import LOCAL_BASE_URL, EutilsClient
+from retrieval.ncbi import create_eutils_app, eutils_transport
+from retrieval.understand import QueryUnderstander, check_ladder_query
 
 from ._fakes import ScriptedLLM, sequenced
 

@@ -9,8 +9,8 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from retrieval._config import DenseSettings
-from retrieval._vector import (
+from retrieval.embed import (
+    DenseSettings,
     FaissIndex,
     IndexCorrupt,
     IndexMismatchError,

@@ -1,0 +1,940 @@
+"""Institutional collections: a store of parsed handbooks and HERO-QA retrieval per document.
+
+**Store.** ``root/NAME/collection.json`` (the :class:`CollectionMeta`), ``root/NAME/documents/ID.json``
+(one parsed :class:`~retrieval.collections._ingest.InstDocument` each) and ``root/NAME/index/`` (cached chunk vectors).
+Re-ingest is idempotent by content: a file whose sha256 is already in the collection is ``unchanged``
+(whatever its name, unless new attributes are given for it); a file whose id (its slugged stem) exists
+with other bytes is ``updated``; anything else is ``added``. Writes are atomic and serialised per
+collection by a lock file.
+
+**Retrieval** (HERO-QA, Source-Dependence Audit §4.2), per document:
+
+0. *Routing.* A document whose text is at most ``whole_doc_max_chars`` (80k) goes whole into the
+   context: route ``whole``. Its chunks are still scored below, to rank documents against each other.
+1. *Hierarchy.* Document -> sections (from ingest) -> child chunks: 160-word windows with 32-word
+   overlap (or SEOS), each prefixed with its section heading.
+2. *Four arms, run concurrently:* dense over chunks (the dense encoder, inner product), BM25 over
+   chunks, BM25 over section bodies and BM25 over section headings. A navigation hit (a section) is
+   mapped to that section's chunks, best dense score first.
+3. *Fusion:* RRF, k=60, the navigation arms weighted 0.5 (the paper says "down-weighted").
+4. *Rerank:* the top ``rerank_candidates`` fused chunks of the document by the cross-encoder (or the
+   bi-encoder offline; with no reranker, the dense score).
+5. *Expansion:* the top ``top_chunks`` (5) chunks expand to their parent sections (a section longer
+   than half the context budget contributes only the hit chunk and its neighbouring chunks), then the
+   immediate neighbour sections are added while ``context_max_chars`` allows: route ``chunks``.
+6. *Evidence sufficiency:* the paper does not define its check; here the evidence is weak when the top
+   rerank score is below ``weak_score_bi_encoder`` (cosine scale) or ``weak_score_cross_encoder``
+   (logit scale), and the whole document (cut at ``fallback_max_chars``) is used instead: route
+   ``whole_fallback``.
+
+Across a collection, documents are shortlisted by one collection-wide RRF over the same arms
+(``doc_candidates_factor x top_docs`` of them, topped up in collection order when fewer match), run
+through steps 3-6 each, and returned best top rerank score first.
+
+BM25 uses ``bm25s`` with English stopwords and a light suffix stemmer (plural, -ing, -ed; no PyStemmer
+dependency). BM25 indexes are rebuilt in memory per retriever (milliseconds per handbook); chunk vectors,
+the expensive part, are cached under the collection's ``index/`` folder per encoder and rebuilt when
+the document set, the chunking settings or the encoder change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import datetime as dt
+import fcntl
+import hashlib
+import importlib
+import json
+import logging
+import math
+import os
+import re
+import shutil
+import tempfile
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from core import CometaError, Encoder, FloatArray, Reranker
+from retrieval.search import ArmHit, rrf
+
+from ._config import CollectionSearchSettings, CollectionSettings
+from ._ingest import IngestError, InstDocument, Section, detect_format, iter_files, parse_document, slugify
+
+__all__ = [
+    "ARM_BM25_CHUNKS",
+    "ARM_BM25_HEADINGS",
+    "ARM_BM25_SECTIONS",
+    "ARM_DENSE",
+    "COLLECTION_NAME_PATTERN",
+    "Collection",
+    "CollectionError",
+    "CollectionMeta",
+    "CollectionNotFound",
+    "CollectionRetriever",
+    "CollectionStore",
+    "IngestReport",
+    "InstEvidence",
+    "InvalidCollectionName",
+    "Route",
+    "SectionRef",
+    "default_collections_root",
+    "light_stem",
+]
+
+logger = logging.getLogger(__name__)
+
+COLLECTION_NAME_PATTERN: Final = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+_NAME_RE: Final = re.compile(COLLECTION_NAME_PATTERN)
+
+ARM_DENSE: Final = "dense"
+ARM_BM25_CHUNKS: Final = "bm25_chunks"
+ARM_BM25_SECTIONS: Final = "bm25_sections"
+ARM_BM25_HEADINGS: Final = "bm25_headings"
+
+Route = Literal["whole", "chunks", "whole_fallback"]
+
+
+class CollectionError(CometaError):
+    """Base of the collection errors."""
+
+
+class CollectionNotFound(CollectionError, LookupError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no collection named {name!r}")
+        self.name = name
+
+
+class InvalidCollectionName(CollectionError, ValueError):
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"invalid collection name {name!r}: lower-case letters, digits, '_' and '-', starting with a "
+            "letter or digit, at most 64 characters"
+        )
+        self.name = name
+
+
+class CollectionMeta(BaseModel):
+    """Per-collection metadata, stored as ``collection.json``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=COLLECTION_NAME_PATTERN)
+    institution: str = ""
+    topic: str = ""  # organ or topic, e.g. "kidney transplant"
+    care_phase: str = ""  # e.g. "post-transplant"
+    version_date: str | None = None  # ISO date of the handbook version
+    private: bool = False  # private collections are default-deny (policies are enforced by the service)
+    description: str = ""
+
+    @field_validator("version_date")
+    @classmethod
+    def _iso_date(cls, value: str | None) -> str | None:
+        if value is None or value == "":
+            return None
+        try:
+            return dt.date.fromisoformat(value).isoformat()
+        except ValueError as exc:
+            raise ValueError(f"version_date must be an ISO date (YYYY-MM-DD), got {value!r}") from exc
+
+
+@dataclass
+class Collection:
+    meta: CollectionMeta
+    documents: list[InstDocument]
+    path: Path | None = None  # its folder in a store; None for an in-memory collection (no index cache)
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    def document(self, doc_id: str) -> InstDocument | None:
+        return next((d for d in self.documents if d.doc_id == doc_id), None)
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    added: list[str] = field(default_factory=list)  # doc ids
+    unchanged: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)  # path -> reason
+
+
+@dataclass(frozen=True)
+class SectionRef:
+    section_id: str
+    heading: str
+    page_start: int | None
+    page_end: int | None
+
+    @property
+    def pages(self) -> str:
+        """``p.3``, ``pp.3-4`` or empty."""
+        if self.page_start is None:
+            return ""
+        if self.page_end is None or self.page_end == self.page_start:
+            return f"p.{self.page_start}"
+        return f"pp.{self.page_start}-{self.page_end}"
+
+
+@dataclass(frozen=True)
+class InstEvidence:
+    collection: str
+    doc_id: str
+    title: str
+    route: Route
+    text: str  # what goes into the LLM context
+    sections: tuple[SectionRef, ...]  # sections used, best hit first (empty for "whole")
+    score: float  # the document's top rerank score (the reranker's scale)
+    reason: str = ""  # why this route, for the audit trail
+    reranker: str = ""  # which scorer produced ``score``
+    coverage: float | None = None  # IDF-weighted share of the question's terms in the top chunks
+    # Whether the top chunks passed the sufficiency check (score and coverage). Judged on every route: a
+    # short document sent whole with sufficient=False most likely does not address the question.
+    sufficient: bool = True
+
+    def cite(self, section: SectionRef | None = None) -> str:
+        """``[DOC:collection/doc §Heading p.3]`` for ``section`` (default: the best one), or
+        ``[DOC:collection/doc]`` when no section applies."""
+        ref = section or (self.sections[0] if self.sections else None)
+        parts = [f"DOC:{self.collection}/{self.doc_id}"]
+        if ref is not None:
+            if ref.heading:
+                parts.append(f"\u00a7{ref.heading}")
+            if ref.pages:
+                parts.append(ref.pages)
+        return "[" + " ".join(parts) + "]"
+
+
+# --------------------------------------------------------------------------------------------------
+# Store
+# --------------------------------------------------------------------------------------------------
+
+
+def default_collections_root(settings: CollectionSettings | None = None) -> Path:
+    """``settings.root``, else ``$XDG_DATA_HOME/cometa/collections`` (``~/.local/share/...``)."""
+    if settings is not None and settings.root is not None:
+        return settings.root.expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "cometa" / "collections"
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+class CollectionStore:
+    """Collections on disk under ``root`` (see the module docstring for the layout and the rules)."""
+
+    def __init__(self, root: Path | None = None, *, max_file_bytes: int = 50_000_000) -> None:
+        self.root = Path(root).expanduser() if root is not None else default_collections_root()
+        self.max_file_bytes = max_file_bytes
+
+    @classmethod
+    def from_settings(cls, settings: CollectionSettings) -> CollectionStore:
+        return cls(default_collections_root(settings), max_file_bytes=settings.max_file_bytes)
+
+    def _dir(self, name: str) -> Path:
+        if not _NAME_RE.match(name):
+            raise InvalidCollectionName(name)
+        return self.root / name
+
+    @contextlib.contextmanager
+    def _locked(self, name: str) -> Iterator[Path]:
+        folder = self._dir(name)
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / ".lock", "a+b") as fh:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            try:
+                yield folder
+            finally:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+    def exists(self, name: str) -> bool:
+        return (self._dir(name) / "collection.json").is_file()
+
+    def add(
+        self,
+        name: str,
+        paths: Sequence[Path],
+        meta: CollectionMeta | None = None,
+        *,
+        attributes: Mapping[str, str] | None = None,
+        progress: bool = False,
+    ) -> IngestReport:
+        """Ingest ``paths`` (files; directories are walked for supported types) into collection ``name``,
+        creating it if needed. ``meta`` replaces the stored metadata when given; ``attributes`` are set on
+        every document ingested by this call."""
+        if meta is not None and meta.name != name:
+            raise InvalidCollectionName(f"{name} (metadata names {meta.name!r})")
+        attrs = {str(k): str(v) for k, v in (attributes or {}).items()}
+        report = IngestReport()
+        with self._locked(name) as folder:
+            stored_meta = self._read_meta(folder)
+            new_meta = meta or stored_meta or CollectionMeta(name=name)
+            docs = {d.doc_id: d for d in self._read_docs(folder, name)}
+            by_sha = {d.sha256: d.doc_id for d in docs.values()}
+            changed: dict[str, InstDocument] = {}
+            files = list(iter_files([Path(p) for p in paths]))
+            bar = _progress(len(files), f"ingesting into {name}") if progress and len(files) > 1 else None
+            try:
+                for path, explicit in files:
+                    if bar is not None:
+                        bar.advance(bar.task_ids[0])
+                    key = str(path)
+                    try:
+                        doc = self._ingest_one(path, name, docs, by_sha, attrs if attributes else None)
+                    except IngestError as exc:
+                        if explicit or not isinstance(exc, _Unsupported):
+                            report.failed[key] = str(exc)
+                        continue
+                    if isinstance(doc, str):  # unchanged: the id it is stored under
+                        if doc not in report.unchanged:
+                            report.unchanged.append(doc)
+                        continue
+                    (report.updated if doc.doc_id in docs else report.added).append(doc.doc_id)
+                    docs[doc.doc_id] = doc
+                    by_sha[doc.sha256] = doc.doc_id
+                    changed[doc.doc_id] = doc
+            finally:
+                if bar is not None:
+                    bar.stop()
+            for doc in changed.values():
+                _atomic_write(folder / "documents" / f"{doc.doc_id}.json", json.dumps(doc.to_json()))
+            if changed or meta is not None or stored_meta is None:
+                _atomic_write(folder / "collection.json", new_meta.model_dump_json(indent=2))
+        return report
+
+    def _ingest_one(
+        self,
+        path: Path,
+        name: str,
+        docs: Mapping[str, InstDocument],
+        by_sha: Mapping[str, str],
+        attrs: Mapping[str, str] | None,
+    ) -> InstDocument | str:
+        if not path.exists():
+            raise IngestError(f"{path}: no such file or directory", path=str(path))
+        try:
+            fmt = detect_format(path)
+        except IngestError as exc:
+            raise _Unsupported(str(exc), path=str(path)) from exc
+        try:
+            size = path.stat().st_size
+            if size > self.max_file_bytes:
+                raise IngestError(f"{path.name}: {size:,} bytes exceeds the {self.max_file_bytes:,} limit")
+            data = path.read_bytes()
+        except OSError as exc:
+            raise IngestError(f"cannot read {path}: {exc.strerror or exc}", path=str(path)) from exc
+        sha = hashlib.sha256(data).hexdigest()
+        doc_id = slugify(path.stem) or sha[:12]
+        owner = docs.get(doc_id)
+        if owner is not None and owner.source_name != path.name:
+            doc_id = f"{doc_id}-{fmt}"  # a.md and a.html in one collection: two documents
+            owner = docs.get(doc_id)
+        known = by_sha.get(sha)
+        if known is not None:
+            same = docs[known]
+            if attrs is None or dict(same.attributes) == dict(attrs):
+                return known
+            # Same bytes, new attributes: the stored parse stays, only the attributes change.
+            return InstDocument(
+                same.doc_id, name, same.title, same.source_name, same.format, sha, same.sections, dict(attrs)
+            )
+        keep = dict(owner.attributes) if owner is not None and attrs is None else dict(attrs or {})
+        return parse_document(path, name, doc_id=doc_id, attributes=keep, data=data)
+
+    def list(self) -> list[CollectionMeta]:
+        if not self.root.is_dir():
+            return []
+        out = []
+        for folder in sorted(self.root.iterdir()):
+            if folder.is_dir() and _NAME_RE.match(folder.name):
+                meta = self._read_meta(folder)
+                if meta is not None:
+                    out.append(meta)
+        return out
+
+    def get(self, name: str) -> Collection:
+        folder = self._dir(name)
+        meta = self._read_meta(folder)
+        if meta is None:
+            raise CollectionNotFound(name)
+        return Collection(meta=meta, documents=self._read_docs(folder, name), path=folder)
+
+    def remove(self, name: str) -> None:
+        folder = self._dir(name)
+        if not (folder / "collection.json").is_file():
+            raise CollectionNotFound(name)
+        shutil.rmtree(folder)
+
+    def set_meta(self, meta: CollectionMeta) -> None:
+        """Replace an existing collection's metadata."""
+        with self._locked(meta.name) as folder:
+            if self._read_meta(folder) is None:
+                raise CollectionNotFound(meta.name)
+            _atomic_write(folder / "collection.json", meta.model_dump_json(indent=2))
+
+    @staticmethod
+    def _read_meta(folder: Path) -> CollectionMeta | None:
+        path = folder / "collection.json"
+        if not path.is_file():
+            return None
+        try:
+            return CollectionMeta.model_validate_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+            raise CollectionError(f"collection {folder.name}: unreadable collection.json: {exc}") from exc
+
+    @staticmethod
+    def _read_docs(folder: Path, name: str) -> builtins.list[InstDocument]:
+        docs_dir = folder / "documents"
+        if not docs_dir.is_dir():
+            return []
+        docs = []
+        for path in sorted(docs_dir.glob("*.json")):
+            try:
+                doc = InstDocument.from_json(json.loads(path.read_text(encoding="utf-8")))
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise CollectionError(f"collection {name}: damaged document file {path.name}: {exc}") from exc
+            docs.append(doc if doc.collection == name else _rename(doc, name))
+        return docs
+
+
+class _Unsupported(IngestError):
+    """A file of an unsupported type: skipped silently during a directory walk."""
+
+
+def _rename(doc: InstDocument, name: str) -> InstDocument:
+    return InstDocument(
+        doc.doc_id, name, doc.title, doc.source_name, doc.format, doc.sha256, doc.sections, doc.attributes
+    )
+
+
+def _progress(total: int, description: str) -> Any:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), transient=True)
+    bar.add_task(description, total=total)
+    bar.start()
+    return bar
+
+
+# --------------------------------------------------------------------------------------------------
+# Chunks and indexes
+# --------------------------------------------------------------------------------------------------
+
+_STEM_KEEP: Final = frozenset({"this", "his", "its", "was", "has", "does", "is", "us", "bus", "plus"})
+
+
+def light_stem(word: str) -> str:
+    """A small English suffix stemmer (plural, -ing, -ed; final doubled consonant and ``e`` dropped),
+    applied alike to documents and queries: ``travelling``/``travels``/``traveled`` -> ``travel``."""
+    w = word.lower()
+    if len(w) <= 3 or w in _STEM_KEEP:
+        return w
+    if w.endswith("ies") and len(w) > 4:
+        w = w[:-3] + "y"
+    elif w.endswith("sses"):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    if w.endswith("ing") and len(w) > 5:
+        w = w[:-3]
+    elif w.endswith("ed") and len(w) > 4:
+        w = w[:-2]
+    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiou":
+        w = w[:-1]
+    if len(w) > 3 and w.endswith("e"):
+        w = w[:-1]
+    return w
+
+
+def _stem_all(words: list[str]) -> list[str]:
+    return [light_stem(w) for w in words]
+
+
+# English function words, question words and patient-question fillers. bm25s's own "en" list is Lucene's
+# 33 words, which keeps "when", "can", "my"...: harmless to BM25 ranking, but they would dominate the
+# coverage check ("my" is absent from every handbook, which says "your").
+_STOPWORDS: Final = frozenset(
+    """a about above after again against all am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have
+    having he her here hers herself him himself his how i if in into is it its itself just let me more
+    most my myself no nor not now of off on once only or other our ours ourselves out over own same she
+    should so some such than that the their theirs them themselves then there these they this those
+    through to too under until up very was we were what when where which while who whom why will with
+    would you your yours yourself yourselves may might must shall ok okay please im ive id dont cant
+    get got go going able also really still ever""".split()
+)
+
+
+def _tokens(texts: Sequence[str]) -> list[list[str]]:
+    """Lower-cased word tokens, stopwords removed, light-stemmed: one rule for BM25 and coverage."""
+    bm25s: Any = importlib.import_module("bm25s")  # untyped library: one dynamic import, no mypy override
+    out = bm25s.tokenize(
+        list(texts), stopwords=sorted(_STOPWORDS), stemmer=_stem_all, return_ids=False, show_progress=False
+    )
+    return [list(t) for t in out]
+
+
+class _BM25:
+    """bm25s over pre-tokenised texts, with the full score vector per query (zeros when nothing matches)."""
+
+    def __init__(self, tokens: Sequence[Sequence[str]]) -> None:
+        self._n = len(tokens)
+        self._index: Any = None
+        if any(tokens):  # bm25s cannot index a corpus without a single token
+            self._index = importlib.import_module("bm25s").BM25()
+            self._index.index([list(t) for t in tokens], show_progress=False)
+
+    def scores(self, query_tokens: Sequence[str]) -> FloatArray:
+        if self._index is None or not query_tokens:
+            return np.zeros(self._n, dtype=np.float32)
+        return np.asarray(self._index.get_scores(list(query_tokens)), dtype=np.float32)
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    doc: int  # index into the retriever's documents
+    section: int  # index into that document's sections
+    start: int  # character offsets in the section body
+    end: int
+    text: str  # heading-prefixed
+
+
+def _window_spans(body: str, size: int, overlap: int) -> list[tuple[int, int]]:
+    words = [(m.start(), m.end()) for m in re.finditer(r"\S+", body)]
+    if not words:
+        return []
+    step = max(1, size - overlap)
+    spans = []
+    for a in range(0, len(words), step):
+        b = min(len(words), a + size)
+        spans.append((words[a][0], words[b - 1][1]))
+        if b == len(words):
+            break
+    return spans
+
+
+@dataclass
+class _Index:
+    chunks: list[_Chunk]
+    vectors: FloatArray  # (n_chunks, dim)
+    sections: list[tuple[int, int]]  # (doc, section) in collection order
+    section_chunks: dict[tuple[int, int], list[int]]
+    doc_chunks: dict[int, list[int]]
+    bm25_chunks: _BM25
+    bm25_sections: _BM25
+    bm25_headings: _BM25
+    chunk_terms: list[frozenset[str]]  # for the coverage check
+    df: dict[str, int]  # chunk document frequency of each term
+
+
+class CollectionRetriever:
+    """HERO-QA retrieval over one collection (see the module docstring for the routes and arms)."""
+
+    def __init__(
+        self,
+        collection: Collection,
+        encoder: Encoder,
+        reranker: Reranker | None,
+        settings: CollectionSearchSettings | None = None,
+        *,
+        progress: bool = False,
+    ) -> None:
+        self.collection = collection
+        self.encoder = encoder
+        self.reranker = reranker
+        self.settings = settings or CollectionSearchSettings()
+        self._progress = progress
+        self._index: _Index | None = None
+        self._lock = threading.Lock()
+
+    # ----- index ---------------------------------------------------------------------------------
+
+    def _chunk_spans(self) -> list[tuple[int, int, int, int]]:
+        """(doc, section, start, end) for every chunk, in collection order."""
+        s = self.settings
+        docs = self.collection.documents
+        if s.chunker == "window":
+            return [
+                (di, si, a, b)
+                for di, doc in enumerate(docs)
+                for si, sec in enumerate(doc.sections)
+                for a, b in _window_spans(sec.body, s.window_words, s.window_overlap)
+            ]
+        from segmentation import SEOSSegmenter, SourceSection, SourceText
+
+        segmenter = SEOSSegmenter(self.encoder, batch_size=s.encode_batch_size)
+        spans: list[tuple[int, int, int, int]] = []
+        for di, doc in enumerate(docs):
+            source = SourceText(
+                doc.doc_id,
+                tuple(SourceSection(sec.body, sec.heading, (sec.heading,)) for sec in doc.sections),
+            )
+            spans.extend((di, c.section_index, c.start, c.end) for c in segmenter.segment(source))
+        return spans
+
+    def _fingerprint(self) -> str:
+        s = self.settings
+        key = {
+            "encoder": self.encoder.name,
+            "chunker": [s.chunker, s.window_words, s.window_overlap],
+            "docs": [[d.doc_id, d.sha256] for d in self.collection.documents],
+            "version": 1,
+        }
+        return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+
+    def _cache_dir(self) -> Path | None:
+        if self.collection.path is None:
+            return None
+        return self.collection.path / "index" / (slugify(self.encoder.name, 80) or "encoder")
+
+    def _load_cached(self, fingerprint: str) -> tuple[list[tuple[int, int, int, int]], FloatArray] | None:
+        folder = self._cache_dir()
+        if folder is None or not (folder / "meta.json").is_file():
+            return None
+        try:
+            meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+            if meta.get("fingerprint") != fingerprint:
+                return None
+            spans = [tuple(x) for x in json.loads((folder / "chunks.json").read_text(encoding="utf-8"))]
+            vectors = np.load(folder / "vectors.npy", allow_pickle=False)
+        except (OSError, ValueError, KeyError):
+            return None  # a damaged cache is rebuilt, never trusted
+        if vectors.shape != (len(spans), self.encoder.dim):
+            return None
+        return [(int(a), int(b), int(c), int(d)) for a, b, c, d in spans], vectors.astype(np.float32)
+
+    def _save_cache(
+        self, fingerprint: str, spans: list[tuple[int, int, int, int]], vectors: FloatArray
+    ) -> None:
+        folder = self._cache_dir()
+        if folder is None:
+            return
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=folder, suffix=".npy")
+            with os.fdopen(fd, "wb") as fh:
+                np.save(fh, vectors, allow_pickle=False)
+            os.replace(tmp, folder / "vectors.npy")
+            _atomic_write(folder / "chunks.json", json.dumps(spans))
+            # meta.json last: it is what marks the cache valid.
+            _atomic_write(
+                folder / "meta.json",
+                json.dumps({"fingerprint": fingerprint, "encoder": self.encoder.name, "chunks": len(spans)}),
+            )
+        except OSError as exc:  # a read-only store still searches, it just re-encodes next time
+            logger.warning("collection %s: cannot cache chunk vectors: %s", self.collection.name, exc)
+
+    def prepare(self) -> None:
+        """Build (or load from cache) the chunk index now rather than on the first search."""
+        self._ensure_index()
+
+    def _ensure_index(self) -> _Index:
+        with self._lock:
+            if self._index is None:
+                self._index = self._build_index()
+            return self._index
+
+    def _build_index(self) -> _Index:
+        docs = self.collection.documents
+        fingerprint = self._fingerprint()
+        cached = self._load_cached(fingerprint)
+        if cached is not None:
+            spans, vectors = cached
+        else:
+            spans = self._chunk_spans()
+        chunks = []
+        for di, si, a, b in spans:
+            sec = docs[di].sections[si]
+            body = sec.body[a:b]
+            chunks.append(_Chunk(di, si, a, b, f"{sec.heading}\n{body}" if sec.heading else body))
+        if cached is None:
+            vectors = (
+                self.encoder.encode_documents(
+                    [("", c.text) for c in chunks],
+                    batch_size=self.settings.encode_batch_size,
+                    progress=self._progress and len(chunks) > 64,
+                )
+                if chunks
+                else np.zeros((0, self.encoder.dim), dtype=np.float32)
+            )
+            self._save_cache(fingerprint, spans, vectors)
+        sections = [(di, si) for di, doc in enumerate(docs) for si in range(len(doc.sections))]
+        chunk_tokens = _tokens([c.text for c in chunks])
+        terms = [frozenset(t) for t in chunk_tokens]
+        df: Counter[str] = Counter()
+        for t in terms:
+            df.update(t)
+        section_chunks: dict[tuple[int, int], list[int]] = {}
+        doc_chunks: dict[int, list[int]] = {}
+        for ci, c in enumerate(chunks):
+            section_chunks.setdefault((c.doc, c.section), []).append(ci)
+            doc_chunks.setdefault(c.doc, []).append(ci)
+        return _Index(
+            chunks=chunks,
+            vectors=np.asarray(vectors, dtype=np.float32),
+            sections=sections,
+            section_chunks=section_chunks,
+            doc_chunks=doc_chunks,
+            bm25_chunks=_BM25(chunk_tokens),
+            bm25_sections=_BM25(_tokens([docs[di].sections[si].body for di, si in sections])),
+            bm25_headings=_BM25(_tokens([docs[di].sections[si].heading for di, si in sections])),
+            chunk_terms=terms,
+            df=dict(df),
+        )
+
+    # ----- search --------------------------------------------------------------------------------
+
+    async def search(
+        self,
+        question: str,
+        *,
+        top_docs: int = 3,
+        doc_filter: Callable[[InstDocument], bool] | None = None,
+    ) -> list[InstEvidence]:
+        """The best ``top_docs`` documents' evidence for ``question``, best first (see module doc)."""
+        if not question.strip():
+            raise ValueError("question must not be empty")
+        docs = self.collection.documents
+        allowed = [i for i, d in enumerate(docs) if doc_filter is None or doc_filter(d)]
+        if top_docs < 1 or not allowed:
+            return []
+        index = await asyncio.to_thread(self._ensure_index)
+        if not index.chunks:
+            return []
+        qterms = _tokens([question])[0]
+        # The four first-stage arms, concurrently (encoding and BM25 release the GIL in numpy/torch).
+        qvec, chunk_bm25, section_bm25, heading_bm25 = await asyncio.gather(
+            asyncio.to_thread(self.encoder.encode_queries, [question], 1),
+            asyncio.to_thread(index.bm25_chunks.scores, qterms),
+            asyncio.to_thread(index.bm25_sections.scores, qterms),
+            asyncio.to_thread(index.bm25_headings.scores, qterms),
+        )
+        dense = np.asarray(index.vectors @ np.asarray(qvec[0], dtype=np.float32), dtype=np.float64)
+        section_score = {sec: float(section_bm25[i]) for i, sec in enumerate(index.sections)}
+        heading_score = {sec: float(heading_bm25[i]) for i, sec in enumerate(index.sections)}
+        scores = _ArmScores(
+            dense, np.asarray(chunk_bm25, dtype=np.float64), section_score, heading_score, frozenset(qterms)
+        )
+
+        allowed_set = set(allowed)
+        pool = [ci for di in allowed for ci in index.doc_chunks.get(di, [])]
+        fused = self._fuse(index, scores, pool)
+        shortlist: list[int] = []
+        for hit in fused:
+            di = index.chunks[int(hit.pmid)].doc
+            if di in allowed_set and di not in shortlist:
+                shortlist.append(di)
+        shortlist += [di for di in allowed if di not in shortlist and di in index.doc_chunks]
+        shortlist = shortlist[: top_docs * self.settings.doc_candidates_factor]
+        results = await asyncio.gather(
+            *(asyncio.to_thread(self._evidence, index, scores, question, di) for di in shortlist)
+        )
+        # Documents whose evidence passed the sufficiency check first, then by score.
+        ranked = sorted(results, key=lambda e: (not e.sufficient, -e.score))
+        return ranked[:top_docs]
+
+    def _fuse(self, index: _Index, arm: _ArmScores, pool: Sequence[int]) -> list[Any]:
+        s = self.settings
+        pool_set = set(pool)
+        dense_rank = sorted(pool, key=lambda ci: (-arm.dense[ci], ci))
+        bm25_rank = [
+            ci for ci in sorted(pool, key=lambda ci: (-arm.chunk_bm25[ci], ci)) if arm.chunk_bm25[ci] > 0
+        ]
+
+        def navigation(section_scores: Mapping[tuple[int, int], float]) -> list[ArmHit]:
+            secs = sorted(
+                (sec for sec, v in section_scores.items() if v > 0 and sec in index.section_chunks),
+                key=lambda sec: (-section_scores[sec], sec),
+            )
+            hits: list[ArmHit] = []
+            for sec in secs:
+                members = [ci for ci in index.section_chunks[sec] if ci in pool_set]
+                # A section hit stands for its chunks, the one closest to the question first.
+                members.sort(key=lambda ci: (-arm.dense[ci], ci))
+                hits.extend(ArmHit(str(ci), score=section_scores[sec]) for ci in members)
+            return hits
+
+        arms = {
+            ARM_DENSE: [ArmHit(str(ci), score=float(arm.dense[ci])) for ci in dense_rank],
+            ARM_BM25_CHUNKS: [ArmHit(str(ci), score=float(arm.chunk_bm25[ci])) for ci in bm25_rank],
+            ARM_BM25_SECTIONS: navigation(arm.section_bm25),
+            ARM_BM25_HEADINGS: navigation(arm.heading_bm25),
+        }
+        weights = {
+            ARM_DENSE: s.dense_weight,
+            ARM_BM25_CHUNKS: s.bm25_chunk_weight,
+            ARM_BM25_SECTIONS: s.bm25_section_weight,
+            ARM_BM25_HEADINGS: s.bm25_heading_weight,
+        }
+        return rrf(arms, k=s.rrf_k, weights=weights)
+
+    def _coverage(self, index: _Index, query_terms: frozenset[str], hits: Sequence[int]) -> float:
+        """IDF-weighted share of the question's terms found in the ``hits`` chunks (1.0 without terms).
+
+        IDF is BM25's (``log(1 + (N - df + .5) / (df + .5))`` over the collection's chunks), so terms
+        every chunk shares ("transplant" in a transplant handbook) weigh almost nothing and rare terms
+        weigh most: a handbook that never says "travel" cannot cover a travel question.
+        """
+        if not query_terms:
+            return 1.0
+        n = len(index.chunks)
+        # A term the collection never uses counts as if one chunk had it: absent vocabulary ("abroad" in a
+        # handbook that says "outside the country") must lower coverage, not swamp it.
+        dfs = {t: max(1, index.df.get(t, 0)) for t in query_terms}
+        idf = {t: math.log(1 + (n - df + 0.5) / (df + 0.5)) for t, df in dfs.items()}
+        found: set[str] = set()
+        for ci in hits:
+            found |= query_terms & index.chunk_terms[ci]
+        total = math.fsum(idf.values())
+        return math.fsum(idf[t] for t in found) / total if total > 0 else 1.0
+
+    def _scorer(self) -> tuple[str, float]:
+        """Who scores the top chunks, and the weak-evidence threshold on that score's scale."""
+        s = self.settings
+        if self.reranker is not None and self.reranker.kind == "cross-encoder":
+            return self.reranker.name, s.weak_score_cross_encoder
+        name = self.reranker.name if self.reranker is not None else f"dense:{self.encoder.name}"
+        return name, s.weak_score_bi_encoder
+
+    def _evidence(self, index: _Index, arm: _ArmScores, question: str, di: int) -> InstEvidence:
+        s = self.settings
+        doc = self.collection.documents[di]
+        fused = self._fuse(index, arm, index.doc_chunks.get(di, []))[: s.rerank_candidates]
+        candidates = [int(h.pmid) for h in fused]
+        scorer, threshold = self._scorer()
+        if self.reranker is not None and self.reranker.kind == "cross-encoder":
+            rerank = self.reranker.rerank(question, [index.chunks[ci].text for ci in candidates])
+            order = sorted(range(len(candidates)), key=lambda i: (-rerank[i], i))
+            top = [candidates[i] for i in order[: s.top_chunks]]
+            best = max((float(rerank[i]) for i in order[: s.top_chunks]), default=float("-inf"))
+        else:
+            # A bi-encoder "rerank" is the dense arm over again: reordering by it would discard the three
+            # lexical arms, so the fused order stands and the similarity only feeds the sufficiency check.
+            top = candidates[: s.top_chunks]
+            best = max((float(arm.dense[ci]) for ci in top), default=float("-inf"))
+        coverage = self._coverage(index, arm.query_terms, top)
+        length = len(doc.text)
+        weak = []
+        if best < threshold:
+            weak.append(f"top score {best:.3f} < {threshold:g}")
+        if coverage < s.min_coverage:
+            weak.append(f"term coverage {coverage:.2f} < {s.min_coverage:g}")
+
+        def make(route: Route, text: str, refs: tuple[SectionRef, ...], reason: str) -> InstEvidence:
+            return InstEvidence(
+                collection=self.collection.name,
+                doc_id=doc.doc_id,
+                title=doc.title,
+                route=route,
+                text=text,
+                sections=refs,
+                score=best,
+                reason=reason,
+                reranker=scorer,
+                coverage=coverage,
+                sufficient=not weak,
+            )
+
+        if length <= s.whole_doc_max_chars:
+            reason = f"document {length:,} chars <= {s.whole_doc_max_chars:,}: whole document" + (
+                f" (top chunks weak: {'; '.join(weak)})" if weak else ""
+            )
+            return make("whole", _render(doc.sections), (), reason)
+        if weak:
+            text = _render(doc.sections)
+            cut = len(text) > s.fallback_max_chars
+            reason = f"weak evidence ({'; '.join(weak)}): whole document" + (
+                f", cut at {s.fallback_max_chars:,} chars" if cut else ""
+            )
+            return make("whole_fallback", text[: s.fallback_max_chars], (), reason)
+        text, refs = self._expand(index, doc, top)
+        reason = (
+            f"document {length:,} chars > {s.whole_doc_max_chars:,}; top score {best:.3f}, "
+            f"term coverage {coverage:.2f}"
+        )
+        return make("chunks", text, refs, reason)
+
+    def _expand(
+        self, index: _Index, doc: InstDocument, hits: Sequence[int]
+    ) -> tuple[str, tuple[SectionRef, ...]]:
+        """Top chunks -> their parent sections; a section longer than half the context budget gives only
+        the hit chunk and its ``expand_neighbours`` neighbouring chunks. Kept within ``context_max_chars``
+        (the best hit always), best hit first in the refs, reading order in the text."""
+        s = self.settings
+        budget = s.context_max_chars
+        long_section = budget // 2
+        pieces: dict[int, tuple[int, int]] = {}  # section -> (start, end) of its body used
+        used = 0
+        for ci in hits:
+            c = index.chunks[ci]
+            sec = doc.sections[c.section]
+            if len(sec.body) <= long_section:
+                span = (0, len(sec.body))
+            else:
+                members = index.section_chunks[(c.doc, c.section)]
+                pos = members.index(ci)
+                near = members[max(0, pos - s.expand_neighbours) : pos + s.expand_neighbours + 1]
+                span = (index.chunks[near[0]].start, index.chunks[near[-1]].end)
+            old = pieces.get(c.section)
+            merged = span if old is None else (min(old[0], span[0]), max(old[1], span[1]))
+            grow = (merged[1] - merged[0]) - (0 if old is None else old[1] - old[0])
+            if pieces and used + grow > budget:
+                continue
+            pieces[c.section] = merged
+            used += grow
+        refs = tuple(
+            SectionRef(sec.section_id, sec.heading, sec.page_start, sec.page_end)
+            for sec in (doc.sections[si] for si in pieces)
+        )
+        parts = []
+        for si in sorted(pieces):
+            a, b = pieces[si]
+            sec = doc.sections[si]
+            body = sec.body[a:b]
+            if a > 0:
+                body = "\u2026 " + body
+            if b < len(sec.body):
+                body += " \u2026"
+            parts.append(_render_section(sec, body))
+        return "\n\n".join(parts), refs
+
+
+@dataclass(frozen=True)
+class _ArmScores:
+    dense: Any  # (n_chunks,) float64
+    chunk_bm25: Any  # (n_chunks,) float64
+    section_bm25: Mapping[tuple[int, int], float]
+    heading_bm25: Mapping[tuple[int, int], float]
+    query_terms: frozenset[str] = frozenset()
+
+
+def _render_section(sec: Section, body: str | None = None) -> str:
+    ref = SectionRef(sec.section_id, sec.heading, sec.page_start, sec.page_end)
+    head = sec.heading + (f" ({ref.pages})" if ref.pages else "")
+    text = sec.body if body is None else body
+    return f"## {head}\n{text}" if head else text
+
+
+def _render(sections: Sequence[Section]) -> str:
+    """Context text: each section as ``## Heading (p.N)`` then its body, so the model can cite both."""
+    return "\n\n".join(_render_section(s) for s in sections)

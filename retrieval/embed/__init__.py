@@ -1,0 +1,74 @@
+"""Embedding models and vector indexes: dense encoders (MedCPT, sentence-transformers), rerankers
+(cross-encoder or bi-encoder), FAISS / Qdrant indexes, index builders and the dense retriever."""
+
+from ._config import DenseSettings
+from ._dense import (
+    BuildProgress,
+    DenseHit,
+    DenseRetriever,
+    build_from_baseline,
+    build_from_records,
+    ensure_bundled_index,
+    import_medcpt_embeddings,
+    open_retriever,
+)
+from ._encoders import (
+    BUNDLED_MINILM_NAME,
+    EncoderUnavailable,
+    MedCPTEncoder,
+    SentenceTransformerEncoder,
+    load_encoder,
+)
+from ._rerank import (
+    BI_ENCODER,
+    BiEncoderReranker,
+    CrossEncoderReranker,
+    RerankerUnavailable,
+    RerankSettings,
+    load_reranker,
+)
+from ._vector import (
+    FaissIndex,
+    IndexCorrupt,
+    IndexMismatchError,
+    IndexNotFound,
+    IndexReadOnly,
+    QdrantIndex,
+    VectorIndex,
+    default_index_dir,
+    open_index,
+    slug,
+)
+
+__all__ = [
+    "BI_ENCODER",
+    "BUNDLED_MINILM_NAME",
+    "BiEncoderReranker",
+    "BuildProgress",
+    "CrossEncoderReranker",
+    "DenseHit",
+    "DenseRetriever",
+    "DenseSettings",
+    "EncoderUnavailable",
+    "FaissIndex",
+    "IndexCorrupt",
+    "IndexMismatchError",
+    "IndexNotFound",
+    "IndexReadOnly",
+    "MedCPTEncoder",
+    "QdrantIndex",
+    "RerankSettings",
+    "RerankerUnavailable",
+    "SentenceTransformerEncoder",
+    "VectorIndex",
+    "build_from_baseline",
+    "build_from_records",
+    "default_index_dir",
+    "ensure_bundled_index",
+    "import_medcpt_embeddings",
+    "load_encoder",
+    "load_reranker",
+    "open_index",
+    "open_retriever",
+    "slug",
+]

@@ -1,0 +1,494 @@
+"""Dense retrieval: query -> encoder -> vector index -> ranked PMIDs, and the index builders.
+
+Builders are batched, resumable and observable: PMIDs already in the index are skipped before encoding,
+the index is checkpointed (saved) every ``checkpoint_every`` added documents, so re-running an interrupted
+build continues where the last checkpoint left off; a rich progress bar shows docs/s and a
+summary line with the throughput is printed at the end (to stderr, so ``--json`` stdout stays clean).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from core import CometaError, Encoder
+from retrieval.ncbi import BUNDLED_CORPUS_DIR, PubmedRecord, iter_pubmed_articles, load_corpus
+
+from ._config import DenseSettings
+from ._encoders import load_encoder
+from ._vector import (
+    DEFAULT_INDEX_ROOT,
+    FaissIndex,
+    IndexMismatchError,
+    VectorIndex,
+    check_encoder,
+    open_index,
+    slug,
+)
+
+try:  # POSIX advisory lock so two workers starting together do not both build the bundled index
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = [
+    "MEDCPT_ARTICLE_MODEL",
+    "BuildProgress",
+    "BuildStats",
+    "DenseHit",
+    "DenseRetriever",
+    "build_from_baseline",
+    "build_from_records",
+    "bundled_index_dir",
+    "corpus_fingerprint",
+    "ensure_bundled_index",
+    "import_medcpt_embeddings",
+    "open_retriever",
+]
+
+MEDCPT_ARTICLE_MODEL = "MedCPT-Article-Encoder"
+_CHUNK_RE = re.compile(r"embeds_chunk_(\d+)\.npy$")
+
+
+@dataclass(frozen=True, slots=True)
+class DenseHit:
+    pmid: str
+    score: float
+    rank: int  # 1 = best
+
+
+@dataclass(frozen=True, slots=True)
+class BuildStats:
+    added: int
+    skipped: int  # already indexed, repeated in the input, or without title and abstract
+    seconds: float
+    docs_per_s: float  # added / seconds: what encoding + indexing actually sustained
+    total: int  # vectors in the index afterwards
+
+
+@dataclass(frozen=True, slots=True)
+class BuildProgress:
+    """Passed to ``on_batch`` after every batch; raising from the callback aborts the build."""
+
+    seen: int
+    added: int
+    skipped: int
+    checkpoints: int
+    seconds: float
+
+
+OnBatch = Callable[[BuildProgress], None]
+
+
+class DenseRetriever:
+    """Encode a question and search the index; refuses an index built with another encoder."""
+
+    def __init__(self, encoder: Encoder, index: VectorIndex) -> None:
+        check_encoder(index.meta, encoder)
+        self.encoder = encoder
+        self.index = index
+        # One search at a time: torch already uses every core per forward pass, and Qdrant's local mode
+        # is not thread-safe; to_thread callers queue here instead of oversubscribing the CPU.
+        self._lock = threading.Lock()
+
+    def search_many(self, queries: Sequence[str], k: int) -> list[list[DenseHit]]:
+        if not queries:
+            return []
+        with self._lock:
+            vectors = self.encoder.encode_queries(list(queries))
+            results = self.index.search(vectors, k)
+        return [
+            [DenseHit(pmid=p, score=s, rank=r) for r, (p, s) in enumerate(row, start=1)] for row in results
+        ]
+
+    def search(self, query: str, k: int) -> list[DenseHit]:
+        return self.search_many([query], k)[0]
+
+    async def asearch(self, query: str, k: int) -> list[DenseHit]:
+        """:meth:`search` in a worker thread, so the event loop keeps serving while torch/FAISS run."""
+        return await asyncio.to_thread(self.search, query, k)
+
+
+def open_retriever(
+    settings: DenseSettings, *, bundled: bool = False, corpus_dir: Path | None = None
+) -> DenseRetriever:
+    """Encoder from ``settings`` plus its index: the bundled-corpus one (built on first use) when
+    ``bundled``, else the prebuilt index at the configured location (IndexNotFound if none)."""
+    encoder = load_encoder(settings)
+    index = (
+        ensure_bundled_index(settings, encoder, corpus_dir=corpus_dir)
+        if bundled
+        else open_index(settings, encoder)
+    )
+    return DenseRetriever(encoder, index)
+
+
+# -- building -----------------------------------------------------------------------------------------------
+
+
+def _console(console: Console | None) -> Console:
+    return console if console is not None else Console(stderr=True)
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]:>8.1f} docs/s"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    )
+
+
+class _Run:
+    """Shared bookkeeping of a build: counters, checkpoints, progress bar, summary."""
+
+    def __init__(
+        self,
+        index: VectorIndex,
+        *,
+        total: int | None,
+        description: str,
+        show: bool,
+        checkpoint_every: int,
+        on_batch: OnBatch | None,
+        console: Console | None,
+    ) -> None:
+        self.index = index
+        self.checkpoint_every = max(1, checkpoint_every)
+        self.on_batch = on_batch
+        self.console = _console(console)
+        self.show = show
+        self.description = description
+        self.seen = self.added = self.skipped = self.checkpoints = 0
+        self._since_checkpoint = 0
+        self.start = time.perf_counter()
+        self.bar = _progress(self.console) if show else None
+        self.task = self.bar.add_task(description, total=total, rate=0.0) if self.bar is not None else None
+
+    def step(self, seen: int, added: int) -> None:
+        self.seen += seen
+        self.added += added
+        self.skipped += seen - added
+        self._since_checkpoint += added
+        if self._since_checkpoint >= self.checkpoint_every:
+            self.checkpoint()
+        elapsed = time.perf_counter() - self.start
+        if self.bar is not None and self.task is not None:
+            self.bar.update(self.task, advance=seen, rate=self.added / elapsed if elapsed > 0 else 0.0)
+        if self.on_batch is not None:
+            self.on_batch(BuildProgress(self.seen, self.added, self.skipped, self.checkpoints, elapsed))
+
+    def checkpoint(self) -> None:
+        if self.index.persistent:  # an in-memory index has nothing to checkpoint to
+            self.index.save()
+        self.checkpoints += 1
+        self._since_checkpoint = 0
+
+    def __enter__(self) -> _Run:
+        if self.bar is not None:
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # No save on errors or Ctrl-C: the index may be mid-update; the last checkpoint is the resume point.
+        if self.bar is not None:
+            self.bar.stop()
+
+    def finish(self) -> BuildStats:
+        self.checkpoint()
+        seconds = time.perf_counter() - self.start
+        stats = BuildStats(
+            added=self.added,
+            skipped=self.skipped,
+            seconds=seconds,
+            docs_per_s=self.added / seconds if seconds > 0 else 0.0,
+            total=len(self.index),
+        )
+        if self.show:
+            self.console.print(
+                f"{self.description}: {stats.added} added, {stats.skipped} skipped in {stats.seconds:.1f} s "
+                f"({stats.docs_per_s:.1f} docs/s); the index holds {stats.total} vectors"
+            )
+        return stats
+
+
+def _blocks(items: Iterable[PubmedRecord], size: int) -> Iterator[list[PubmedRecord]]:
+    block: list[PubmedRecord] = []
+    for item in items:
+        block.append(item)
+        if len(block) >= size:
+            yield block
+            block = []
+    if block:
+        yield block
+
+
+def build_from_records(
+    records: Iterable[PubmedRecord],
+    encoder: Encoder,
+    index: VectorIndex,
+    *,
+    batch_size: int = 32,
+    block_size: int | None = None,
+    checkpoint_every: int = 20_000,
+    progress: bool = True,
+    on_batch: OnBatch | None = None,
+    total: int | None = None,
+    description: str = "indexing",
+    console: Console | None = None,
+) -> BuildStats:
+    """Encode ``[title, abstract]`` of each record and add it under its PMID.
+
+    Records with neither title nor abstract, PMIDs already indexed and repeats are skipped (the first
+    occurrence wins). Documents are encoded ``block_size`` (default ``8 * batch_size``) at a time so the
+    encoder can length-sort within a block; the index is saved every ``checkpoint_every`` added documents
+    and at the end.
+    """
+    check_encoder(index.meta, encoder)
+    if total is None and isinstance(records, Sized):
+        total = len(records)
+    size = block_size or batch_size * 8
+    with _Run(
+        index,
+        total=total,
+        description=description,
+        show=progress,
+        checkpoint_every=checkpoint_every,
+        on_batch=on_batch,
+        console=console,
+    ) as run:
+        for block in _blocks(records, size):
+            fresh: dict[str, tuple[str, str]] = {}
+            for rec in block:
+                title, abstract = rec.title.strip(), rec.abstract_text.strip()
+                if (title or abstract) and rec.pmid not in fresh:
+                    fresh[rec.pmid] = (title, abstract)
+            pmids = list(fresh)
+            if pmids:
+                present = index.contains(pmids)
+                pmids = [p for p, have in zip(pmids, present, strict=True) if not have]
+            added = 0
+            if pmids:
+                vectors = encoder.encode_documents([fresh[p] for p in pmids], batch_size=batch_size)
+                added = index.add(pmids, vectors)
+            run.step(len(block), added)
+        index.update_build_info(encoder_batch_size=batch_size)
+        return run.finish()
+
+
+def _xml_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            files.extend(sorted(f for f in p.iterdir() if f.name.endswith((".xml", ".xml.gz"))))
+        else:
+            files.append(p)
+    return files
+
+
+def build_from_baseline(
+    paths: Iterable[str | os.PathLike[str]],
+    encoder: Encoder,
+    index: VectorIndex,
+    **kwargs: Any,
+) -> BuildStats:
+    """:func:`build_from_records` over PubMed baseline/update XML files (``.xml``/``.xml.gz``, or folders
+    of them, in name order). A PMID already indexed keeps its first vector: a revised record in a later
+    update file is not re-encoded (rebuild to pick revisions up)."""
+    files = _xml_files(paths)
+    records = (rec for f in files for rec in iter_pubmed_articles(f))
+    kwargs.setdefault("description", f"indexing {len(files)} PubMed file(s)")
+    stats = build_from_records(records, encoder, index, **kwargs)
+    index.update_build_info(source="pubmed-baseline", files=[f.name for f in files][-1000:])
+    if index.persistent:
+        index.save()
+    return stats
+
+
+def _medcpt_chunks(directory: Path) -> list[tuple[Path, Path]]:
+    pairs: list[tuple[int, Path, Path]] = []
+    for npy in directory.iterdir():
+        m = _CHUNK_RE.fullmatch(npy.name)
+        if m is None:
+            continue
+        js = directory / f"pmids_chunk_{m.group(1)}.json"
+        if not js.is_file():
+            raise FileNotFoundError(f"{npy.name} has no matching {js.name} in {directory}")
+        pairs.append((int(m.group(1)), npy, js))
+    if not pairs:
+        raise FileNotFoundError(f"no embeds_chunk_*.npy files in {directory}")
+    return [(npy, js) for _, npy, js in sorted(pairs)]
+
+
+def _is_medcpt_article_space(name: str) -> bool:
+    if not name.startswith("medcpt:") or "|" not in name:
+        return False
+    article = name.split("|", 1)[1].rstrip("/")
+    return article.rsplit("/", 1)[-1] == MEDCPT_ARTICLE_MODEL
+
+
+def import_medcpt_embeddings(
+    directory: str | os.PathLike[str],
+    index: VectorIndex,
+    *,
+    block_size: int = 100_000,
+    checkpoint_every: int = 1_000_000,
+    progress: bool = True,
+    on_batch: OnBatch | None = None,
+    console: Console | None = None,
+) -> BuildStats:
+    """Load NCBI's published MedCPT PubMed embeddings (``embeds_chunk_<i>.npy``: float32 ``(n, 768)``;
+    ``pmids_chunk_<i>.json``: the n PMIDs in the same order) without re-encoding.
+
+    Refused (:class:`IndexMismatchError`) unless the index belongs to the MedCPT article encoder's space
+    (dim 768): those vectors are only comparable with MedCPT query embeddings. The ``.npy`` files are
+    memory-mapped, so a 3 GB chunk is streamed block by block.
+    """
+    if not _is_medcpt_article_space(index.encoder_name) or index.dim != 768:
+        raise IndexMismatchError(
+            f"NCBI's MedCPT embeddings live in the {MEDCPT_ARTICLE_MODEL} space (dim 768); this index "
+            f"belongs to {index.encoder_name!r} (dim {index.dim}). Configure encoder=medcpt to import them."
+        )
+    directory = Path(directory)
+    chunks = _medcpt_chunks(directory)
+    mapped: list[tuple[np.ndarray[Any, Any], list[str], Path]] = []
+    for npy, js in chunks:
+        embeds = np.load(npy, mmap_mode="r")
+        pmids = [str(p) for p in json.loads(js.read_text(encoding="utf-8"))]
+        if embeds.ndim != 2 or embeds.shape[1] != 768 or embeds.shape[0] != len(pmids):
+            raise ValueError(f"{npy.name} is {embeds.shape} but {js.name} lists {len(pmids)} PMIDs (dim 768)")
+        mapped.append((embeds, pmids, npy))
+    total = sum(len(p) for _, p, _ in mapped)
+    with _Run(
+        index,
+        total=total,
+        description=f"importing {len(chunks)} MedCPT chunk(s)",
+        show=progress,
+        checkpoint_every=checkpoint_every,
+        on_batch=on_batch,
+        console=console,
+    ) as run:
+        for embeds, pmids, _ in mapped:
+            for start in range(0, len(pmids), block_size):
+                ids = pmids[start : start + block_size]
+                present = index.contains(ids)
+                keep = np.flatnonzero(~present)
+                added = 0
+                if len(keep):
+                    vecs = np.asarray(embeds[start : start + block_size], dtype=np.float32)[keep]
+                    added = index.add([ids[i] for i in keep], vecs)
+                run.step(len(ids), added)
+        index.update_build_info(source="ncbi-medcpt-embeddings", chunks=[p.name for _, _, p in mapped])
+        return run.finish()
+
+
+# -- the bundled corpus -----------------------------------------------------------------------------------
+
+
+def corpus_fingerprint(corpus_dir: Path) -> str:
+    """sha256 of the corpus MANIFEST.json; without one, of its PubMed files' names, sizes and mtimes."""
+    manifest = corpus_dir / "MANIFEST.json"
+    if manifest.is_file():
+        return hashlib.sha256(manifest.read_bytes()).hexdigest()
+    h = hashlib.sha256()
+    pubmed = corpus_dir / "pubmed"
+    for f in sorted(pubmed.iterdir()) if pubmed.is_dir() else []:
+        st = f.stat()
+        h.update(f"{f.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def bundled_index_dir(settings: DenseSettings, encoder: Encoder) -> Path:
+    """``settings.index_dir`` if set, else ``~/.cache/cometa/index/bundled/<slug(encoder.name)>`` (kept
+    apart from the default PubMed-scale index location of the same encoder)."""
+    return Path(settings.index_dir or DEFAULT_INDEX_ROOT / "bundled" / slug(encoder.name)).expanduser()
+
+
+@contextlib.contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".build.lock", "w") as fh:
+        if fcntl is not None:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            if fcntl is not None:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def ensure_bundled_index(
+    settings: DenseSettings,
+    encoder: Encoder,
+    *,
+    corpus_dir: Path | None = None,
+    directory: Path | None = None,
+    progress: bool = False,
+    console: Console | None = None,
+) -> VectorIndex:
+    """The index of the bundled (or ``corpus_dir``) corpus for ``encoder``: built on first use, reused
+    afterwards, rebuilt when the corpus MANIFEST changes (its sha256 is kept in the index metadata).
+
+    Refuses (IndexMismatchError) to overwrite an index at that location that was built from anything else.
+    """
+    corpus = (corpus_dir or BUNDLED_CORPUS_DIR).resolve()
+    fingerprint = corpus_fingerprint(corpus)
+    where = directory or bundled_index_dir(settings, encoder)
+    collection = f"{settings.qdrant_collection}-bundled"
+
+    def current(build: dict[str, Any]) -> bool:
+        return bool(build.get("complete")) and build.get("corpus_sha256") == fingerprint
+
+    if settings.index_backend == "faiss":
+        # Fast path without locking or loading: metadata says the index is complete and current.
+        try:
+            meta = FaissIndex.read_meta(where)
+        except CometaError:
+            meta = None
+        if meta is not None and current(meta.build):
+            return open_index(settings, encoder, directory=where)
+    with _locked(where):
+        index = open_index(settings, encoder, create=True, directory=where, collection=collection)
+        build = index.meta.build
+        if len(index) and build.get("source") != "bundled-corpus":
+            raise IndexMismatchError(
+                f"the index at {where} was built from {build.get('source', 'another source')!r}, not a "
+                "corpus folder; point index_dir elsewhere for the bundled corpus"
+            )
+        if current(build) and len(index):
+            return index
+        if build.get("corpus_sha256") != fingerprint:
+            index.reset()  # the corpus changed: vectors of dropped or revised records must go
+        index.update_build_info(
+            source="bundled-corpus", corpus_dir=str(corpus), corpus_sha256=fingerprint, complete=False
+        )
+        records = list(load_corpus(corpus).records.values())
+        build_from_records(
+            records,
+            encoder,
+            index,
+            batch_size=settings.encode_batch_size,
+            progress=progress,
+            description="indexing the bundled corpus",
+            console=console,
+        )
+        index.update_build_info(complete=True)
+        index.save()
+        return index

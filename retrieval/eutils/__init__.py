@@ -1,0 +1,38 @@
+"""The E-utilities client: retries, the NCBI rate limit (per process or shared through Redis), the response
+cache (memory / sqlite / redis) with stale-if-error, and the transport it is given."""
+
+from ._client import LOCAL_BASE_URL, EutilsClient, EutilsDegradation, track_degradation
+from ._config import NCBI_EUTILS_URL, CacheSettings, EutilsSettings
+from ._ratelimit import LimiterUnavailable, RedisLimiter
+from ._store import (
+    CacheStore,
+    CacheStoreError,
+    LoopBoundRedis,
+    MemoryStore,
+    RedisStore,
+    SqliteStore,
+    decode_value,
+    encode_value,
+    open_store,
+)
+
+__all__ = [
+    "LOCAL_BASE_URL",
+    "NCBI_EUTILS_URL",
+    "CacheSettings",
+    "CacheStore",
+    "CacheStoreError",
+    "EutilsClient",
+    "EutilsDegradation",
+    "EutilsSettings",
+    "LimiterUnavailable",
+    "LoopBoundRedis",
+    "MemoryStore",
+    "RedisLimiter",
+    "RedisStore",
+    "SqliteStore",
+    "decode_value",
+    "encode_value",
+    "open_store",
+    "track_degradation",
+]

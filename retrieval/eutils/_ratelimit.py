@@ -1,0 +1,186 @@
+"""E-utilities rate limiting: per process (local) or shared by every replica (Redis).
+
+NCBI counts requests per key (or per IP without one), so every client object in the process must draw
+from the same limiter for the same key. aiolimiter's leaky bucket with a capacity of one request gives
+strict spacing (no bursts), which is what keeps us under NCBI's per-second window.
+
+Several replicas sharing one key need one limiter between them: :class:`RedisLimiter` keeps the next free
+slot per key hash in Redis, and an atomic Lua script hands each caller the next slot (one interval after the
+previous one, on Redis's clock) before it sleeps until that slot. Together the replicas then send no faster
+than one process would. If Redis cannot be reached the documented fallback is the per-process limiter at
+``rate / limiter_fallback_replicas`` (a warning is logged and counted), or, with ``limiter_on_error=error``,
+:class:`LimiterUnavailable`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Literal, Protocol
+
+from aiolimiter import AsyncLimiter
+from prometheus_client import Counter
+
+from retrieval.ncbi import EutilsError
+
+from ._store import LoopBoundRedis
+
+__all__ = [
+    "NCBI_RATE_NO_KEY",
+    "NCBI_RATE_WITH_KEY",
+    "LimiterUnavailable",
+    "LocalLimiter",
+    "RateLimiter",
+    "RedisLimiter",
+    "effective_rate",
+    "key_id",
+    "limiter_for",
+]
+
+log = logging.getLogger("cometa.eutils.ratelimit")
+
+NCBI_RATE_NO_KEY = 3.0
+NCBI_RATE_WITH_KEY = 10.0
+_WARN_EVERY_S = 60.0
+_RETRY_AFTER_S = 5.0  # after a Redis failure, use the fallback this long before trying Redis again
+
+LIMITER_FALLBACKS = Counter(
+    "cometa_eutils_limiter_fallback_total",
+    "E-utilities requests spaced by the per-process fallback because the shared limiter was unavailable",
+)
+
+# Limiters are bound to an event loop; keep one table per loop so tests with fresh loops stay correct.
+_TABLES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, float], AsyncLimiter]] = (
+    weakref.WeakKeyDictionary()
+)
+_LOCK = threading.Lock()
+
+# KEYS[1]: the key's slot; ARGV[1]: spacing in microseconds. Returns the caller's wait in microseconds.
+# Redis's own clock (TIME) orders all replicas, so host clock skew cannot let two callers share a slot.
+_RESERVE_SLOT = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local interval = tonumber(ARGV[1])
+local slot = tonumber(redis.call('GET', KEYS[1]) or '0')
+if slot < now then slot = now end
+local nxt = slot + interval
+redis.call('SET', KEYS[1], string.format('%.0f', nxt), 'PX', math.floor((nxt - now) / 1000) + 1000)
+return slot - now
+"""
+
+
+class LimiterUnavailable(EutilsError):
+    """The shared (Redis) rate limiter cannot be reached and ``limiter_on_error`` is ``error``."""
+
+
+def effective_rate(api_key: str | None, configured: float | None, safety: float) -> float:
+    """Requests per second for this key: the configured rate, else NCBI's 3 (no key) or 10 (key)."""
+    base = configured if configured is not None else (NCBI_RATE_WITH_KEY if api_key else NCBI_RATE_NO_KEY)
+    return base * safety
+
+
+def key_id(api_key: str | None) -> str:
+    """Opaque id of an API key. Never keep the key itself in a table or a shared store."""
+    return "anon" if not api_key else hashlib.sha256(api_key.encode()).hexdigest()[:16]
+
+
+def limiter_for(api_key: str | None, rate: float) -> AsyncLimiter:
+    """The shared limiter of this event loop for ``api_key`` at ``rate`` requests per second."""
+    loop = asyncio.get_running_loop()
+    with _LOCK:
+        table = _TABLES.setdefault(loop, {})
+        key = (key_id(api_key), rate)
+        limiter = table.get(key)
+        if limiter is None:
+            limiter = table[key] = AsyncLimiter(1, 1.0 / rate)
+        return limiter
+
+
+class RateLimiter(Protocol):
+    async def acquire(self, api_key: str | None, rate: float) -> None:
+        """Return when one request for ``api_key`` may go out at ``rate`` requests per second."""
+
+    async def aclose(self) -> None: ...
+
+
+class LocalLimiter:
+    """Strict spacing within this process (the default)."""
+
+    async def acquire(self, api_key: str | None, rate: float) -> None:
+        await limiter_for(api_key, rate).acquire()
+
+    async def aclose(self) -> None:
+        return None
+
+
+class RedisLimiter:
+    """Strict spacing across every process that uses the same Redis: one slot chain per API key hash."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout_s: float = 1.0,
+        on_error: Literal["local", "error"] = "local",
+        fallback_replicas: int = 1,
+        prefix: str = "cometa:eutils:ratelimit",
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        # Not namespaced per deployment: NCBI counts per key, so every deployment using a key shares it.
+        self.redis = LoopBoundRedis(url, timeout_s=timeout_s)
+        self.on_error = on_error
+        self.fallback_replicas = max(1, fallback_replicas)
+        self.prefix = prefix
+        self._sleep = sleep
+        self._down_until = float("-inf")
+        self._warned_at = float("-inf")
+        self.fallbacks = 0  # requests spaced by the fallback since start
+
+    def slot_key(self, api_key: str | None) -> str:
+        return f"{self.prefix}:{key_id(api_key)}"
+
+    async def reserve(self, api_key: str | None, rate: float) -> float:
+        """Reserve the next slot for this key; the seconds to wait until it. Raises Redis errors."""
+        interval_us = max(1, round(1_000_000 / rate))
+        client = self.redis.client()
+        wait_us = await client.eval(_RESERVE_SLOT, 1, self.slot_key(api_key), interval_us)
+        return max(0, int(wait_us)) / 1_000_000
+
+    async def acquire(self, api_key: str | None, rate: float) -> None:
+        from redis.exceptions import RedisError
+
+        if time.monotonic() >= self._down_until:
+            try:
+                wait = await self.reserve(api_key, rate)
+            except (RedisError, OSError, TimeoutError) as exc:
+                self._down_until = time.monotonic() + _RETRY_AFTER_S
+                await self._fallback(api_key, rate, exc)
+                return
+            if wait > 0:
+                await self._sleep(wait)
+            return
+        await self._fallback(api_key, rate, None)
+
+    async def _fallback(self, api_key: str | None, rate: float, exc: BaseException | None) -> None:
+        reason = f"{type(exc).__name__}: {exc}" if exc is not None else "Redis marked down"
+        if self.on_error == "error":
+            raise LimiterUnavailable(f"shared E-utilities rate limiter unavailable ({reason})")
+        now = time.monotonic()
+        if now - self._warned_at >= _WARN_EVERY_S:
+            self._warned_at = now
+            log.warning(
+                "shared E-utilities rate limiter unavailable (%s); per-process spacing at %.2f req/s",
+                reason,
+                rate / self.fallback_replicas,
+            )
+        self.fallbacks += 1
+        LIMITER_FALLBACKS.inc()
+        await limiter_for(api_key, rate / self.fallback_replicas).acquire()
+
+    async def aclose(self) -> None:
+        await self.redis.aclose()

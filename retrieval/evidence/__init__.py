@@ -1,0 +1,50 @@
+"""The evidence policy: one batched EFetch, publication-type classes, depth by type (abstract or PMC full
+text), date windows, retractions, and why each candidate was dropped."""
+
+from ._config import EvidenceSettings
+from ._evidence import (
+    DROP_NO_ABSTRACT,
+    DROP_NO_YEAR,
+    DROP_NOT_FOUND,
+    DROP_OUT_OF_WINDOW,
+    DROP_RETRACTED,
+    FALLBACK_LINK_FAILED,
+    FALLBACK_NO_LINK,
+    FALLBACK_PMC_FAILED,
+    FALLBACK_PMC_MISSING,
+    FALLBACK_WITHHELD,
+    DocClass,
+    Dropped,
+    EvidenceBuilder,
+    EvidenceDoc,
+    EvidenceSet,
+    PolicyRow,
+    TextUnit,
+    classify,
+    policy_table,
+    pubmed_url,
+)
+
+__all__ = [
+    "DROP_NOT_FOUND",
+    "DROP_NO_ABSTRACT",
+    "DROP_NO_YEAR",
+    "DROP_OUT_OF_WINDOW",
+    "DROP_RETRACTED",
+    "FALLBACK_LINK_FAILED",
+    "FALLBACK_NO_LINK",
+    "FALLBACK_PMC_FAILED",
+    "FALLBACK_PMC_MISSING",
+    "FALLBACK_WITHHELD",
+    "DocClass",
+    "Dropped",
+    "EvidenceBuilder",
+    "EvidenceDoc",
+    "EvidenceSet",
+    "EvidenceSettings",
+    "PolicyRow",
+    "TextUnit",
+    "classify",
+    "policy_table",
+    "pubmed_url",
+]

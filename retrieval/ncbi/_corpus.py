@@ -1,0 +1,226 @@
+"""The literature corpus behind the local E-utilities server.
+
+A corpus folder holds ``pubmed/`` (PubMed baseline/update files, ``*.xml`` or ``*.xml.gz``) and ``pmc/``
+(JATS articles, ``*.xml`` or ``*.nxml``, bare or in a ``pmc-articleset``). The bundled one is built by
+``scripts/build_corpus.py``; users may drop more files into either folder.
+
+Raw bytes are kept next to the typed records, so EFetch returns real records byte for byte instead of a
+re-serialisation. Files are read in name order and a later record with the same PMID replaces an earlier
+one; ``<DeleteCitation>`` entries remove PMIDs — the semantics of PubMed's baseline + update files.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import gzip
+import io
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from retrieval.vocab import MeshVocabulary
+
+from ._index import LiteratureIndex
+from ._models import AbstractSection, PmcArticle, PubDate, PubmedRecord, normalise_pmcid
+from ._parsers import iter_pubmed_articles, parse_pmc_articles
+from ._writers import JatsFront, pubmed_article_xml, read_jats_front
+
+__all__ = ["BUNDLED_CORPUS_DIR", "Corpus", "clear_corpus_cache", "load_corpus", "pmc_index_record"]
+
+# Path(__file__) rather than importlib.resources: the server needs real files (mtime, gzip streams), and
+# setuptools installs package data as plain files next to the module.
+BUNDLED_CORPUS_DIR = Path(__file__).resolve().parents[1] / "corpus"
+
+_PUBMED_ARTICLE_RE = re.compile(rb"<PubmedArticle[\s>].*?</PubmedArticle>", re.DOTALL)
+_DELETE_RE = re.compile(rb"<DeleteCitation[\s>].*?</DeleteCitation>", re.DOTALL)
+_PMID_RE = re.compile(rb"<PMID[^>]*>\s*(\d+)\s*</PMID>")
+_JATS_ARTICLE_RE = re.compile(rb"<article[\s>].*?</article>", re.DOTALL)
+
+
+@dataclass(frozen=True, eq=False)
+class Corpus:
+    """PubMed records and PMC articles by id, their raw XML, the cross links, and two search indexes."""
+
+    records: Mapping[str, PubmedRecord]  # PMID -> record
+    raw: Mapping[str, bytes]  # PMID -> <PubmedArticle>…</PubmedArticle>
+    pmc: Mapping[str, PmcArticle]  # "PMC<digits>" -> article
+    pmc_raw: Mapping[str, bytes]  # "PMC<digits>" -> <article>…</article>
+    pmid_to_pmcid: Mapping[
+        str, str
+    ]  # from PubMed ArticleId pmc and JATS article-ids (may name unheld PMCIDs)
+    pmcid_to_pmid: Mapping[str, str]
+    pmc_refs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # PMCID -> PMIDs it cites
+    path: Path | None = None
+    last_update: str = ""  # "YYYY/MM/DD HH:MM" of the newest corpus file (EInfo LastUpdate)
+
+    @cached_property
+    def cited_in_pmc(self) -> Mapping[str, tuple[str, ...]]:
+        """PMID -> PMCIDs (held articles) whose reference lists cite it: the ``pubmed_pmc_refs`` link."""
+        out: dict[str, list[str]] = {}
+        for pmcid in sorted(self.pmc_refs, key=_pmc_sort_key):
+            for pmid in self.pmc_refs[pmcid]:
+                out.setdefault(pmid, []).append(pmcid)
+        return {k: tuple(v) for k, v in out.items()}
+
+    @cached_property
+    def pubmed_index(self) -> LiteratureIndex:
+        # A fresh vocabulary per index: LiteratureIndex registers the corpus' descriptor names into it.
+        return LiteratureIndex(self.records.values(), MeshVocabulary.load())
+
+    @cached_property
+    def pmc_index(self) -> LiteratureIndex:
+        """Search over PMC articles; ids are PMC UIDs (bare digits), as ESearch db=pmc returns them."""
+        return LiteratureIndex((pmc_index_record(a) for a in self.pmc.values()), MeshVocabulary.load())
+
+    @cached_property
+    def _fronts(self) -> dict[str, JatsFront]:
+        return {}
+
+    def jats_front(self, pmcid: str) -> JatsFront:
+        """Front matter of a held PMC article (for summaries), parsed once on first use."""
+        front = self._fronts.get(pmcid)
+        if front is None:
+            front = self._fronts[pmcid] = read_jats_front(self.pmc_raw[pmcid])
+        return front
+
+    @property
+    def pubmed_count(self) -> int:
+        return len(self.records)
+
+    @property
+    def pmc_count(self) -> int:
+        return len(self.pmc)
+
+
+def pmc_index_record(article: PmcArticle) -> PubmedRecord:
+    """A PMC article as an index record: the PMC UID as id, body sections searched as abstract text."""
+    body = tuple(AbstractSection(text=s.text, label=s.heading or None) for s in article.sections if s.text)
+    return PubmedRecord(
+        pmid=article.pmcid.removeprefix("PMC"),
+        title=article.title,
+        abstract=article.abstract + body,
+        journal=article.journal,
+        pub_date=PubDate(year=article.year),
+        doi=article.doi,
+        pmcid=article.pmcid,
+    )
+
+
+def _pmc_sort_key(pmcid: str) -> int:
+    digits = pmcid.removeprefix("PMC")
+    return int(digits) if digits.isdigit() else 0
+
+
+def _read_maybe_gzip(path: Path) -> bytes:
+    data = path.read_bytes()
+    if data[:2] == b"\x1f\x8b":  # by magic, not by name: NCBI's .gz files are sometimes served plain
+        data = gzip.decompress(data)
+    return data
+
+
+def _pubmed_files(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    files = [p for p in folder.iterdir() if p.is_file() and p.name.endswith((".xml", ".xml.gz"))]
+    return sorted(files, key=lambda p: p.name)
+
+
+def _pmc_files(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    files = [p for p in folder.iterdir() if p.is_file() and p.suffix in (".xml", ".nxml")]
+    return sorted(files, key=lambda p: p.name)
+
+
+def _load_pubmed_file(path: Path, records: dict[str, PubmedRecord], raw: dict[str, bytes]) -> None:
+    data = _read_maybe_gzip(path)
+    slices: dict[str, bytes] = {}
+    for match in _PUBMED_ARTICLE_RE.finditer(data):
+        pm = _PMID_RE.search(match.group(0))
+        if pm is not None:
+            slices[pm.group(1).decode()] = match.group(0)
+    for rec in iter_pubmed_articles(io.BytesIO(data)):
+        records.pop(rec.pmid, None)  # re-insert: a replaced record moves to the end, like a fresh one
+        records[rec.pmid] = rec
+        # A record the regex could not cut out (exotic markup) is re-serialised rather than dropped.
+        raw[rec.pmid] = slices.get(rec.pmid) or pubmed_article_xml(rec)
+    for match in _DELETE_RE.finditer(data):
+        for pm in _PMID_RE.finditer(match.group(0)):
+            records.pop(pm.group(1).decode(), None)
+            raw.pop(pm.group(1).decode(), None)
+
+
+def _load_pmc_file(
+    path: Path, pmc: dict[str, PmcArticle], pmc_raw: dict[str, bytes], refs: dict[str, tuple[str, ...]]
+) -> None:
+    data = path.read_bytes()
+    articles = parse_pmc_articles(data)
+    slices = _JATS_ARTICLE_RE.findall(data)
+    if len(slices) != len(articles):  # cannot pair raw bytes with records safely: keep the file whole
+        slices = [data] * len(articles)
+    for article, raw in zip(articles, slices, strict=True):
+        pmc[article.pmcid] = article
+        pmc_raw[article.pmcid] = raw
+        refs[article.pmcid] = read_jats_front(raw).ref_pmids
+
+
+def _last_update(files: Iterable[Path]) -> str:
+    mtimes = [p.stat().st_mtime for p in files]
+    if not mtimes:
+        return ""
+    return datetime.datetime.fromtimestamp(max(mtimes), tz=datetime.UTC).strftime("%Y/%m/%d %H:%M")
+
+
+def _load(path: Path) -> Corpus:
+    records: dict[str, PubmedRecord] = {}
+    raw: dict[str, bytes] = {}
+    pubmed_files = _pubmed_files(path / "pubmed")
+    for f in pubmed_files:
+        _load_pubmed_file(f, records, raw)
+    pmc: dict[str, PmcArticle] = {}
+    pmc_raw: dict[str, bytes] = {}
+    refs: dict[str, tuple[str, ...]] = {}
+    pmc_files = _pmc_files(path / "pmc")
+    for f in pmc_files:
+        _load_pmc_file(f, pmc, pmc_raw, refs)
+
+    pmid_to_pmcid: dict[str, str] = {}
+    pmcid_to_pmid: dict[str, str] = {}
+    for rec in records.values():
+        if rec.pmcid:
+            pmcid = normalise_pmcid(rec.pmcid)
+            pmid_to_pmcid[rec.pmid] = pmcid
+            pmcid_to_pmid.setdefault(pmcid, rec.pmid)
+    for article in pmc.values():  # the JATS article-ids are authoritative for the articles we hold
+        if article.pmid:
+            pmid_to_pmcid[article.pmid] = article.pmcid
+            pmcid_to_pmid[article.pmcid] = article.pmid
+    return Corpus(
+        records=records,
+        raw=raw,
+        pmc=pmc,
+        pmc_raw=pmc_raw,
+        pmid_to_pmcid=pmid_to_pmcid,
+        pmcid_to_pmid=pmcid_to_pmid,
+        pmc_refs=refs,
+        path=path,
+        last_update=_last_update([*pubmed_files, *pmc_files]),
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _load_cached(path: Path) -> Corpus:
+    return _load(path)
+
+
+def load_corpus(path: Path | None = None) -> Corpus:
+    """Load the corpus in ``path`` (``None`` = the bundled ``retrieval/corpus``), once per process per
+    resolved path. Call :func:`clear_corpus_cache` after changing files under a loaded folder."""
+    return _load_cached((path or BUNDLED_CORPUS_DIR).resolve())
+
+
+def clear_corpus_cache() -> None:
+    _load_cached.cache_clear()

@@ -1,0 +1,619 @@
+"""NCBI-compatible local E-utilities server (Starlette) over a corpus on disk.
+
+Serves ``/entrez/eutils/{einfo,esearch,esummary,efetch,elink,epost,espell}.fcgi`` for ``db=pubmed`` and
+``db=pmc``, GET and form-encoded POST alike, so the client switches between live NCBI and this server by
+base URL alone (or in-process through :func:`eutils_transport`). Bodies come from :mod:`retrieval.ncbi._writers`.
+
+Behaviours NCBI does not document, as decided here (no recorded sample fixes them):
+
+* A query our parser rejects -> ESearch ``<ERROR>`` body (JSON ``"ERROR"``) with **HTTP 200**, like an
+  invalid db: the client maps ``ERROR`` payloads to ``BadRequest`` and never retries them.
+* An unsupported db (anything but pubmed/pmc) is answered like an invalid one, each endpoint with its own
+  recorded envelope and wording (§13 E1-E4), HTTP 200.
+* EFetch with no ``id`` and no ``query_key`` -> ``<eFetchResult><ERROR>Empty id list - nothing
+  todo</ERROR></eFetchResult>``; EFetch whose ids are all unknown -> an *empty* ``PubmedArticleSet`` /
+  ``pmc-articleset`` (HTTP 200). EFetch has no JSON: ``retmode=json`` (or text) returns the XML, except
+  ``rettype=uilist`` (plain-text ids) and ``rettype=docsum`` (ESummary v1 XML, as documented).
+* ESummary/EFetch ``retstart`` is 0-based for id lists and history sets (a missing one = first record).
+* ELink links only to records the local databases hold: ``pubmed_pmc`` (same article, from PubMed
+  ArticleIds and JATS article-ids), ``pubmed_pmc_refs`` (held PMC articles citing the PMID), and back
+  ``pmc_pubmed`` / ``pmc_refs_pubmed``. No computed ``pubmed_pubmed`` neighbours. Only ``cmd=neighbor``
+  and ``neighbor_history`` are served; other commands get an ``<ERROR>``.
+* ``mindate``/``maxdate`` are applied only when both are given; a non-numeric ``reldate`` is ignored.
+* The History server is in memory: at most 1,000 WebEnvs (least recently used evicted), 100 query keys
+  each; an unknown WebEnv or query_key gives an ``<ERROR>`` in the endpoint's envelope.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import re
+import secrets
+import time
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from urllib.parse import parse_qsl
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from retrieval.query import QuerySyntaxError
+
+from . import _writers as w
+from ._config import LocalServerSettings
+from ._corpus import Corpus, load_corpus
+from ._models import ESearchResult
+
+__all__ = [
+    "ENDPOINTS",
+    "HistoryServer",
+    "RequestRecord",
+    "create_eutils_app",
+    "eutils_transport",
+]
+
+ENDPOINTS = ("einfo", "esearch", "esummary", "efetch", "elink", "epost", "espell")
+DATABASES = ("pubmed", "pmc")
+MAX_RETMAX = 10_000
+REQUEST_LOG_SIZE = 10_000
+
+XML = "text/xml; charset=UTF-8"
+JSON = "application/json; charset=UTF-8"
+HTML = "text/html; charset=UTF-8"
+TEXT = "text/plain; charset=UTF-8"
+
+_HISTORY_REF = re.compile(r"#(\d+)")
+_ID_RE = re.compile(r"^(?:PMC)?(\d+)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    """One request as the server saw it: server-side ``time.monotonic()``, endpoint, rate-limit key."""
+
+    time: float
+    endpoint: str
+    key: str
+    method: str
+
+
+# --------------------------------------------------------------------------------------------------------
+# Parameters
+# --------------------------------------------------------------------------------------------------------
+
+
+class _Params:
+    """Request parameters in arrival order, names lower-cased (NCBI: lowercase except ``WebEnv``)."""
+
+    def __init__(self, items: Sequence[tuple[str, str]]) -> None:
+        self.items = [(k.lower(), v) for k, v in items]
+
+    def get(self, name: str, default: str = "") -> str:
+        for k, v in self.items:
+            if k == name and v.strip():
+                return v.strip()
+        return default
+
+    def getall(self, name: str) -> list[str]:
+        return [v for k, v in self.items if k == name]
+
+    def int(self, name: str, default: int, *, lo: int = 0, hi: int | None = None) -> int:
+        try:
+            value = int(self.get(name))
+        except ValueError:
+            return default
+        value = max(lo, value)
+        return min(value, hi) if hi is not None else value
+
+    @property
+    def json(self) -> bool:
+        return self.get("retmode").lower() == "json"
+
+
+async def _read_params(request: Request) -> _Params:
+    items = list(request.query_params.multi_items())
+    if request.method == "POST":
+        # Form-encoded by hand: Starlette's form parser would pull in python-multipart for nothing.
+        body = (await request.body()).decode("utf-8", errors="replace")
+        items += parse_qsl(body, keep_blank_values=True)
+    return _Params(items)
+
+
+def _split_ids(values: Sequence[str]) -> list[str]:
+    return [part.strip() for v in values for part in v.split(",") if part.strip()]
+
+
+def _uid(value: str, db: str) -> str | None:
+    """A UID as the database numbers it: digits; PMC ids also accepted with their ``PMC`` prefix."""
+    m = _ID_RE.match(value.strip())
+    if m is None or (db == "pubmed" and not value.strip().isdigit()):
+        return None
+    return m.group(1).lstrip("0") or "0"
+
+
+# --------------------------------------------------------------------------------------------------------
+# History server
+# --------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Env:
+    sets: OrderedDict[int, tuple[str, tuple[str, ...]]] = field(default_factory=OrderedDict)
+    next_key: int = 1
+
+
+class HistoryServer:
+    """In-memory WebEnv -> query_key -> (db, ids), bounded in both dimensions (LRU)."""
+
+    def __init__(self, max_envs: int = 1000, max_keys: int = 100) -> None:
+        self._envs: OrderedDict[str, _Env] = OrderedDict()
+        self.max_envs = max_envs
+        self.max_keys = max_keys
+
+    def store(self, db: str, ids: Sequence[str], webenv: str | None = None) -> tuple[str, str]:
+        """Append a set to ``webenv`` (a new environment when absent/unknown); returns (query_key, WebEnv)."""
+        env = self._envs.get(webenv) if webenv else None
+        if env is None or webenv is None:
+            webenv = "MCID_" + secrets.token_hex(12)  # the 2025 form (esearch2.xml, epost1.xml)
+            env = self._envs[webenv] = _Env()
+            while len(self._envs) > self.max_envs:
+                self._envs.popitem(last=False)
+        self._envs.move_to_end(webenv)
+        key = env.next_key
+        env.next_key += 1
+        env.sets[key] = (db, tuple(ids))
+        while len(env.sets) > self.max_keys:
+            env.sets.popitem(last=False)
+        return str(key), webenv
+
+    def get(self, webenv: str, query_key: str) -> tuple[str, tuple[str, ...]] | None:
+        env = self._envs.get(webenv)
+        if env is None or not query_key.strip().isdigit():
+            return None
+        self._envs.move_to_end(webenv)
+        return env.sets.get(int(query_key))
+
+    def __contains__(self, webenv: object) -> bool:
+        return webenv in self._envs
+
+
+class _HistoryError(Exception):
+    pass
+
+
+# --------------------------------------------------------------------------------------------------------
+# Rate limiting (sliding 1-second window per key)
+# --------------------------------------------------------------------------------------------------------
+
+
+class _RateLimiter:
+    def __init__(self) -> None:
+        self._accepted: dict[str, deque[float]] = {}
+        self._attempts: dict[str, deque[float]] = {}
+
+    def hit(self, key: str, rate: float, now: float) -> tuple[bool, int, int]:
+        """Register one request; returns (allowed, requests seen in the window, remaining)."""
+        # ``n`` requests per ``n / rate`` seconds: 3/s -> 3 in any 1 s; fractional rates stay exact.
+        n = max(1, math.floor(rate))
+        window = n / rate
+        accepted = self._accepted.setdefault(key, deque())
+        attempts = self._attempts.setdefault(key, deque())
+        for q in (accepted, attempts):
+            while q and now - q[0] >= window:
+                q.popleft()
+        attempts.append(now)
+        if len(accepted) >= n:
+            return False, len(attempts), 0
+        accepted.append(now)
+        return True, len(attempts), n - len(accepted)
+
+
+# --------------------------------------------------------------------------------------------------------
+# The application
+# --------------------------------------------------------------------------------------------------------
+
+
+def _xml(body: bytes, status: int = 200) -> Response:
+    return Response(body, status_code=status, media_type=XML)
+
+
+def _json(body: bytes, status: int = 200) -> Response:
+    return Response(body, status_code=status, media_type=JSON)
+
+
+def _limit_int(rate: float) -> int:
+    return max(1, math.floor(rate))
+
+
+class _Eutils:
+    """Request handlers; one instance per app, holding the corpus, history, limiter and fault RNG."""
+
+    def __init__(self, settings: LocalServerSettings, corpus: Corpus) -> None:
+        self.settings = settings
+        self.corpus = corpus
+        self.history = HistoryServer()
+        self.limiter = _RateLimiter()
+        self.rng = random.Random(settings.faults.seed)
+        self.request_log: deque[RequestRecord] = deque(maxlen=REQUEST_LOG_SIZE)
+        self.restricted = {_uid(p, "pmc") for p in settings.restricted_pmcids} - {None}
+        self.handlers: dict[str, Callable[[_Params], Response]] = {
+            "einfo": self.einfo,
+            "esearch": self.esearch,
+            "esummary": self.esummary,
+            "efetch": self.efetch,
+            "elink": self.elink,
+            "epost": self.epost,
+            "espell": self.espell,
+        }
+
+    # ---- request pipeline: log, rate limit, faults, handler ---------------------------------------------
+
+    async def dispatch(self, request: Request, endpoint: str) -> Response:
+        params = await _read_params(request)
+        api_key = params.get("api_key")
+        key = api_key or (request.client.host if request.client else "unknown")
+        now = time.monotonic()
+        self.request_log.append(RequestRecord(now, endpoint, key, request.method))
+
+        headers: dict[str, str] = {}
+        if self.settings.rate_limit:
+            rate = self.settings.rate_with_key if api_key else self.settings.rate_no_key
+            allowed, count, remaining = self.limiter.hit(key, rate, now)
+            limit = _limit_int(rate)
+            headers = {"X-RateLimit-Limit": str(limit), "X-RateLimit-Remaining": str(remaining)}
+            if not allowed:  # E14: 429 + JSON body, no Retry-After
+                return Response(w.ratelimit_json(key, count, limit), 429, headers=headers, media_type=JSON)
+
+        faults = self.settings.faults
+        # Three draws on every request (latency, stall, outcome), so one seed gives one fault sequence
+        # whatever the rates. The outcome draw falls into consecutive bands, one per fault: each rate is
+        # the exact probability of that answer, and their sum (capped at 1) the share of faulty answers.
+        latency = self.rng.uniform(faults.latency_ms_min, max(faults.latency_ms_min, faults.latency_ms_max))
+        stall, outcome = self.rng.random(), self.rng.random()
+        if latency > 0:
+            await asyncio.sleep(latency / 1000)
+        if stall < faults.stall_rate:
+            await asyncio.sleep(faults.stall_s)
+        band = faults.error_500_rate
+        if outcome < band:
+            return Response(w.server_error_html(), 500, headers=headers, media_type=HTML)
+        band += faults.html_rate
+        if outcome < band:
+            return Response(self._pmfetch_page(params), 200, headers=headers, media_type=HTML)
+        band += faults.ratelimit_2xx_rate
+        if outcome < band:
+            body = w.ratelimit_json(key, 0, _limit_int(self.settings.rate_no_key))
+            return Response(body, 200, headers=headers, media_type=JSON)
+        truncate = outcome < band + faults.truncated_rate
+
+        response = self.handlers[endpoint](params)
+        response.headers.update(headers)
+        if truncate:  # a real body cut in half (E13): the client must surface a parse error
+            cut = bytes(response.body)[: len(response.body) // 2]
+            response = Response(cut, response.status_code, headers=headers, media_type=response.media_type)
+        return response
+
+    def _pmfetch_page(self, params: _Params) -> bytes:
+        ids = [u for u in (_uid(i, "pubmed") for i in _split_ids(params.getall("id"))) if u]
+        rec = next((self.corpus.records[i] for i in ids if i in self.corpus.records), None)
+        if rec is None:
+            rec = next(iter(self.corpus.records.values()), None)
+        if rec is None:
+            return w.pmfetch_html("0", "")
+        return w.pmfetch_html(rec.pmid, rec.title, rec.journal_iso or rec.journal or "", rec.year)
+
+    # ---- shared helpers -------------------------------------------------------------------------------
+
+    def _ids_or_history(self, params: _Params, db: str) -> list[str] | None:
+        """UIDs from ``id`` (comma lists and repeats flattened, order kept, duplicates dropped) or from
+        ``query_key`` + ``WebEnv``; None when neither is given. Raises _HistoryError for a bad reference."""
+        raw_ids = _split_ids(params.getall("id"))
+        if raw_ids:
+            return list(dict.fromkeys(u for u in (_uid(i, db) for i in raw_ids) if u))
+        query_key, webenv = params.get("query_key"), params.get("webenv")
+        if not query_key and not webenv:
+            return None
+        stored = self.history.get(webenv, query_key)
+        if stored is None:
+            raise _HistoryError(
+                f"Unable to retrieve query_key {query_key or '(none)'} from WebEnv {webenv!r}"
+            )
+        return list(stored[1])
+
+    @staticmethod
+    def _page(ids: list[str], params: _Params, default_max: int) -> list[str]:
+        start = params.int("retstart", 0)
+        count = params.int("retmax", default_max, hi=MAX_RETMAX)
+        return ids[start : start + count]
+
+    # ---- EInfo ----------------------------------------------------------------------------------------
+
+    def einfo(self, p: _Params) -> Response:
+        db = p.get("db")
+        if not db:
+            return _json(w.einfo_dblist_json(DATABASES)) if p.json else _xml(w.einfo_dblist_xml(DATABASES))
+        if db not in DATABASES:
+            msg = f"Can not retrieve DbInfo for db={db}"
+            return _json(w.einfo_error_json(msg)) if p.json else _xml(w.einfo_error_xml(msg))
+        count = self.corpus.pubmed_count if db == "pubmed" else self.corpus.pmc_count
+        last = self.corpus.last_update
+        build = "Build-" + (last.replace("/", ".").replace(" ", ".").replace(":", ".") or "local")
+        if p.json:
+            return _json(w.einfo_dbinfo_json(db, count=count, last_update=last, build=build))
+        return _xml(w.einfo_dbinfo_xml(db, count=count, last_update=last, build=build))
+
+    # ---- ESearch --------------------------------------------------------------------------------------
+
+    def esearch(self, p: _Params) -> Response:
+        db = p.get("db", "pubmed")
+
+        def error(msg: str) -> Response:
+            return _json(w.esearch_error_json(msg)) if p.json else _xml(w.esearch_error_xml(msg))
+
+        if db not in DATABASES:
+            return error(f"Invalid db name specified: {db}")
+        term, query_key, webenv = p.get("term"), p.get("query_key"), p.get("webenv")
+        if not term and not query_key:
+            return error("Empty term and query_key - nothing todo")
+        index = self.corpus.pubmed_index if db == "pubmed" else self.corpus.pmc_index
+        stored: tuple[str, ...] | None = None
+        if query_key:
+            got = self.history.get(webenv, query_key)
+            if got is None:
+                return error(f"Unable to retrieve query_key {query_key} from WebEnv {webenv!r}")
+            stored = got[1]
+        try:
+            if term:
+                term = self._expand_history_refs(term, webenv)
+                hits = index.search(
+                    term,
+                    field=p.get("field") or None,
+                    sort=p.get("sort") or None,
+                    mindate=p.get("mindate") if p.get("mindate") and p.get("maxdate") else None,
+                    maxdate=p.get("maxdate") if p.get("mindate") and p.get("maxdate") else None,
+                    datetype=p.get("datetype") or None,
+                    reldate=int(p.get("reldate")) if p.get("reldate").isdigit() else None,
+                )
+                ids = list(hits.ids)
+                if stored is not None:  # query_key + term: AND with the stored set, keeping search order
+                    keep = set(stored)
+                    ids = [i for i in ids if i in keep]
+                translation, translations = hits.query_translation, hits.translations
+                not_found, quoted_nf = hits.phrases_not_found, hits.quoted_phrases_not_found
+            else:
+                ids = sorted(stored or (), key=lambda s: (-int(s) if s.isdigit() else 0, s))
+                translation, translations, not_found, quoted_nf = f"#{query_key}", (), (), ()
+        except QuerySyntaxError as exc:
+            return error(str(exc))
+        except _HistoryError as exc:
+            return error(str(exc))
+
+        if p.get("rettype").lower() == "count":
+            return _json(w.esearch_count_json(len(ids))) if p.json else _xml(w.esearch_count_xml(len(ids)))
+        new_key = new_env = None
+        if p.get("usehistory").lower() == "y":
+            new_key, new_env = self.history.store(db, ids, webenv or None)
+        page = self._page(ids, p, 20)
+        result = ESearchResult(
+            count=len(ids),
+            ids=tuple(page),
+            retmax=len(page),
+            retstart=p.int("retstart", 0),
+            query_translation=translation,
+            translations=translations,
+            phrases_not_found=not_found,
+            quoted_phrases_not_found=quoted_nf,
+            output_messages=("No items found.",) if not ids else (),
+            query_key=new_key,
+            webenv=new_env,
+        )
+        return _json(w.esearch_json(result)) if p.json else _xml(w.esearch_xml(result))
+
+    def _expand_history_refs(self, term: str, webenv: str) -> str:
+        """``#1 AND asthma`` -> the stored set as a PMID list the query engine understands."""
+        if "#" not in term:
+            return term
+
+        def repl(m: re.Match[str]) -> str:
+            got = self.history.get(webenv, m.group(1)) if webenv else None
+            if got is None:
+                raise _HistoryError(f"Unable to retrieve query_key {m.group(1)} from WebEnv {webenv!r}")
+            ids = got[1] or ("0",)  # PMID 0 exists nowhere: an empty set stays empty
+            return "(" + " OR ".join(f"{i}[pmid]" for i in ids) + ")"
+
+        return _HISTORY_REF.sub(repl, term)
+
+    # ---- ESummary -------------------------------------------------------------------------------------
+
+    def esummary(self, p: _Params) -> Response:
+        db = p.get("db", "pubmed")
+
+        def error(msg: str) -> Response:
+            return _json(w.esummary_error_json(msg)) if p.json else _xml(w.esummary_error_xml(msg))
+
+        if db not in DATABASES:
+            return error(f"Invalid db name specified: {db}")
+        raw_given = _split_ids(p.getall("id"))
+        ids: list[str] | None
+        if raw_given:  # unknown or malformed ids still get their per-uid error entry (E10)
+            ids = list(dict.fromkeys(_uid(i, db) or i for i in raw_given))
+        else:
+            try:
+                ids = self._ids_or_history(p, db)
+            except _HistoryError as exc:
+                return error(str(exc))
+            if ids is None:
+                return error("Neither query_key nor id specified")  # E9, esummary8.xml
+        ids = self._page(ids, p, MAX_RETMAX)
+        docs = [self._docsum(db, uid) for uid in ids]
+        if p.json:
+            return _json(w.esummary_v2_json(docs))
+        if p.get("version") == "2.0":
+            return _xml(w.esummary_v2_xml(docs))
+        return _xml(w.esummary_v1_xml(docs))
+
+    def _docsum(self, db: str, uid: str) -> w.DocSum:
+        if db == "pubmed":
+            rec = self.corpus.records.get(uid)
+            if rec is not None:
+                refs = len(self.corpus.cited_in_pmc.get(uid, ()))
+                return w.docsum_from_pubmed(rec, self.corpus.raw.get(uid), pmcrefcount=refs)
+        elif f"PMC{uid}" in self.corpus.pmc:
+            return w.docsum_from_jats(uid, self.corpus.jats_front(f"PMC{uid}"))
+        return w.DocSum(uid=uid, db=db, error="cannot get document summary")
+
+    # ---- EFetch ---------------------------------------------------------------------------------------
+
+    def efetch(self, p: _Params) -> Response:
+        db = p.get("db", "pubmed")
+        if db not in DATABASES:
+            return _xml(w.efetch_error_xml(f"Invalid db name specified: {db}"))
+        try:
+            ids = self._ids_or_history(p, db)
+        except _HistoryError as exc:
+            return _xml(w.efetch_error_xml(str(exc)))
+        if ids is None:
+            return _xml(w.efetch_error_xml("Empty id list - nothing todo"))
+        ids = self._page(ids, p, MAX_RETMAX)
+        rettype = p.get("rettype").lower()
+        if rettype == "docsum":  # [DOC] "return XML data equivalent to ESummary output"
+            return _xml(w.esummary_v1_xml([self._docsum(db, uid) for uid in ids]))
+        if db == "pubmed":
+            held = [uid for uid in ids if uid in self.corpus.raw]
+            if rettype == "uilist":
+                return Response("".join(f"{uid}\n" for uid in held), media_type=TEXT)
+            return _xml(w.pubmed_articleset(self.corpus.raw[uid] for uid in held))
+        held = [uid for uid in ids if f"PMC{uid}" in self.corpus.pmc_raw]
+        if rettype == "uilist":
+            return Response("".join(f"{uid}\n" for uid in held), media_type=TEXT)
+        articles = [
+            w.restrict_pmc_article(self.corpus.pmc_raw[f"PMC{uid}"])
+            if uid in self.restricted
+            else self.corpus.pmc_raw[f"PMC{uid}"]
+            for uid in held
+        ]
+        return _xml(w.pmc_articleset(articles))
+
+    # ---- ELink ----------------------------------------------------------------------------------------
+
+    def _links(self, dbfrom: str, db: str, uid: str) -> dict[str, list[str]]:
+        """Link name -> target UIDs for one source id, only towards records this server holds."""
+        c = self.corpus
+        out: dict[str, list[str]] = {}
+        if dbfrom == "pubmed" and db == "pmc":
+            pmcid = c.pmid_to_pmcid.get(uid)
+            out["pubmed_pmc"] = [pmcid.removeprefix("PMC")] if pmcid and pmcid in c.pmc else []
+            out["pubmed_pmc_refs"] = [x.removeprefix("PMC") for x in c.cited_in_pmc.get(uid, ())]
+        elif dbfrom == "pmc" and db == "pubmed":
+            pmid = c.pmcid_to_pmid.get(f"PMC{uid}") if f"PMC{uid}" in c.pmc else None
+            out["pmc_pubmed"] = [pmid] if pmid and pmid in c.records else []
+            out["pmc_refs_pubmed"] = [x for x in c.pmc_refs.get(f"PMC{uid}", ()) if x in c.records]
+        return out
+
+    def elink(self, p: _Params) -> Response:
+        dbfrom, db = p.get("dbfrom", "pubmed"), p.get("db", "pubmed")
+
+        def error(msg: str) -> Response:
+            return _json(w.elink_error_json(msg)) if p.json else _xml(w.elink_error_xml(msg))
+
+        for name in (dbfrom, db):
+            if name not in DATABASES:
+                return error(f"Invalid db name specified: {name}")
+        cmd = p.get("cmd", "neighbor").lower()
+        if cmd not in ("neighbor", "neighbor_history"):
+            return error(f"Command not supported by the local E-utilities server: {cmd}")
+        linkname = p.get("linkname")
+        # Each id= parameter is one LinkSet (one-to-one); a comma list inside one parameter is a batch.
+        groups = [[u for u in (_uid(i, dbfrom) for i in _split_ids([v])) if u] for v in p.getall("id")]
+        groups = [g for g in groups if g]
+        if not groups:
+            try:
+                ids = self._ids_or_history(p, dbfrom)
+            except _HistoryError as exc:
+                return error(str(exc))
+            if not ids:
+                return error("Empty id list - nothing todo")
+            groups = [ids]
+        webenv = p.get("webenv") or None
+        linksets: list[w.LinkSetData] = []
+        for group in groups:
+            merged: dict[str, list[str]] = {}
+            for uid in group:
+                for name, targets in self._links(dbfrom, db, uid).items():
+                    merged.setdefault(name, []).extend(targets)
+            dbs: list[w.LinkSetDbData] = []
+            for name, targets in merged.items():
+                if (linkname and name != linkname) or not targets:
+                    continue  # E16: no LinkSetDb at all when nothing links
+                links = tuple(sorted(set(targets), key=int, reverse=True))
+                if cmd == "neighbor_history":
+                    key, webenv = self.history.store(db, links, webenv)
+                    dbs.append(w.LinkSetDbData(db, name, links, query_key=key))
+                else:
+                    dbs.append(w.LinkSetDbData(db, name, links))
+            history_env = (
+                (webenv or self.history.store(db, (), None)[1]) if cmd == "neighbor_history" else None
+            )
+            linksets.append(w.LinkSetData(dbfrom, tuple(group), tuple(dbs), webenv=history_env))
+        return _json(w.elink_json(linksets)) if p.json else _xml(w.elink_xml(linksets))
+
+    # ---- EPost, ESpell --------------------------------------------------------------------------------
+
+    def epost(self, p: _Params) -> Response:
+        db = p.get("db", "pubmed")
+        if db not in DATABASES:
+            return _xml(w.epost_error_xml([f"Invalid db name specified: {db}"]))
+        raw_ids = _split_ids(p.getall("id"))
+        ids = list(dict.fromkeys(u for u in (_uid(i, db) for i in raw_ids) if u))
+        if not ids:
+            msgs = ["Empty ID list; Nothing to store"]
+            if raw_ids:
+                msgs.append(
+                    "Some IDs have invalid value and were omitted. Maximum ID value 18446744073709551615"
+                )
+            return _xml(w.epost_error_xml(msgs))
+        key, webenv = self.history.store(db, ids, p.get("webenv") or None)
+        return _xml(w.epost_xml(key, webenv))
+
+    def espell(self, p: _Params) -> Response:
+        # No spelling dictionary offline: the query comes back as its own correction.
+        term = p.get("term")
+        return _xml(w.espell_xml(p.get("db", "pubmed"), term, term))
+
+
+def create_eutils_app(settings: LocalServerSettings | None = None, corpus: Corpus | None = None) -> Starlette:
+    """The local E-utilities ASGI app. ``corpus`` defaults to ``settings.corpus_dir`` (None = bundled).
+
+    ``app.state.request_log`` is a bounded deque of :class:`RequestRecord` (server-side monotonic times),
+    ``app.state.history`` the :class:`HistoryServer`.
+    """
+    settings = settings or LocalServerSettings()
+    corpus = corpus if corpus is not None else load_corpus(settings.corpus_dir)
+    eutils = _Eutils(settings, corpus)
+
+    def endpoint(name: str) -> Callable[[Request], Awaitable[Response]]:
+        async def handle(request: Request) -> Response:
+            return await eutils.dispatch(request, name)
+
+        return handle
+
+    routes = [
+        Route(f"/entrez/eutils/{name}.fcgi", endpoint(name), methods=["GET", "POST"], name=name)
+        for name in ENDPOINTS
+    ]
+    app = Starlette(routes=routes)
+    app.state.settings = settings
+    app.state.corpus = corpus
+    app.state.history = eutils.history
+    app.state.request_log = eutils.request_log
+    return app
+
+
+def eutils_transport(app: Starlette) -> httpx.ASGITransport:
+    """In-process transport: ``httpx.AsyncClient(transport=eutils_transport(app), base_url=...)``."""
+    return httpx.ASGITransport(app=app)

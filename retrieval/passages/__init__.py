@@ -1,0 +1,16 @@
+"""Passages: evidence documents turned into segmentation sources, SEOS chunks retrieved densely and reranked,
+with budgeted neighbour expansion."""
+
+from ._jats import source_from_abstract, source_from_pmc, source_from_pubmed
+from ._passages import Passage, PassageContext, PassageRetriever, PassageSettings, build_chunks
+
+__all__ = [
+    "Passage",
+    "PassageContext",
+    "PassageRetriever",
+    "PassageSettings",
+    "build_chunks",
+    "source_from_abstract",
+    "source_from_pmc",
+    "source_from_pubmed",
+]

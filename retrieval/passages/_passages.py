@@ -1,0 +1,485 @@
+"""Two-stage passage retrieval over the selected evidence (CoMeta §3.2.2): dense top-N, rerank, top-k.
+
+For one question and the documents the metadata stage kept:
+
+1. **Passages.** Every abstract unit is one passage as is (CoMeta: abstracts are single passages, too short
+   to gain from splitting); every full-text section unit is segmented by the configured segmenter (SEOS in
+   production). Each passage keeps its PMID/PMCID, document class and fused rank, heading path and
+   character offsets in its section text.
+2. **Dense stage.** Query and all passages are encoded in one batch each; the ``candidates`` best passages
+   by inner product go on.
+3. **Rerank stage.** The reranker (a cross-encoder, or the bi-encoder fallback offline) scores the
+   candidates; the ``top_k`` best are selected. Without a reranker the dense order stands.
+4. **Context budget.** Selected passages enter the context in rank order while they fit
+   ``context_tokens``; then each may pull its neighbours in the same section (distance 1 first, up to
+   ``expand_radius`` chunks either side; a large radius pulls the whole parent section) while budget
+   remains. Neighbours are marked with ``expanded_from`` and sit next to their passage in text order.
+
+Every passage carries the scores of every stage it went through (``dense``; ``rerank`` when reranked).
+
+Repeated work is avoided without changing the ranking: a bounded LRU :class:`PassageCache` keeps each
+document's passages and passage vectors across requests, keyed by everything that determines them
+(encoder name and max lengths, token counter, segmenter settings, sha256 of the document's text units);
+all passages not cached are encoded in one call, as without a cache, so a cold request computes exactly
+what the uncached path computes. When the reranker is the bi-encoder over this retriever's encoder, it
+scores the passage vectors the dense stage already holds instead of encoding the candidates again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, runtime_checkable
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from core import Encoder, FloatArray, Reranker
+from retrieval.evidence import DocClass, EvidenceDoc
+from segmentation import Chunk, Segmenter, SourceSection, SourceText
+
+__all__ = [
+    "CacheStats",
+    "CountsTokens",
+    "Passage",
+    "PassageCache",
+    "PassageContext",
+    "PassageRetriever",
+    "PassageSettings",
+    "TextCounter",
+    "build_chunks",
+    "doc_key",
+]
+
+
+class PassageSettings(BaseModel):
+    """Passage retrieval knobs (defaults follow CoMeta's two-stage setup: dense top-30, rerank to top-8)."""
+
+    candidates: int = Field(default=30, ge=1, le=10_000)  # dense top-N handed to the reranker
+    top_k: int = Field(default=8, ge=1, le=1_000)  # passages selected after rerank
+    context_tokens: int = Field(default=3_000, ge=1, le=1_000_000)  # budget for selected + expanded text
+    expand_radius: int = Field(default=1, ge=0, le=1_000)  # 0 = no expansion; large = whole section
+    encode_batch_size: int = Field(default=32, ge=1, le=4_096)
+    # Documents whose passages + passage vectors are kept across requests (LRU); 0 turns the cache off.
+    cache_documents: int = Field(default=512, ge=0, le=1_000_000)
+
+
+class CountsTokens(Protocol):
+    def count(self, text: str) -> int: ...
+
+
+@runtime_checkable
+class _ScoresVectors(Protocol):
+    """A reranker that can score passage vectors it did not encode itself (the bi-encoder reranker)."""
+
+    @property
+    def encoder(self) -> Encoder: ...
+
+    def score(self, query_vector: FloatArray, passage_vectors: Sequence[FloatArray]) -> list[float]: ...
+
+
+class TextCounter:
+    """Whitespace word count: the token count for abstracts when no encoder tokenizer counter is given."""
+
+    def count(self, text: str) -> int:
+        return len(text.split())
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    chunk_id: str
+    pmid: str
+    pmcid: str | None
+    doc_class: DocClass
+    doc_rank: int  # the document's fused rank
+    kind: Literal["abstract", "section"]
+    heading: str
+    path: tuple[str, ...]
+    unit_index: int  # EvidenceDoc.text_units index the passage comes from
+    start: int  # character offsets in that unit's text
+    end: int
+    text: str
+    token_count: int
+    scores: dict[str, float] = field(hash=False)  # {"dense": ..., "rerank": ...}; stages it went through
+    rank: int  # 1-based rank of the selected passage (an expanded neighbour shares its source's rank)
+    expanded_from: str | None = None  # chunk id of the selected passage that pulled this neighbour in
+
+
+@dataclass(frozen=True, slots=True)
+class PassageContext:
+    passages: tuple[Passage, ...]  # grouped by selected passage, neighbours in text order around it
+    reranker_name: str | None
+    reranker_kind: str | None
+    rerank_note: str | None  # e.g. "offline: bi-encoder rerank, ..."; None for a loaded cross-encoder
+    budget_used: int
+    budget: int
+    scored: int  # passages the dense stage scored
+
+    @property
+    def selected(self) -> tuple[Passage, ...]:
+        return tuple(p for p in self.passages if p.expanded_from is None)
+
+
+def doc_key(doc: EvidenceDoc) -> str:
+    return f"PMID:{doc.pmid}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    chunk: Chunk
+    doc: EvidenceDoc
+    kind: Literal["abstract", "section"]
+    unit_index: int
+    key: str  # the document's cache key
+    row: int  # position among its document's passages (row of the document's vector block)
+
+
+_Built = tuple[tuple[Chunk, Literal["abstract", "section"], int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    built: _Built
+    vectors: FloatArray | None  # read-only, one row per passage; None until the dense stage encoded them
+
+
+@dataclass(frozen=True, slots=True)
+class _Scored:
+    dense: list[float]
+    query: FloatArray  # the query vector the dense scores came from
+    vectors: FloatArray  # one row per item
+
+
+@dataclass(frozen=True, slots=True)
+class CacheStats:
+    segment_hits: int
+    segment_misses: int
+    vector_hits: int
+    vector_misses: int
+    evictions: int
+    size: int
+    capacity: int
+
+
+class PassageCache:
+    """Bounded, thread-safe LRU of per-document passages and passage vectors (see the module doc).
+
+    Values are immutable (tuples of frozen chunks, read-only arrays), so readers share them without copies.
+    Two requests missing the same document at once both compute it; the results are identical.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._data: OrderedDict[str, _Entry] = OrderedDict()
+        self._lock = threading.Lock()
+        self._counts = {"segment_hits": 0, "segment_misses": 0, "vector_hits": 0, "vector_misses": 0}
+        self._evictions = 0
+
+    def _get(self, key: str, what: Literal["segment", "vector"]) -> _Entry | None:
+        with self._lock:
+            entry = self._data.get(key)
+            hit = entry is not None and (what == "segment" or entry.vectors is not None)
+            self._counts[f"{what}_{'hits' if hit else 'misses'}"] += 1
+            if entry is not None:
+                self._data.move_to_end(key)
+            return entry if hit else None
+
+    def built(self, key: str) -> _Built | None:
+        entry = self._get(key, "segment")
+        return entry.built if entry else None
+
+    def vectors(self, key: str) -> FloatArray | None:
+        entry = self._get(key, "vector")
+        return entry.vectors if entry else None
+
+    def put(self, key: str, built: _Built, vectors: FloatArray | None = None) -> None:
+        if self.capacity <= 0:
+            return
+        if vectors is not None:
+            vectors = np.array(vectors, copy=True)
+            vectors.setflags(write=False)  # shared across requests: nobody may modify it in place
+        with self._lock:
+            old = self._data.get(key)
+            if vectors is None and old is not None:
+                vectors = old.vectors  # never drop vectors when re-storing the passages alone
+            self._data[key] = _Entry(built, vectors)
+            self._data.move_to_end(key)
+            while len(self._data) > self.capacity:
+                self._data.popitem(last=False)
+                self._evictions += 1
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+    @property
+    def stats(self) -> CacheStats:
+        with self._lock:
+            c = self._counts
+            return CacheStats(
+                segment_hits=c["segment_hits"],
+                segment_misses=c["segment_misses"],
+                vector_hits=c["vector_hits"],
+                vector_misses=c["vector_misses"],
+                evictions=self._evictions,
+                size=len(self._data),
+                capacity=self.capacity,
+            )
+
+
+def build_chunks(
+    doc: EvidenceDoc, segmenter: Segmenter, counter: CountsTokens | None = None
+) -> list[tuple[Chunk, Literal["abstract", "section"], int]]:
+    """The passages of one document: (chunk, unit kind, text-unit index), in document order.
+
+    Abstract units become one chunk each (id ``{doc}#a{i}``); section units are segmented together as one
+    SourceText, so the segmenter's ids and prev/next links run over the whole body.
+    """
+    counter = counter or TextCounter()
+    key = doc_key(doc)
+    out: list[tuple[Chunk, Literal["abstract", "section"], int]] = []
+    sections = [u for u in doc.text_units if u.kind == "section" and u.text.strip()]
+    for u in doc.text_units:
+        if u.kind == "abstract" and u.text.strip():
+            chunk = Chunk(
+                id=f"{key}#a{u.index}",
+                doc_id=key,
+                text=u.text,
+                section_index=u.index,
+                heading=u.label,
+                path=u.path,
+                start=0,
+                end=len(u.text),
+                sentence_start=0,
+                sentence_end=1,
+                token_count=counter.count(u.text),
+            )
+            out.append((chunk, "abstract", u.index))
+    if sections:
+        source = SourceText(key, tuple(SourceSection(u.text, u.label, u.path) for u in sections))
+        for chunk in segmenter.segment(source):
+            out.append((chunk, "section", sections[chunk.section_index].index))
+    return out
+
+
+class PassageRetriever:
+    """Dense retrieval over the chunks of the selected documents, then rerank, then budgeted expansion."""
+
+    def __init__(
+        self,
+        segmenter: Segmenter,
+        encoder: Encoder,
+        reranker: Reranker | None,
+        settings: PassageSettings | None = None,
+        *,
+        counter: CountsTokens | None = None,
+    ) -> None:
+        self.segmenter = segmenter
+        self.encoder = encoder
+        self.reranker = reranker
+        self.settings = settings or PassageSettings()
+        self.counter = counter
+        self.cache = PassageCache(self.settings.cache_documents)
+        self._config_key = self._configuration()
+
+    def _configuration(self) -> str:
+        """Everything besides the document that determines its passages and their vectors."""
+        enc, seg, counter = self.encoder, self.segmenter, self.counter
+        parts = {
+            "encoder": enc.name,
+            "query_max_length": enc.query_max_length,
+            "doc_max_length": enc.doc_max_length,
+            "segmenter": f"{type(seg).__module__}.{type(seg).__qualname__}:{seg.name}",
+            "counter": None if counter is None else f"{type(counter).__qualname__}",
+            "counter_max_length": getattr(counter, "max_length", None),
+        }
+        return json.dumps(parts, sort_keys=True)
+
+    def _doc_cache_key(self, doc: EvidenceDoc) -> str:
+        units = [(u.kind, u.index, u.label, list(u.path), u.text) for u in doc.text_units]
+        payload = json.dumps([self._config_key, doc_key(doc), units], ensure_ascii=False)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+    def _items(self, docs: Sequence[EvidenceDoc]) -> list[_Item]:
+        out: list[_Item] = []
+        for doc in docs:
+            key = self._doc_cache_key(doc)
+            built = self.cache.built(key)
+            if built is None:
+                built = tuple(build_chunks(doc, self.segmenter, self.counter))
+                self.cache.put(key, built)
+            out.extend(
+                _Item(chunk, doc, kind, unit, key, row) for row, (chunk, kind, unit) in enumerate(built)
+            )
+        return out
+
+    def _dense(self, query: str, items: Sequence[_Item]) -> _Scored:
+        bs = self.settings.encode_batch_size
+        q = self.encoder.encode_queries([query], batch_size=1)[0]
+        runs: list[tuple[int, int]] = []  # [start, end) of each document's passages (contiguous, row 0 first)
+        for n, it in enumerate(items):
+            if it.row == 0:
+                runs.append((n, n + 1))
+            else:
+                runs[-1] = (runs[-1][0], n + 1)
+        blocks: list[FloatArray | None] = []
+        for a, b in runs:
+            cached = self.cache.vectors(items[a].key)
+            blocks.append(cached if cached is not None and len(cached) == b - a else None)
+        missing = [r for r, block in zip(runs, blocks, strict=True) if block is None]
+        if missing:
+            # One encode call for every passage not cached, as without a cache: with a cold cache the vectors
+            # are exactly those of the uncached path. (Batch composition moves float32 results by ~1e-7;
+            # uncached, a document's vectors already varied that much with the other documents asked with.)
+            texts = [("", items[n].chunk.text) for a, b in missing for n in range(a, b)]
+            encoded = self.encoder.encode_documents(texts, batch_size=bs)
+            row = 0
+            fresh: dict[int, FloatArray] = {}
+            for a, b in missing:
+                fresh[a] = encoded[row : row + b - a]
+                row += b - a
+                built = tuple((it.chunk, it.kind, it.unit_index) for it in items[a:b])
+                self.cache.put(items[a].key, built, fresh[a])
+            blocks = [
+                fresh[a] if block is None else block for (a, _), block in zip(runs, blocks, strict=True)
+            ]
+        d = np.concatenate([blk for blk in blocks if blk is not None], axis=0)
+        return _Scored([float(s) for s in np.asarray(d @ q, dtype=np.float64)], q, d)
+
+    def _vector_scorer(self) -> _ScoresVectors | None:
+        """The reranker when it is the bi-encoder over this very encoder: its passage vectors would be the
+        dense stage's, so encoding the candidates again would only repeat work."""
+        r = self.reranker
+        if r is not None and r.kind == "bi-encoder" and isinstance(r, _ScoresVectors):
+            return r if r.encoder is self.encoder else None
+        return None
+
+    async def retrieve(self, query: str, docs: Sequence[EvidenceDoc]) -> PassageContext:
+        s = self.settings
+        # Segmenting and encoding are CPU/GPU-bound: keep them off the event loop.
+        items = await asyncio.to_thread(self._items, docs)
+        if not items:
+            return self._context((), 0, 0)
+        scored = await asyncio.to_thread(self._dense, query, items)
+        dense = scored.dense
+        # Stable sorts with the item index as tie-break keep results deterministic.
+        candidates = sorted(range(len(items)), key=lambda i: (-dense[i], i))[: s.candidates]
+        rerank: dict[int, float] = {}
+        if self.reranker is not None:
+            scorer = self._vector_scorer()
+            if scorer is not None:
+                scores = scorer.score(scored.query, [scored.vectors[i] for i in candidates])
+            else:
+                texts = [items[i].chunk.text for i in candidates]
+                scores = await asyncio.to_thread(self.reranker.rerank, query, texts)
+            rerank = dict(zip(candidates, scores, strict=True))
+            order = sorted(candidates, key=lambda i: (-rerank[i], candidates.index(i)))
+        else:
+            order = candidates
+        selected = order[: s.top_k]
+        passages, used = self._budget(items, dense, rerank, selected)
+        return self._context(tuple(passages), used, len(items))
+
+    def _context(self, passages: tuple[Passage, ...], used: int, scored: int) -> PassageContext:
+        r = self.reranker
+        if r is None:
+            note: str | None = "no reranker: dense order"
+        elif r.kind == "bi-encoder":
+            note = r.note or "bi-encoder rerank"
+        else:
+            note = r.note
+        return PassageContext(
+            passages=passages,
+            reranker_name=r.name if r else None,
+            reranker_kind=r.kind if r else None,
+            rerank_note=note,
+            budget_used=used,
+            budget=self.settings.context_tokens,
+            scored=scored,
+        )
+
+    def _budget(
+        self, items: Sequence[_Item], dense: Sequence[float], rerank: dict[int, float], selected: list[int]
+    ) -> tuple[list[Passage], int]:
+        s = self.settings
+        budget = s.context_tokens
+        used = 0
+        taken: set[int] = set()
+        kept: list[int] = []
+        for i in selected:  # rank order; a passage that does not fit is skipped, smaller ones may still fit
+            cost = items[i].chunk.token_count
+            if used + cost <= budget:
+                kept.append(i)
+                taken.add(i)
+                used += cost
+        by_id = {(it.chunk.doc_id, it.chunk.id): n for n, it in enumerate(items)}
+        pulled: dict[int, list[int]] = {i: [] for i in kept}
+        for i in kept:
+            for j in self._neighbours(items, by_id, i, s.expand_radius):
+                cost = items[j].chunk.token_count
+                if j not in taken and used + cost <= budget:
+                    pulled[i].append(j)
+                    taken.add(j)
+                    used += cost
+        out: list[Passage] = []
+        for rank, i in enumerate(kept, start=1):
+            group = sorted([i, *pulled[i]], key=lambda j: items[j].chunk.start)
+            for j in group:
+                scores = {"dense": dense[j]}
+                if j in rerank:
+                    scores["rerank"] = rerank[j]
+                out.append(self._passage(items[j], scores, rank, None if j == i else items[i].chunk.id))
+        return out, used
+
+    @staticmethod
+    def _neighbours(
+        items: Sequence[_Item], by_id: dict[tuple[str, str], int], i: int, radius: int
+    ) -> list[int]:
+        """Chunks of the same section up to ``radius`` away, nearest first (prev before next)."""
+        base = items[i].chunk
+        if items[i].kind == "abstract":
+            return []
+        sides: list[list[int]] = []
+        for attr in ("prev_id", "next_id"):
+            side: list[int] = []
+            cur = base
+            while len(side) < radius:
+                nid = getattr(cur, attr)
+                j = by_id.get((base.doc_id, nid)) if nid else None
+                if j is None or items[j].chunk.section_index != base.section_index:
+                    break  # a neighbour across a section boundary is not this passage's context
+                side.append(j)
+                cur = items[j].chunk
+            sides.append(side)
+        prev, nxt = sides
+        out: list[int] = []
+        for d in range(radius):
+            out.extend(side[d] for side in (prev, nxt) if d < len(side))
+        return out
+
+    @staticmethod
+    def _passage(item: _Item, scores: dict[str, float], rank: int, expanded_from: str | None) -> Passage:
+        c = item.chunk
+        return Passage(
+            chunk_id=c.id,
+            pmid=item.doc.pmid,
+            pmcid=item.doc.pmcid,
+            doc_class=item.doc.doc_class,
+            doc_rank=item.doc.fused_rank,
+            kind=item.kind,
+            heading=c.heading,
+            path=c.path,
+            unit_index=item.unit_index,
+            start=c.start,
+            end=c.end,
+            text=c.text,
+            token_count=c.token_count,
+            scores=scores,
+            rank=rank,
+            expanded_from=expanded_from,
+        )

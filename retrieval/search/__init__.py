@@ -1,0 +1,20 @@
+"""Searching: Adapt-E (the Boolean ladder against ESearch, stopping early) and rank fusion (RRF) of the
+Boolean and dense arms."""
+
+from ._adapte import AdaptE, AdaptEResult, TierResult
+from ._config import AdaptESettings
+from ._fusion import ArmHit, FusedHit, Provenance, boolean_hits, dense_hits, fuse, rrf
+
+__all__ = [
+    "AdaptE",
+    "AdaptEResult",
+    "AdaptESettings",
+    "ArmHit",
+    "FusedHit",
+    "Provenance",
+    "TierResult",
+    "boolean_hits",
+    "dense_hits",
+    "fuse",
+    "rrf",
+]
