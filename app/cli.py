@@ -8,6 +8,7 @@ import os
 import sys
 import time
 from dataclasses import asdict
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,7 +20,6 @@ from rich.table import Table
 from app.collections_cli import collections_app
 from app.pipeline import Pipeline, SearchOutcome
 from app.settings import Settings, get_settings
-from eval.cli import eval_app
 from retrieval import CometaError, EutilsError, PubmedRecord
 from retrieval.eutils import EutilsClient
 
@@ -37,7 +37,19 @@ index_app = typer.Typer(
 )
 app.add_typer(index_app, name="index")
 app.add_typer(collections_app, name="collections")
-app.add_typer(eval_app, name="eval")
+
+
+def _add_plugin_commands() -> None:
+    """Command groups that packages above the app contribute (``cometa eval`` comes from ``eval``).
+
+    They register under the ``cometa.commands`` entry-point group (pyproject.toml), so the app layer never
+    imports the layers built on it.
+    """
+    for entry in entry_points(group="cometa.commands"):
+        app.add_typer(entry.load(), name=entry.name)
+
+
+_add_plugin_commands()
 
 console = Console()
 err_console = Console(stderr=True)

@@ -1,7 +1,7 @@
 """Institutional collections: a store of parsed handbooks and HERO-QA retrieval per document.
 
 **Store.** ``root/NAME/collection.json`` (the :class:`CollectionMeta`), ``root/NAME/documents/ID.json``
-(one parsed :class:`~retrieval.collections._ingest.InstDocument` each) and ``root/NAME/index/`` (cached chunk vectors).
+(one parsed :class:`InstDocument` each) and ``root/NAME/index/`` (cached chunk vectors).
 Re-ingest is idempotent by content: a file whose sha256 is already in the collection is ``unchanged``
 (whatever its name, unless new attributes are given for it); a file whose id (its slugged stem) exists
 with other bytes is ``updated``; anything else is ``added``. Writes are atomic and serialised per

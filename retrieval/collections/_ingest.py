@@ -310,8 +310,7 @@ def parse_html(data: bytes, *, default_title: str = "") -> tuple[str, tuple[Sect
 def parse_jats(data: bytes, *, default_title: str = "") -> tuple[str, tuple[Section, ...]]:
     from lxml import etree
 
-    from retrieval.ncbi import PmcSection
-    from retrieval.ncbi._parsers import _block_paragraphs, _pmc_abstract, _text, _walk_secs
+    from retrieval.ncbi import jats_content
 
     parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False, recover=False)
     try:
@@ -321,22 +320,17 @@ def parse_jats(data: bytes, *, default_title: str = "") -> tuple[str, tuple[Sect
     article = root if etree.QName(root).localname == "article" else root.find(".//article")
     if article is None:
         raise IngestError(f"not a JATS article: root element <{etree.QName(root).localname}>")
-    meta = article.find("front/article-meta")
-    title = _text(meta.find("title-group/article-title")) if meta is not None else ""
+    content = jats_content(article)
+    title = content.title
     raws: list[_Raw] = []
-    if meta is not None:
-        abstract = " ".join(a.text for a in _pmc_abstract(meta) if a.text)
-        if abstract:
-            raws.append(_Raw("Abstract", [abstract]))
-    body = article.find("body")
-    if body is not None:
-        loose: list[str] = []
-        _block_paragraphs(body, loose)
-        if loose:
-            raws.append(_Raw(title or default_title, loose))
-        secs: list[PmcSection] = []
-        _walk_secs(body, (), secs)
-        raws.extend(_Raw(s.heading or (s.path[-1] if s.path else ""), list(s.paragraphs)) for s in secs)
+    abstract = " ".join(a.text for a in content.abstract if a.text)
+    if abstract:
+        raws.append(_Raw("Abstract", [abstract]))
+    if content.loose:
+        raws.append(_Raw(title or default_title, list(content.loose)))
+    raws.extend(
+        _Raw(s.heading or (s.path[-1] if s.path else ""), list(s.paragraphs)) for s in content.sections
+    )
     return _finish(title or default_title, raws)
 
 

@@ -1,7 +1,7 @@
 """Async E-utilities client.
 
 One :class:`EutilsClient` wraps one ``httpx.AsyncClient``; rate limiting is process-wide per key
-(:mod:`retrieval.eutils._ratelimit`), so any number of clients and coroutines together stay under NCBI's limit.
+(``_ratelimit``), so any number of clients and coroutines together stay under NCBI's limit.
 The same code path serves live NCBI, a ``cometa eutils serve`` URL, or the bundled corpus in-process
 (``backend="local"``: httpx's ASGI transport into :func:`retrieval.ncbi._server.create_eutils_app`).
 

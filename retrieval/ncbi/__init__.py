@@ -1,4 +1,4 @@
-"""The NCBI protocol: record models, the E-utilities/PubMed/PMC parsers and writers, the errors of the protocol,
+"""The NCBI protocol: record models, the E-utilities/PubMed/PMC parsers and writers, the protocol's errors,
 and the local NCBI-compatible server over a corpus (with its Boolean query engine)."""
 
 from ._config import FaultSettings, LocalServerSettings
@@ -24,7 +24,9 @@ from ._models import (
     normalise_pmcid,
 )
 from ._parsers import (
+    JatsContent,
     iter_pubmed_articles,
+    jats_content,
     parse_einfo,
     parse_elink_pubmed_pmc,
     parse_esearch,
@@ -60,6 +62,7 @@ __all__ = [
     "EutilsError",
     "FaultSettings",
     "HistoryServer",
+    "JatsContent",
     "JatsFront",
     "License",
     "LiteratureIndex",
@@ -81,6 +84,7 @@ __all__ = [
     "create_eutils_app",
     "eutils_transport",
     "iter_pubmed_articles",
+    "jats_content",
     "load_corpus",
     "nlm_category",
     "normalise_pmcid",

@@ -28,6 +28,7 @@ import os
 import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import IO, Any, BinaryIO, Final, ParamSpec, TypeVar
 
 from lxml import etree
@@ -747,6 +748,31 @@ def _pmc_article(article: _Element, endpoint: str = "efetch") -> PmcArticle:
 
 
 @_guard("efetch")
+@dataclass(frozen=True, slots=True)
+class JatsContent:
+    """The prose of one JATS ``<article>``: title, main abstract, body prose outside ``<sec>``, sections."""
+
+    title: str
+    abstract: tuple[AbstractSection, ...]
+    loose: tuple[str, ...]
+    sections: tuple[PmcSection, ...]
+
+
+def jats_content(article: _Element) -> JatsContent:
+    """Read the prose of a parsed ``<article>`` element with the same rules as :func:`parse_pmc_articles`
+    (for callers that parse JATS from elsewhere, such as institutional collections)."""
+    meta = article.find("front/article-meta")
+    title = _text(meta.find("title-group/article-title")) if meta is not None else ""
+    abstract = _pmc_abstract(meta) if meta is not None else ()
+    loose: list[str] = []
+    secs: list[PmcSection] = []
+    body = article.find("body")
+    if body is not None:
+        _block_paragraphs(body, loose)
+        _walk_secs(body, (), secs)
+    return JatsContent(title=title, abstract=abstract, loose=tuple(loose), sections=tuple(secs))
+
+
 def parse_pmc_articles(data: bytes) -> list[PmcArticle]:
     """EFetch ``db=pmc`` (``<pmc-articleset>``) or a bare JATS ``<article>`` (PMC OA ``.nxml``).
 

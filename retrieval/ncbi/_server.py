@@ -2,7 +2,7 @@
 
 Serves ``/entrez/eutils/{einfo,esearch,esummary,efetch,elink,epost,espell}.fcgi`` for ``db=pubmed`` and
 ``db=pmc``, GET and form-encoded POST alike, so the client switches between live NCBI and this server by
-base URL alone (or in-process through :func:`eutils_transport`). Bodies come from :mod:`retrieval.ncbi._writers`.
+base URL alone (or in-process through :func:`eutils_transport`). Bodies come from ``_writers``.
 
 Behaviours NCBI does not document, as decided here (no recorded sample fixes them):
 

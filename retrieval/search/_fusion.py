@@ -26,8 +26,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from retrieval.evidence import EvidenceSettings
-
     from ._adapte import AdaptEResult
 
 __all__ = [
@@ -35,6 +33,7 @@ __all__ = [
     "DENSE_ARM",
     "ArmHit",
     "FusedHit",
+    "FusionWeights",
     "Provenance",
     "ScoredPmid",
     "boolean_hits",
@@ -178,8 +177,21 @@ def dense_hits(results: Iterable[tuple[str, float] | ScoredPmid | ArmHit]) -> li
     return hits
 
 
+class FusionWeights(Protocol):
+    """The RRF constant and arm weights (``retrieval.evidence.EvidenceSettings`` carries them)."""
+
+    @property
+    def rrf_k(self) -> int: ...
+
+    @property
+    def boolean_weight(self) -> float: ...
+
+    @property
+    def dense_weight(self) -> float: ...
+
+
 def fuse(
-    settings: EvidenceSettings,
+    settings: FusionWeights,
     *,
     boolean: AdaptEResult | Sequence[ArmHit] | None = None,
     dense: Iterable[tuple[str, float] | ScoredPmid | ArmHit] | None = None,

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import re
-import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -235,21 +234,3 @@ def build_word_counts(texts: Iterable[str], min_count: int = 2) -> list[tuple[st
             if len(tok) >= 3 and tok.isalpha():
                 counts[tok] = counts.get(tok, 0) + 1
     return sorted(((w, c) for w, c in counts.items() if c >= min_count), key=lambda p: (-p[1], p[0]))
-
-
-def _main() -> None:  # pragma: no cover - maintenance entry point
-    from retrieval.ncbi import load_corpus
-
-    corpus = load_corpus()
-    texts = (" ".join([r.title, *(s.text for s in r.abstract)]) for r in corpus.records.values())
-    pairs = build_word_counts(texts)
-    target = LEXICON_DIR / "words.tsv"
-    header = (
-        "# word<TAB>count: words seen >= 2 times in the bundled corpus (python -m retrieval.vocab._lexicon)\n"
-    )
-    target.write_text(header + "".join(f"{w}\t{c}\n" for w, c in pairs), encoding="utf-8")
-    print(f"wrote {len(pairs)} words to {target}", file=sys.stderr)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    _main()
