@@ -1,4 +1,9 @@
-"""Retrieval stage: E-utilities client, local E-utilities server, query language, corpus."""
+"""Stages 2-5 of the pipeline: from a query plan to evidence documents and passages, one subpackage per concern.
+
+Layered lowest first (the import contract in pyproject.toml enforces it): ``query`` | ``vocab`` -> ``ncbi`` ->
+``eutils`` | ``understand`` | ``embed`` -> ``search`` -> ``evidence`` -> ``passages`` | ``collections``. This
+package re-exports the names most callers need; each subpackage's ``__init__`` is its public path.
+"""
 
 from core import CometaError, Encoder
 from retrieval.embed import (

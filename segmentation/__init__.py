@@ -1,11 +1,12 @@
-"""Stage 5: segmentation of full texts (SEOS and baselines), then passage retrieval and reranking.
+"""Stage 5, first half: segmentation of texts into sentences and chunks (SEOS and baselines).
 
 * :func:`split_sentences` — biomedical sentence splitting with exact offsets (syntok + repairs).
 * :class:`SEOSSegmenter` — Semantic Enhanced Overlap Segmentation (CoMeta §3.2.2, Appendix A.4).
 * :class:`FixedTokenSegmenter`, :class:`SentenceWindowSegmenter`, :class:`TextTilingSegmenter` —
   baselines behind the same :class:`Segmenter` interface.
 * :func:`counter_for` / :class:`HFTokenCounter` — token counts with the encoder's own tokenizer.
-* :func:`source_from_pmc` / :func:`source_from_abstract` — documents to segment.
+
+It depends on nothing but :mod:`core`; passage retrieval over the chunks is :mod:`retrieval.passages`.
 """
 
 from core import TokenCounter

@@ -1,7 +1,7 @@
 """Institutional collections (issue 9): ingest handbooks, search them per document HERO-QA style.
 
-The public face of :mod:`retrieval.collections._collections` (store, retrieval, evidence) and
-:mod:`retrieval.collections._ingest` (documents and parsers); see those modules for the rules.
+The public face of ``_collections`` (store, retrieval, evidence) and ``_ingest``
+(documents and parsers); see those modules for the rules.
 """
 
 from ._collections import (

@@ -1,24 +1,5 @@
-"""The one exception tree of the retrieval stage.
-
-Everything that can go wrong while talking to E-utilities (live NCBI or our local server) is raised as a
-subclass of :class:`EutilsError`, so callers can catch the whole family or pick one branch::
-
-    CometaError
-    ├── EutilsError                 any failure of an E-utilities call
-    │   ├── TransportError          connection failed / timed out, after retries
-    │   ├── RateLimited             HTTP 429 or NCBI's rate-limit JSON body, after retries
-    │   ├── ServerError             HTTP 5xx, after retries
-    │   ├── BadRequest              HTTP 4xx or an ``<ERROR>`` payload (invalid db, missing id, ...)
-    │   ├── MalformedResponse       HTML instead of XML, truncated XML, invalid JSON, wrong root element
-    │   └── LimiterUnavailable      the shared (Redis) E-utilities rate limiter cannot be reached and
-    │                               ``limiter_on_error=error`` (``retrieval.eutils._ratelimit``)
-    ├── CacheStoreError             the configured E-utilities cache store cannot be opened (bad URL or
-    │                               path); raised at start-up, not per request (``retrieval.eutils._store``)
-    └── QuerySyntaxError            a PubMed query our parser cannot accept (also a ValueError)
-
-Other stages add their own branches under :class:`CometaError` beside these (``LLMError`` in ``llm``,
-``PromptError`` in ``prompts``, ``RateLimiterUnavailable`` in ``app._limits``).
-"""
+"""Errors of the NCBI protocol: every failed E-utilities call (live NCBI or the local server) is an
+:class:`EutilsError`, so callers catch the whole family or one branch (the tree: :mod:`core._errors`)."""
 
 from __future__ import annotations
 
