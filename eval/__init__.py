@@ -1,6 +1,6 @@
 """Evaluation suites (``cometa eval ...``): retrieval, chunking, QA, MedRGB, CCRS, audit, CMMQA builder.
 
-The runner (``RunOptions``, ``SuiteResult``, ``Table``, ``Plot``, item logs, report writing) is shared by every
+The runner (``RunOptions``, ``SuiteResult``, ``Table``, ``Plot``, item logs, reports) is shared by every
 suite; the suites run the service in process through the app layer, or against a server URL.
 """
 

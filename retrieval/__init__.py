@@ -1,4 +1,4 @@
-"""Stages 2-5 of the pipeline: from a query plan to evidence documents and passages, one subpackage per concern.
+"""Stages 2-5 of the pipeline: from a query plan to evidence documents and passages; a subpackage per concern.
 
 Layered lowest first (the import contract in pyproject.toml enforces it): ``query`` | ``vocab`` -> ``ncbi`` ->
 ``eutils`` | ``understand`` | ``embed`` -> ``search`` -> ``evidence`` -> ``passages`` | ``collections``. This

@@ -96,7 +96,7 @@ def main() -> int:
         return 0
     status = 0
     if render(doc) != doc:
-        print(f"{DOC.relative_to(REPO)} is stale: run python scripts/architecture.py --write", file=sys.stderr)
+        print(f"{DOC.relative_to(REPO)} is stale: python scripts/architecture.py --write", file=sys.stderr)
         status = 1
     for problem in size_problems():
         print(problem, file=sys.stderr)
