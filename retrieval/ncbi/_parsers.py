@@ -747,7 +747,6 @@ def _pmc_article(article: _Element, endpoint: str = "efetch") -> PmcArticle:
     )
 
 
-@_guard("efetch")
 @dataclass(frozen=True, slots=True)
 class JatsContent:
     """The prose of one JATS ``<article>``: title, main abstract, body prose outside ``<sec>``, sections."""
@@ -773,6 +772,7 @@ def jats_content(article: _Element) -> JatsContent:
     return JatsContent(title=title, abstract=abstract, loose=tuple(loose), sections=tuple(secs))
 
 
+@_guard("efetch")
 def parse_pmc_articles(data: bytes) -> list[PmcArticle]:
     """EFetch ``db=pmc`` (``<pmc-articleset>``) or a bare JATS ``<article>`` (PMC OA ``.nxml``).
 
