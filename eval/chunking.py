@@ -9,7 +9,7 @@ Both run :func:`run_chunking` and write ``result.json``, ``report.md`` and Hit@5
 
 **Query set** (``eval/fixtures/passage_queries.jsonl``, 62 lines). Generated once from the shipped
 corpus and committed: the 4 PMC full texts (``retrieval/corpus/pmc/*.xml`` parsed with
-``retrieval.ncbi._parsers.parse_pmc_articles``: 51 questions, over body sections and their abstracts) and 11
+``retrieval.ncbi.parse_pmc_articles``: 51 questions, over body sections and their abstracts) and 11
 PubMedQA abstracts (``retrieval/corpus/pubmed/pubmedqa_pqal.xml``). The questions were *written by the
 development session's assistant LLM, one question per selected evidence sentence, gold = verbatim
 span*: the model read each section sentence by sentence, picked an answer-bearing sentence (or clause),

@@ -15,19 +15,12 @@ async with llm.stream_text(messages, prompt_version=prompt.id) as stream:   # te
     stream.result                                                            # the LLMResult[str]
 """
 
-from ._client import (
-    JsonModeUsed,
-    LLMClient,
-    LLMResult,
-    Message,
-    OpenAICompatibleLLM,
-    TextStream,
-    build_llm,
-    extract_json_object,
-)
+from ._build import build_llm
 from ._config import DEFAULT_MODEL_CACHE, JsonMode, LLMSettings
 from ._embedded import EmbeddedLLM, ensure_embedded_model
 from ._errors import LLMError, LLMOutputInvalid, LLMRequestRejected, LLMTimeout, LLMUnavailable
+from ._openai import OpenAICompatibleLLM
+from ._types import JsonModeUsed, LLMClient, LLMResult, Message, TextStream, extract_json_object
 
 __all__ = [
     "DEFAULT_MODEL_CACHE",

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._client import Message, _BaseLLM, _Completion, _Delta, _Rung
+from ._base import _BaseLLM
 from ._config import LLMSettings
 from ._errors import LLMRequestRejected, LLMUnavailable
+from ._types import Message, _Completion, _Delta, _Rung
 
 __all__ = ["EmbeddedLLM", "ensure_embedded_model"]
 

@@ -1,6 +1,6 @@
 """Custom import-linter contract: no module imports another package's private module.
 
-A module path component that starts with ``_`` (``retrieval.ncbi._parsers``) is private to the package that
+A module path component that starts with ``_`` (``retrieval.ncbi._pmc``) is private to the package that
 contains it (``retrieval.ncbi``): only modules inside that package may import it. Everything else imports the
 package's ``__init__``, its one public path. Registered in ``pyproject.toml`` ([tool.importlinter]) and run by
 ``lint-imports`` in CI.

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-import eval.medrgb as medrgb
+import eval.medrgb._suite as medrgb_suite
 from app import UserDocument
 from app.answer import Answerer
 from app.api import user_evidence
@@ -258,8 +258,8 @@ def _run(
     async def services(_opts: RunOptions) -> tuple[Any, Answerer, ScriptedLLM]:
         return pipeline, Answerer(llm), llm  # type: ignore[arg-type]
 
-    monkeypatch.setattr(medrgb, "build_offline_services", services)
-    monkeypatch.setattr(medrgb, "_load_items", lambda _opts, _p: list(ITEMS))
+    monkeypatch.setattr(medrgb_suite, "build_offline_services", services)
+    monkeypatch.setattr(medrgb_suite, "_load_items", lambda _opts, _p: list(ITEMS))
     opts = RunOptions(out_dir=tmp_path, params=params or {}, resume=resume)
     return asyncio.run(run_medrgb(opts)), pipeline
 
@@ -446,14 +446,14 @@ def test_server_mode_answers_through_ask_with_the_context_as_documents(
             async with app.router.lifespan_context(app):
                 transport = httpx.ASGITransport(app=app)
                 monkeypatch.setattr(
-                    medrgb,
+                    medrgb_suite,
                     "_http_client",
                     lambda _url: httpx.AsyncClient(
                         transport=transport, base_url="http://test", event_hooks={"request": [record]}
                     ),
                 )
-                monkeypatch.setattr(medrgb, "build_llm", lambda _settings: llm)
-                monkeypatch.setattr(medrgb, "_load_items", lambda _opts, _p: list(SERVER_ITEMS))
+                monkeypatch.setattr(medrgb_suite, "build_llm", lambda _settings: llm)
+                monkeypatch.setattr(medrgb_suite, "_load_items", lambda _opts, _p: list(SERVER_ITEMS))
                 opts = RunOptions(
                     out_dir=tmp_path,
                     server_url="http://test",

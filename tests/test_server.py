@@ -751,9 +751,13 @@ async def test_faults_are_seeded() -> None:
 
 def test_module_exports() -> None:
     import retrieval.ncbi._corpus as corpus_mod
+    import retrieval.ncbi._envelopes as envelopes_mod
+    import retrieval.ncbi._esummary as esummary_mod
+    import retrieval.ncbi._pmc as pmc_mod
+    import retrieval.ncbi._pubmed as pubmed_mod
     import retrieval.ncbi._server as server_mod
-    import retrieval.ncbi._writers as writers_mod
+    import retrieval.ncbi._xml as xml_mod
 
-    for mod in (server_mod, corpus_mod, writers_mod):
+    for mod in (server_mod, corpus_mod, envelopes_mod, esummary_mod, pmc_mod, pubmed_mod, xml_mod):
         for name in mod.__all__:
             assert hasattr(mod, name), f"{mod.__name__}.{name}"

@@ -44,7 +44,8 @@ from llm import (
     Message,
     OpenAICompatibleLLM,
 )
-from llm._client import _BaseLLM, _Completion, _Rung
+from llm._base import _BaseLLM
+from llm._types import _Completion, _Rung
 
 from ._fakes import BrokenStream, ScriptedLLM, pieces
 from ._procs import free_port

@@ -3,7 +3,9 @@ and the local NCBI-compatible server over a corpus (with its Boolean query engin
 
 from ._config import FaultSettings, LocalServerSettings
 from ._corpus import BUNDLED_CORPUS_DIR, Corpus, clear_corpus_cache, load_corpus
+from ._envelopes import parse_einfo, parse_elink_pubmed_pmc, parse_esearch
 from ._errors import BadRequest, EutilsError, MalformedResponse, RateLimited, ServerError, TransportError
+from ._esummary import parse_esummary
 from ._index import LiteratureIndex, SearchHits, tokenize
 from ._models import (
     AbstractSection,
@@ -23,28 +25,17 @@ from ._models import (
     PubmedRecord,
     normalise_pmcid,
 )
-from ._parsers import (
-    JatsContent,
-    iter_pubmed_articles,
-    jats_content,
-    parse_einfo,
-    parse_elink_pubmed_pmc,
-    parse_esearch,
-    parse_esummary,
-    parse_pmc_articles,
-    parse_pubmed_articles,
-)
-from ._server import HistoryServer, create_eutils_app, eutils_transport
-from ._writers import (
-    PMC_RESTRICTED_COMMENT,
-    PUBMED_ARTICLESET_PROLOG,
-    JatsFront,
+from ._pmc import JatsContent, JatsFront, jats_content, parse_pmc_articles, read_jats_front
+from ._pubmed import (
     PubmedXmlExtras,
+    iter_pubmed_articles,
     nlm_category,
+    parse_pubmed_articles,
     pubmed_article_xml,
     pubmed_articleset,
-    read_jats_front,
 )
+from ._server import HistoryServer, create_eutils_app, eutils_transport
+from ._xml import PMC_RESTRICTED_COMMENT, PUBMED_ARTICLESET_PROLOG
 
 __all__ = [
     "BUNDLED_CORPUS_DIR",

@@ -25,8 +25,8 @@ from retrieval.vocab import MeshVocabulary
 
 from ._index import LiteratureIndex
 from ._models import AbstractSection, PmcArticle, PubDate, PubmedRecord, normalise_pmcid
-from ._parsers import iter_pubmed_articles, parse_pmc_articles
-from ._writers import JatsFront, pubmed_article_xml, read_jats_front
+from ._pmc import JatsFront, parse_pmc_articles, read_jats_front
+from ._pubmed import iter_pubmed_articles, pubmed_article_xml
 
 __all__ = ["BUNDLED_CORPUS_DIR", "Corpus", "clear_corpus_cache", "load_corpus", "pmc_index_record"]
 

@@ -2,7 +2,8 @@
 
 Serves ``/entrez/eutils/{einfo,esearch,esummary,efetch,elink,epost,espell}.fcgi`` for ``db=pubmed`` and
 ``db=pmc``, GET and form-encoded POST alike, so the client switches between live NCBI and this server by
-base URL alone (or in-process through :func:`eutils_transport`). Bodies come from ``_writers``.
+base URL alone (or in-process through :func:`eutils_transport`). Bodies come from the format modules
+(``_envelopes``, ``_esummary``, ``_pubmed``, ``_pmc``).
 
 Behaviours NCBI does not document, as decided here (no recorded sample fixes them):
 
@@ -45,10 +46,48 @@ from starlette.routing import Route
 
 from retrieval.query import QuerySyntaxError
 
-from . import _writers as w
 from ._config import LocalServerSettings
 from ._corpus import Corpus, load_corpus
+from ._envelopes import (
+    LinkSetData,
+    LinkSetDbData,
+    efetch_error_xml,
+    einfo_dbinfo_json,
+    einfo_dbinfo_xml,
+    einfo_dblist_json,
+    einfo_dblist_xml,
+    einfo_error_json,
+    einfo_error_xml,
+    elink_error_json,
+    elink_error_xml,
+    elink_json,
+    elink_xml,
+    epost_error_xml,
+    epost_xml,
+    esearch_count_json,
+    esearch_count_xml,
+    esearch_error_json,
+    esearch_error_xml,
+    esearch_json,
+    esearch_xml,
+    espell_xml,
+    pmfetch_html,
+    ratelimit_json,
+    server_error_html,
+)
+from ._esummary import (
+    DocSum,
+    docsum_from_jats,
+    docsum_from_pubmed,
+    esummary_error_json,
+    esummary_error_xml,
+    esummary_v1_xml,
+    esummary_v2_json,
+    esummary_v2_xml,
+)
 from ._models import ESearchResult
+from ._pmc import pmc_articleset, restrict_pmc_article
+from ._pubmed import pubmed_articleset
 
 __all__ = [
     "ENDPOINTS",
@@ -267,7 +306,7 @@ class _Eutils:
             limit = _limit_int(rate)
             headers = {"X-RateLimit-Limit": str(limit), "X-RateLimit-Remaining": str(remaining)}
             if not allowed:  # E14: 429 + JSON body, no Retry-After
-                return Response(w.ratelimit_json(key, count, limit), 429, headers=headers, media_type=JSON)
+                return Response(ratelimit_json(key, count, limit), 429, headers=headers, media_type=JSON)
 
         faults = self.settings.faults
         # Three draws on every request (latency, stall, outcome), so one seed gives one fault sequence
@@ -281,13 +320,13 @@ class _Eutils:
             await asyncio.sleep(faults.stall_s)
         band = faults.error_500_rate
         if outcome < band:
-            return Response(w.server_error_html(), 500, headers=headers, media_type=HTML)
+            return Response(server_error_html(), 500, headers=headers, media_type=HTML)
         band += faults.html_rate
         if outcome < band:
             return Response(self._pmfetch_page(params), 200, headers=headers, media_type=HTML)
         band += faults.ratelimit_2xx_rate
         if outcome < band:
-            body = w.ratelimit_json(key, 0, _limit_int(self.settings.rate_no_key))
+            body = ratelimit_json(key, 0, _limit_int(self.settings.rate_no_key))
             return Response(body, 200, headers=headers, media_type=JSON)
         truncate = outcome < band + faults.truncated_rate
 
@@ -304,8 +343,8 @@ class _Eutils:
         if rec is None:
             rec = next(iter(self.corpus.records.values()), None)
         if rec is None:
-            return w.pmfetch_html("0", "")
-        return w.pmfetch_html(rec.pmid, rec.title, rec.journal_iso or rec.journal or "", rec.year)
+            return pmfetch_html("0", "")
+        return pmfetch_html(rec.pmid, rec.title, rec.journal_iso or rec.journal or "", rec.year)
 
     # ---- shared helpers -------------------------------------------------------------------------------
 
@@ -336,16 +375,16 @@ class _Eutils:
     def einfo(self, p: _Params) -> Response:
         db = p.get("db")
         if not db:
-            return _json(w.einfo_dblist_json(DATABASES)) if p.json else _xml(w.einfo_dblist_xml(DATABASES))
+            return _json(einfo_dblist_json(DATABASES)) if p.json else _xml(einfo_dblist_xml(DATABASES))
         if db not in DATABASES:
             msg = f"Can not retrieve DbInfo for db={db}"
-            return _json(w.einfo_error_json(msg)) if p.json else _xml(w.einfo_error_xml(msg))
+            return _json(einfo_error_json(msg)) if p.json else _xml(einfo_error_xml(msg))
         count = self.corpus.pubmed_count if db == "pubmed" else self.corpus.pmc_count
         last = self.corpus.last_update
         build = "Build-" + (last.replace("/", ".").replace(" ", ".").replace(":", ".") or "local")
         if p.json:
-            return _json(w.einfo_dbinfo_json(db, count=count, last_update=last, build=build))
-        return _xml(w.einfo_dbinfo_xml(db, count=count, last_update=last, build=build))
+            return _json(einfo_dbinfo_json(db, count=count, last_update=last, build=build))
+        return _xml(einfo_dbinfo_xml(db, count=count, last_update=last, build=build))
 
     # ---- ESearch --------------------------------------------------------------------------------------
 
@@ -353,7 +392,7 @@ class _Eutils:
         db = p.get("db", "pubmed")
 
         def error(msg: str) -> Response:
-            return _json(w.esearch_error_json(msg)) if p.json else _xml(w.esearch_error_xml(msg))
+            return _json(esearch_error_json(msg)) if p.json else _xml(esearch_error_xml(msg))
 
         if db not in DATABASES:
             return error(f"Invalid db name specified: {db}")
@@ -394,7 +433,7 @@ class _Eutils:
             return error(str(exc))
 
         if p.get("rettype").lower() == "count":
-            return _json(w.esearch_count_json(len(ids))) if p.json else _xml(w.esearch_count_xml(len(ids)))
+            return _json(esearch_count_json(len(ids))) if p.json else _xml(esearch_count_xml(len(ids)))
         new_key = new_env = None
         if p.get("usehistory").lower() == "y":
             new_key, new_env = self.history.store(db, ids, webenv or None)
@@ -412,7 +451,7 @@ class _Eutils:
             query_key=new_key,
             webenv=new_env,
         )
-        return _json(w.esearch_json(result)) if p.json else _xml(w.esearch_xml(result))
+        return _json(esearch_json(result)) if p.json else _xml(esearch_xml(result))
 
     def _expand_history_refs(self, term: str, webenv: str) -> str:
         """``#1 AND asthma`` -> the stored set as a PMID list the query engine understands."""
@@ -434,7 +473,7 @@ class _Eutils:
         db = p.get("db", "pubmed")
 
         def error(msg: str) -> Response:
-            return _json(w.esummary_error_json(msg)) if p.json else _xml(w.esummary_error_xml(msg))
+            return _json(esummary_error_json(msg)) if p.json else _xml(esummary_error_xml(msg))
 
         if db not in DATABASES:
             return error(f"Invalid db name specified: {db}")
@@ -452,52 +491,52 @@ class _Eutils:
         ids = self._page(ids, p, MAX_RETMAX)
         docs = [self._docsum(db, uid) for uid in ids]
         if p.json:
-            return _json(w.esummary_v2_json(docs))
+            return _json(esummary_v2_json(docs))
         if p.get("version") == "2.0":
-            return _xml(w.esummary_v2_xml(docs))
-        return _xml(w.esummary_v1_xml(docs))
+            return _xml(esummary_v2_xml(docs))
+        return _xml(esummary_v1_xml(docs))
 
-    def _docsum(self, db: str, uid: str) -> w.DocSum:
+    def _docsum(self, db: str, uid: str) -> DocSum:
         if db == "pubmed":
             rec = self.corpus.records.get(uid)
             if rec is not None:
                 refs = len(self.corpus.cited_in_pmc.get(uid, ()))
-                return w.docsum_from_pubmed(rec, self.corpus.raw.get(uid), pmcrefcount=refs)
+                return docsum_from_pubmed(rec, self.corpus.raw.get(uid), pmcrefcount=refs)
         elif f"PMC{uid}" in self.corpus.pmc:
-            return w.docsum_from_jats(uid, self.corpus.jats_front(f"PMC{uid}"))
-        return w.DocSum(uid=uid, db=db, error="cannot get document summary")
+            return docsum_from_jats(uid, self.corpus.jats_front(f"PMC{uid}"))
+        return DocSum(uid=uid, db=db, error="cannot get document summary")
 
     # ---- EFetch ---------------------------------------------------------------------------------------
 
     def efetch(self, p: _Params) -> Response:
         db = p.get("db", "pubmed")
         if db not in DATABASES:
-            return _xml(w.efetch_error_xml(f"Invalid db name specified: {db}"))
+            return _xml(efetch_error_xml(f"Invalid db name specified: {db}"))
         try:
             ids = self._ids_or_history(p, db)
         except _HistoryError as exc:
-            return _xml(w.efetch_error_xml(str(exc)))
+            return _xml(efetch_error_xml(str(exc)))
         if ids is None:
-            return _xml(w.efetch_error_xml("Empty id list - nothing todo"))
+            return _xml(efetch_error_xml("Empty id list - nothing todo"))
         ids = self._page(ids, p, MAX_RETMAX)
         rettype = p.get("rettype").lower()
         if rettype == "docsum":  # [DOC] "return XML data equivalent to ESummary output"
-            return _xml(w.esummary_v1_xml([self._docsum(db, uid) for uid in ids]))
+            return _xml(esummary_v1_xml([self._docsum(db, uid) for uid in ids]))
         if db == "pubmed":
             held = [uid for uid in ids if uid in self.corpus.raw]
             if rettype == "uilist":
                 return Response("".join(f"{uid}\n" for uid in held), media_type=TEXT)
-            return _xml(w.pubmed_articleset(self.corpus.raw[uid] for uid in held))
+            return _xml(pubmed_articleset(self.corpus.raw[uid] for uid in held))
         held = [uid for uid in ids if f"PMC{uid}" in self.corpus.pmc_raw]
         if rettype == "uilist":
             return Response("".join(f"{uid}\n" for uid in held), media_type=TEXT)
         articles = [
-            w.restrict_pmc_article(self.corpus.pmc_raw[f"PMC{uid}"])
+            restrict_pmc_article(self.corpus.pmc_raw[f"PMC{uid}"])
             if uid in self.restricted
             else self.corpus.pmc_raw[f"PMC{uid}"]
             for uid in held
         ]
-        return _xml(w.pmc_articleset(articles))
+        return _xml(pmc_articleset(articles))
 
     # ---- ELink ----------------------------------------------------------------------------------------
 
@@ -519,7 +558,7 @@ class _Eutils:
         dbfrom, db = p.get("dbfrom", "pubmed"), p.get("db", "pubmed")
 
         def error(msg: str) -> Response:
-            return _json(w.elink_error_json(msg)) if p.json else _xml(w.elink_error_xml(msg))
+            return _json(elink_error_json(msg)) if p.json else _xml(elink_error_xml(msg))
 
         for name in (dbfrom, db):
             if name not in DATABASES:
@@ -540,34 +579,34 @@ class _Eutils:
                 return error("Empty id list - nothing todo")
             groups = [ids]
         webenv = p.get("webenv") or None
-        linksets: list[w.LinkSetData] = []
+        linksets: list[LinkSetData] = []
         for group in groups:
             merged: dict[str, list[str]] = {}
             for uid in group:
                 for name, targets in self._links(dbfrom, db, uid).items():
                     merged.setdefault(name, []).extend(targets)
-            dbs: list[w.LinkSetDbData] = []
+            dbs: list[LinkSetDbData] = []
             for name, targets in merged.items():
                 if (linkname and name != linkname) or not targets:
                     continue  # E16: no LinkSetDb at all when nothing links
                 links = tuple(sorted(set(targets), key=int, reverse=True))
                 if cmd == "neighbor_history":
                     key, webenv = self.history.store(db, links, webenv)
-                    dbs.append(w.LinkSetDbData(db, name, links, query_key=key))
+                    dbs.append(LinkSetDbData(db, name, links, query_key=key))
                 else:
-                    dbs.append(w.LinkSetDbData(db, name, links))
+                    dbs.append(LinkSetDbData(db, name, links))
             history_env = (
                 (webenv or self.history.store(db, (), None)[1]) if cmd == "neighbor_history" else None
             )
-            linksets.append(w.LinkSetData(dbfrom, tuple(group), tuple(dbs), webenv=history_env))
-        return _json(w.elink_json(linksets)) if p.json else _xml(w.elink_xml(linksets))
+            linksets.append(LinkSetData(dbfrom, tuple(group), tuple(dbs), webenv=history_env))
+        return _json(elink_json(linksets)) if p.json else _xml(elink_xml(linksets))
 
     # ---- EPost, ESpell --------------------------------------------------------------------------------
 
     def epost(self, p: _Params) -> Response:
         db = p.get("db", "pubmed")
         if db not in DATABASES:
-            return _xml(w.epost_error_xml([f"Invalid db name specified: {db}"]))
+            return _xml(epost_error_xml([f"Invalid db name specified: {db}"]))
         raw_ids = _split_ids(p.getall("id"))
         ids = list(dict.fromkeys(u for u in (_uid(i, db) for i in raw_ids) if u))
         if not ids:
@@ -576,14 +615,14 @@ class _Eutils:
                 msgs.append(
                     "Some IDs have invalid value and were omitted. Maximum ID value 18446744073709551615"
                 )
-            return _xml(w.epost_error_xml(msgs))
+            return _xml(epost_error_xml(msgs))
         key, webenv = self.history.store(db, ids, p.get("webenv") or None)
-        return _xml(w.epost_xml(key, webenv))
+        return _xml(epost_xml(key, webenv))
 
     def espell(self, p: _Params) -> Response:
         # No spelling dictionary offline: the query comes back as its own correction.
         term = p.get("term")
-        return _xml(w.espell_xml(p.get("db", "pubmed"), term, term))
+        return _xml(espell_xml(p.get("db", "pubmed"), term, term))
 
 
 def create_eutils_app(settings: LocalServerSettings | None = None, corpus: Corpus | None = None) -> Starlette:

@@ -5,7 +5,7 @@ paragraphs joined by ``\\n``, which the segmenters treat as a sentence break), w
 path of ancestor headings as metadata. Segmenters never let a chunk cross a section.
 
 References, figures, tables, formulas and supplementary material are already dropped by
-:func:`retrieval.ncbi._parsers.parse_pmc_articles`, which does not expose figure or table captions, so there
+:func:`retrieval.ncbi.parse_pmc_articles`, which does not expose figure or table captions, so there
 is no option to include them here. Back matter sections that reach the body (funding, disclosures,
 acknowledgements, conflicts of interest, abbreviations) are skipped unless ``include_back_matter``.
 """

@@ -45,6 +45,8 @@ __all__ = [
 ]
 
 PHI_KINDS = ("NAME", "PHONE", "EMAIL", "ID", "DATE", "ADDRESS", "PLACE", "AGE>89", "URL")
+# The placeholders scrub() leaves in the text ("[NAME]"), which later stages must neither correct nor query.
+_PLACEHOLDER = re.compile(r"\[(?:NAME|PHONE|EMAIL|ID|DATE|ADDRESS|PLACE|AGE>89|URL)\]")
 
 
 class PhiLeakError(CometaError, ValueError):

@@ -6,7 +6,7 @@ Used offline, as the fallback when the LLM rewriter fails, and as an evaluation 
    PHI gate again before it leaves.
 2. Spelling correction against the shipped vocabulary (MeSH names, entry terms, ATM synonyms, the lay
    lexicon, corpus words): symmetric-delete candidates, edit distance <= 1 for words of 4-7 letters and <= 2
-   from 8 letters, ties broken towards clinical words, then corpus frequency.
+   from 8 letters, ties broken towards clinical words, then corpus frequency (:mod:`._spelling`).
 3. Narrative fillers removed; longest-match concept extraction against the lay lexicon and the MeSH
    vocabulary; roles and centrality from the lexicon kind (or the descriptor's tree for MeSH-only matches).
 4. Intent by keyword rules; publication-year limits from "recent/latest/in the last N years".
@@ -35,15 +35,15 @@ from retrieval.vocab import (
     token_spans,
 )
 
-from ._phi import ScrubResult, scrub, strip_phi_from_query
+from ._phi import _PLACEHOLDER, ScrubResult, scrub, strip_phi_from_query
 from ._plan import MAX_LADDER, MAX_PLAN_QUERY_CHARS, Concept, DateLimits, Intent, Pico, QueryPlan
+from ._spelling import Speller, correct_spelling, shared_speller
 
 __all__ = ["DEFAULT_RECENT_YEARS", "DeterministicRewriter", "spell_correct"]
 
 DEFAULT_RECENT_YEARS = 5
 _MAX_CORE = 4  # concepts in the strict query; more makes zero hits near certain
 _MAX_PHRASE_WORDS = 6
-_PLACEHOLDER = re.compile(r"\[(?:NAME|PHONE|EMAIL|ID|DATE|ADDRESS|PLACE|AGE>89|URL)\]")
 _SENTENCE_BREAK = re.compile(r"[.!?;:\n]")
 # Function words allowed inside a free-text synonym ("break the news", "quality of life").
 _LINKING = frozenset({"the", "of", "to", "a", "an", "and", "in", "for", "with"})
@@ -344,125 +344,6 @@ class _Token:
     sentence: int
 
 
-_SPELLERS: dict[tuple[int, int], _Speller] = {}
-_MIN_TARGET_FREQ = 5  # a general (non-clinical) word must be this common in the corpus to be suggested
-# "." after these does not end a sentence ("Dr. Patel" is mid-sentence, so "Patel" is left alone).
-_ABBREVIATIONS = frozenset({"dr", "mr", "mrs", "ms", "st", "prof", "vs", "no", "approx", "etc", "e.g", "i.e"})
-
-
-class _Speller:
-    """Symmetric-delete spelling corrector over a word -> (frequency, clinical?) dictionary."""
-
-    def __init__(self, words: dict[str, int], clinical: frozenset[str]) -> None:
-        self.known = frozenset(words)
-        self.freq = words
-        self.clinical = clinical
-        self._index: dict[str, list[str]] | None = None
-
-    @staticmethod
-    def _max_distance(word: str) -> int:
-        return 1 if len(word) < 8 else 2
-
-    @staticmethod
-    def _deletes(word: str, depth: int) -> set[str]:
-        out: set[str] = set()
-        frontier = {word}
-        for _ in range(depth):
-            nxt: set[str] = set()
-            for w in frontier:
-                if len(w) <= 2:
-                    continue
-                for i in range(len(w)):
-                    nxt.add(w[:i] + w[i + 1 :])
-            out |= nxt
-            frontier = nxt
-        return out
-
-    def _build(self) -> dict[str, list[str]]:
-        index: dict[str, list[str]] = {}
-        for w in self.known:
-            if len(w) < 4 or not w.isalpha():
-                continue
-            if w not in self.clinical and self.freq.get(w, 0) < _MIN_TARGET_FREQ:
-                continue  # rare corpus words are known (never corrected) but not suggested
-            for d in (w, *self._deletes(w, self._max_distance(w))):
-                index.setdefault(d, []).append(w)
-        return index
-
-    def is_known(self, word: str) -> bool:
-        """In the dictionary, or an inflection of a known word or of one of its known forms ("thinks",
-        "scanned", "updates" when only "updated" is known)."""
-        if word in self.known:
-            return True
-        for suffix, repl in _INFLECTIONS:
-            if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-                stem = word[: len(word) - len(suffix)]
-                bases = {stem + r for r in repl}
-                if suffix in ("ed", "ing") and len(stem) > 3 and stem[-1] == stem[-2]:
-                    bases.add(stem[:-1])  # doubled consonant: "scanned" -> scan
-                for base in bases:
-                    if base in self.known or any(base + end in self.known for end in _SIBLINGS):
-                        return True
-        return False
-
-    def correct(self, word: str) -> str | None:
-        """Best dictionary word within the allowed distance, or None (known, too short or no candidate)."""
-        if len(word) < 4 or not word.isalpha() or self.is_known(word):
-            return None
-        if self._index is None:
-            self._index = self._build()  # built on first use: ~0.5 s, never on the happy path of clean text
-        max_d = self._max_distance(word)
-        seen: set[str] = set()
-        best: tuple[int, int, int, str] | None = None
-        for variant in (word, *self._deletes(word, max_d)):
-            for cand in self._index.get(variant, ()):
-                if cand in seen:
-                    continue
-                seen.add(cand)
-                d = _osa_distance(word, cand, max_d)
-                if d > max_d:
-                    continue
-                key = (d, 0 if cand in self.clinical else 1, -self.freq.get(cand, 0), cand)
-                if best is None or key < best:
-                    best = key
-        return None if best is None else best[3]
-
-
-# (suffix, stem endings to try): "thinks" -> think, "biopsies" -> biopsy, "hoping" -> hope.
-_INFLECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("ies", ("y",)),
-    ("es", ("", "e")),
-    ("s", ("",)),
-    ("ied", ("y",)),
-    ("ed", ("", "e")),
-    ("ing", ("", "e")),
-    ("ly", ("",)),
-)
-
-
-_SIBLINGS = ("s", "es", "d", "ed", "ing")
-
-
-def _osa_distance(a: str, b: str, limit: int) -> int:
-    """Optimal-string-alignment (Damerau) distance, returning ``limit + 1`` as soon as it is exceeded."""
-    if abs(len(a) - len(b)) > limit:
-        return limit + 1
-    prev2: list[int] = []
-    prev = list(range(len(b) + 1))
-    for i in range(1, len(a) + 1):
-        cur = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            cost = 0 if a[i - 1] == b[j - 1] else 1
-            v = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                v = min(v, prev2[j - 2] + 1)
-            cur[j] = v
-        if min(cur) > limit:
-            return limit + 1
-        prev2, prev = prev, cur
-    return prev[-1]
-
-
 def _read_atm_synonyms() -> list[tuple[str, str]]:
     path = MESH_DIR / "atm_synonyms.tsv"
     pairs: list[tuple[str, str]] = []
@@ -520,7 +401,7 @@ class DeterministicRewriter:
             w for e in self.lexicon for w in (*e.phrase.split(), *normalize_tokens(e.clinical))
         )
 
-    def _make_speller(self) -> _Speller:
+    def _make_speller(self) -> Speller:
         words: dict[str, int] = dict(self.lexicon.word_counts)
         clinical: set[str] = set()
         for key in self._phrases:
@@ -530,15 +411,7 @@ class DeterministicRewriter:
             clinical.update(normalize_tokens(e.clinical))
         for w in clinical | self.lexicon.words():
             words.setdefault(w, 1)
-        clinical_words = frozenset(w for w in clinical if w not in self.lexicon.stopwords)
-        # Rewriters over the same words share one speller: its delete index costs ~0.5 s to build.
-        cache_key = (hash(frozenset(words.items())), hash(clinical_words))
-        speller = _SPELLERS.get(cache_key)
-        if speller is None:
-            if len(_SPELLERS) >= 4:
-                _SPELLERS.pop(next(iter(_SPELLERS)))
-            speller = _SPELLERS[cache_key] = _Speller(words, clinical_words)
-        return speller
+        return shared_speller(words, frozenset(w for w in clinical if w not in self.lexicon.stopwords))
 
     # --- public API -----------------------------------------------------------------------------------
 
@@ -548,13 +421,13 @@ class DeterministicRewriter:
         Words inside PHI (names, places, e-mails ...) are left alone: they are not typos, and "correcting"
         them would only disguise them."""
         protected = [(s.start, s.end) for s in scrub(text).spans]
-        return self._correct(text, protected)
+        return correct_spelling(text, self._speller, self._lay_words, protected)
 
     def rewrite(self, question: str, *, today: datetime.date | None = None) -> QueryPlan:
         """Build the plan for one question. Never raises on odd input; the plan never contains PHI."""
         today = today or datetime.date.today()
         scrubbed = scrub(question)
-        corrected = self._correct(scrubbed.text)
+        corrected = correct_spelling(scrubbed.text, self._speller, self._lay_words)
         tokens = self._tokens(corrected)
         stream = self._drop_fillers(tokens)
         found = self._extract(stream)
@@ -583,48 +456,6 @@ class DeterministicRewriter:
         )
 
     # --- text ---------------------------------------------------------------------------------------
-
-    def _correct(self, text: str, protected: Sequence[tuple[int, int]] = ()) -> str:
-        parts: list[str] = []
-        pos = 0
-        sentence_start = True
-        previous = ""
-        for m in re.finditer(r"[A-Za-z0-9]+(?:['’][A-Za-z0-9]+)*|[.!?\n]", text):
-            raw = m.group(0)
-            if raw in ".!?\n":
-                if not (raw == "." and previous.lower() in _ABBREVIATIONS):
-                    sentence_start = True
-                continue
-            previous = raw
-            start_of_sentence, sentence_start = sentence_start, False
-            if any(s < m.end() and m.start() < e for s, e in protected):
-                continue
-            if text[max(0, m.start() - 1) : m.start()] == "[" and _PLACEHOLDER.match(text, m.start() - 1):
-                continue  # "[NAME]" and friends stay as they are
-            if raw.isupper() and len(raw) > 1:
-                continue  # acronyms (FOLFOX, ABVD) are not typos
-            if raw[0].isupper() and not start_of_sentence:
-                continue  # a capitalised word mid-sentence is more likely a name than a typo
-            norm = raw.lower().replace("’", "'")
-            if "'" in norm:
-                # "canc'r": an apostrophe inside an unknown word is a typo, not a contraction.
-                if norm in self._speller.known or norm.endswith("'s"):
-                    continue
-                norm = norm.replace("'", "")
-                if norm in self._speller.known:
-                    parts.append(text[pos : m.start()])
-                    parts.append(norm)
-                    pos = m.end()
-                    continue
-            fix = self._speller.correct(norm)
-            if fix is not None and raw[0].isupper() and fix not in self._lay_words:
-                fix = None  # a capitalised word is only fixed towards curated lay words: "Maria" !-> "Mania"
-            if fix is not None:
-                parts.append(text[pos : m.start()])
-                parts.append(fix.capitalize() if raw[0].isupper() else fix)
-                pos = m.end()
-        parts.append(text[pos:])
-        return "".join(parts)
 
     @staticmethod
     def _tokens(text: str) -> list[_Token]:

@@ -1,0 +1,195 @@
+"""Spelling correction for narratives, against the shipped vocabulary (MeSH names, entry terms, ATM
+synonyms, the lay lexicon, corpus words).
+
+Symmetric-delete candidates, edit distance <= 1 for words of 4-7 letters and <= 2 from 8 letters, ties
+broken towards clinical words, then corpus frequency. Acronyms, capitalised words mid-sentence, PHI spans and
+scrub placeholders are never touched.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ._phi import _PLACEHOLDER
+
+__all__ = ["Speller", "correct_spelling", "shared_speller"]
+
+_SPELLERS: dict[tuple[int, int], Speller] = {}
+_MIN_TARGET_FREQ = 5  # a general (non-clinical) word must be this common in the corpus to be suggested
+# "." after these does not end a sentence ("Dr. Patel" is mid-sentence, so "Patel" is left alone).
+_ABBREVIATIONS = frozenset({"dr", "mr", "mrs", "ms", "st", "prof", "vs", "no", "approx", "etc", "e.g", "i.e"})
+
+
+class Speller:
+    """Symmetric-delete spelling corrector over a word -> (frequency, clinical?) dictionary."""
+
+    def __init__(self, words: dict[str, int], clinical: frozenset[str]) -> None:
+        self.known = frozenset(words)
+        self.freq = words
+        self.clinical = clinical
+        self._index: dict[str, list[str]] | None = None
+
+    @staticmethod
+    def _max_distance(word: str) -> int:
+        return 1 if len(word) < 8 else 2
+
+    @staticmethod
+    def _deletes(word: str, depth: int) -> set[str]:
+        out: set[str] = set()
+        frontier = {word}
+        for _ in range(depth):
+            nxt: set[str] = set()
+            for w in frontier:
+                if len(w) <= 2:
+                    continue
+                for i in range(len(w)):
+                    nxt.add(w[:i] + w[i + 1 :])
+            out |= nxt
+            frontier = nxt
+        return out
+
+    def _build(self) -> dict[str, list[str]]:
+        index: dict[str, list[str]] = {}
+        for w in self.known:
+            if len(w) < 4 or not w.isalpha():
+                continue
+            if w not in self.clinical and self.freq.get(w, 0) < _MIN_TARGET_FREQ:
+                continue  # rare corpus words are known (never corrected) but not suggested
+            for d in (w, *self._deletes(w, self._max_distance(w))):
+                index.setdefault(d, []).append(w)
+        return index
+
+    def is_known(self, word: str) -> bool:
+        """In the dictionary, or an inflection of a known word or of one of its known forms ("thinks",
+        "scanned", "updates" when only "updated" is known)."""
+        if word in self.known:
+            return True
+        for suffix, repl in _INFLECTIONS:
+            if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+                stem = word[: len(word) - len(suffix)]
+                bases = {stem + r for r in repl}
+                if suffix in ("ed", "ing") and len(stem) > 3 and stem[-1] == stem[-2]:
+                    bases.add(stem[:-1])  # doubled consonant: "scanned" -> scan
+                for base in bases:
+                    if base in self.known or any(base + end in self.known for end in _SIBLINGS):
+                        return True
+        return False
+
+    def correct(self, word: str) -> str | None:
+        """Best dictionary word within the allowed distance, or None (known, too short or no candidate)."""
+        if len(word) < 4 or not word.isalpha() or self.is_known(word):
+            return None
+        if self._index is None:
+            self._index = self._build()  # built on first use: ~0.5 s, never on the happy path of clean text
+        max_d = self._max_distance(word)
+        seen: set[str] = set()
+        best: tuple[int, int, int, str] | None = None
+        for variant in (word, *self._deletes(word, max_d)):
+            for cand in self._index.get(variant, ()):
+                if cand in seen:
+                    continue
+                seen.add(cand)
+                d = _osa_distance(word, cand, max_d)
+                if d > max_d:
+                    continue
+                key = (d, 0 if cand in self.clinical else 1, -self.freq.get(cand, 0), cand)
+                if best is None or key < best:
+                    best = key
+        return None if best is None else best[3]
+
+
+# (suffix, stem endings to try): "thinks" -> think, "biopsies" -> biopsy, "hoping" -> hope.
+_INFLECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("ies", ("y",)),
+    ("es", ("", "e")),
+    ("s", ("",)),
+    ("ied", ("y",)),
+    ("ed", ("", "e")),
+    ("ing", ("", "e")),
+    ("ly", ("",)),
+)
+
+
+_SIBLINGS = ("s", "es", "d", "ed", "ing")
+
+
+def _osa_distance(a: str, b: str, limit: int) -> int:
+    """Optimal-string-alignment (Damerau) distance, returning ``limit + 1`` as soon as it is exceeded."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            v = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                v = min(v, prev2[j - 2] + 1)
+            cur[j] = v
+        if min(cur) > limit:
+            return limit + 1
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
+def shared_speller(words: dict[str, int], clinical: frozenset[str]) -> Speller:
+    """The speller for this word set; rewriters over the same words share one, as its delete index costs
+    ~0.5 s to build."""
+    cache_key = (hash(frozenset(words.items())), hash(clinical))
+    speller = _SPELLERS.get(cache_key)
+    if speller is None:
+        if len(_SPELLERS) >= 4:
+            _SPELLERS.pop(next(iter(_SPELLERS)))
+        speller = _SPELLERS[cache_key] = Speller(words, clinical)
+    return speller
+
+
+def correct_spelling(
+    text: str, speller: Speller, lay_words: frozenset[str], protected: Sequence[tuple[int, int]] = ()
+) -> str:
+    """``text`` with misspelled words replaced by ``speller``'s closest word; spans in ``protected`` kept.
+
+    A capitalised word is only corrected towards ``lay_words`` (curated lay phrases), so names survive.
+    """
+    parts: list[str] = []
+    pos = 0
+    sentence_start = True
+    previous = ""
+    for m in re.finditer(r"[A-Za-z0-9]+(?:['’][A-Za-z0-9]+)*|[.!?\n]", text):
+        raw = m.group(0)
+        if raw in ".!?\n":
+            if not (raw == "." and previous.lower() in _ABBREVIATIONS):
+                sentence_start = True
+            continue
+        previous = raw
+        start_of_sentence, sentence_start = sentence_start, False
+        if any(s < m.end() and m.start() < e for s, e in protected):
+            continue
+        if text[max(0, m.start() - 1) : m.start()] == "[" and _PLACEHOLDER.match(text, m.start() - 1):
+            continue  # "[NAME]" and friends stay as they are
+        if raw.isupper() and len(raw) > 1:
+            continue  # acronyms (FOLFOX, ABVD) are not typos
+        if raw[0].isupper() and not start_of_sentence:
+            continue  # a capitalised word mid-sentence is more likely a name than a typo
+        norm = raw.lower().replace("’", "'")
+        if "'" in norm:
+            # "canc'r": an apostrophe inside an unknown word is a typo, not a contraction.
+            if norm in speller.known or norm.endswith("'s"):
+                continue
+            norm = norm.replace("'", "")
+            if norm in speller.known:
+                parts.append(text[pos : m.start()])
+                parts.append(norm)
+                pos = m.end()
+                continue
+        fix = speller.correct(norm)
+        if fix is not None and raw[0].isupper() and fix not in lay_words:
+            fix = None  # a capitalised word is only fixed towards curated lay words: "Maria" !-> "Mania"
+        if fix is not None:
+            parts.append(text[pos : m.start()])
+            parts.append(fix.capitalize() if raw[0].isupper() else fix)
+            pos = m.end()
+    parts.append(text[pos:])
+    return "".join(parts)
