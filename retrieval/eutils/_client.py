@@ -8,7 +8,7 @@ The same code path serves live NCBI, a ``cometa eutils serve`` URL, or the bundl
 Every request: ``tool``/``email``/``api_key`` sent, explicit ``retmode``, a timeout, retries with
 exponential backoff and jitter on 429 / rate-limit bodies / 5xx / timeouts / malformed bodies, the limiter
 re-acquired before each attempt, and a total retry budget. Failures surface as the
-:class:`~retrieval._exceptions.EutilsError` tree, never as raw httpx or lxml errors.
+:class:`~retrieval.ncbi.EutilsError` tree, never as raw httpx or lxml errors.
 
 Results are cached in a :mod:`retrieval.eutils._store` store (memory, SQLite or Redis). When a call fails for
 availability reasons (transport, 5xx, rate limited, garbage bodies: everything but BadRequest) after its

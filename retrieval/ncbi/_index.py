@@ -4,7 +4,7 @@ Inverted, positional index per *zone* (title, abstract, keywords, MeSH text, pub
 search fields are unions of zones, so a phrase never spans two zones. Structured fields (MeSH descriptors,
 publication types, languages, authors, journals, filters, dates) have their own exact-key indexes.
 
-Semantics (faithful to PubMed where it matters; see ``retrieval/_query.py`` for the syntax):
+Semantics (faithful to PubMed where it matters; see ``retrieval/query/_query.py`` for the syntax):
 
 * Tokens: NFKD, accents stripped, lower-cased runs of letters/digits. No stemming.
 * Untagged terms get Automatic Term Mapping: a run of words is segmented greedily (longest phrase first)
