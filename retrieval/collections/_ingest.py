@@ -15,7 +15,7 @@ Four formats, one output: :class:`InstDocument` holding ordered :class:`Section`
   ``footer`` (site boilerplate) are dropped.
 * **Markdown**: ATX headings (``#`` to ``######``) outside fenced code blocks start sections; setext
   (underlined) headings are not recognised.
-* **JATS**: the section walker of :func:`retrieval.ncbi.jats_content` (the one PMC full texts go through), without
+* **JATS**: :func:`retrieval.ncbi.jats_content`, the section walker PMC full texts go through, without
   its PMC-id requirement: institutional JATS has none. The abstract becomes a section.
 
 The first ``h1``/``#`` heading (PDF: the /Title metadata, else the first heading) titles the document and
