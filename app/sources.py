@@ -57,8 +57,6 @@ from ._api_models import (
     AskResponse,
     CitationOut,
     CollectionSearchRequest,
-    SectionOut,
-    SourceEvidenceOut,
     SourceResultOut,
     SourceStatusOut,
 )
@@ -67,6 +65,7 @@ from .answer import Answerer, Citation, build_evidence_context, strip_reasoning
 from .federation import FederationClient, SourceStatus, evidence_to_json, fuse_sources
 from .judge import NOT_ADDRESSED, CrossSourceJudge, JudgeReport, SourceAnswer, has_absent_prefix
 from .pipeline import Pipeline
+from .schemas import AnswerMode, FusedEvidenceOut, JudgeReportOut, SourceEvidenceOut
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -93,7 +92,6 @@ log = logging.getLogger("cometa.sources")
 
 PUBMED = "pubmed"
 SourceKind = Literal["pubmed", "collection", "remote"]
-AnswerMode = Literal["llm", "extractive", "not_addressed", "error"]
 _WORD = re.compile(r"[a-z0-9]+")
 # Words that say nothing about what a question is about (the question's content words are matched).
 _STOP = frozenset(
@@ -184,8 +182,8 @@ class AcrossOutcome:
     judge: JudgeReport | None
     differences: str | None
     answer: str
-    mode: str
-    fused: list[dict[str, Any]]
+    mode: AnswerMode
+    fused: list[dict[str, Any]]  # FusedEvidenceOut's JSON: every source's evidence in one ranking
     warnings: list[str]
     timings_ms: dict[str, float]
     model: str | None
@@ -252,19 +250,6 @@ def _collection_context(evidence: Sequence[InstEvidence], max_chars: int) -> str
         blocks.append(block)
         used += len(block) + 2
     return "\n\n".join(blocks)
-
-
-def _pages(ev: InstEvidence) -> str | None:
-    starts = [s.page_start for s in ev.sections if s.page_start is not None]
-    ends = [
-        s.page_end if s.page_end is not None else s.page_start
-        for s in ev.sections
-        if s.page_start is not None
-    ]
-    if not starts:
-        return None
-    lo, hi = min(starts), max(e for e in ends if e is not None)
-    return str(lo) if lo == hi else f"{lo}-{hi}"
 
 
 # --- the patient's note ---------------------------------------------------------------------------------
@@ -654,7 +639,9 @@ class SourcesService:
         if differences:
             lines.append(differences)
         modes = {o.answer_mode for o in outcomes}
-        mode = "llm" if "llm" in modes else "extractive" if "extractive" in modes else "insufficient_evidence"
+        mode: AnswerMode = (
+            "llm" if "llm" in modes else "extractive" if "extractive" in modes else "insufficient_evidence"
+        )
 
         ranked: dict[str, list[tuple[str, str, str]]] = {}
         for o in outcomes:
@@ -663,15 +650,7 @@ class SourcesService:
             else:
                 ranked[o.name] = [(e.doc_id, e.title, e.cite()) for e in o.evidence]
         fused = [
-            {
-                "rank": f.rank,
-                "source": f.source,
-                "source_rank": f.source_rank,
-                "rrf_score": round(f.rrf_score, 6),
-                "id": f.item[0],
-                "title": f.item[1],
-                "cite": f.item[2],
-            }
+            FusedEvidenceOut.of(f).model_dump(mode="json")
             for f in fuse_sources(ranked, key=lambda it: it[0], k=self.settings.federation.rrf_k)
         ]
         return AcrossOutcome(
@@ -699,24 +678,7 @@ def _since(started: float) -> float:
 # --- HTTP ---------------------------------------------------------------------------------------------------
 
 
-def _evidence_out(rank: int, ev: InstEvidence, excerpt_chars: int) -> SourceEvidenceOut:
-    return SourceEvidenceOut(
-        rank=rank,
-        collection=ev.collection,
-        doc_id=ev.doc_id,
-        title=ev.title,
-        route=ev.route,
-        sections=[SectionOut(**dataclasses.asdict(s)) for s in ev.sections],
-        pages=_pages(ev),
-        score=round(ev.score, 4),
-        cite=ev.cite(),
-        excerpt=ev.text[:excerpt_chars],
-    )
-
-
 def response_json(outcome: AcrossOutcome, request_id: str, excerpt_chars: int) -> dict[str, Any]:
-    from .api import jsonable
-
     sources = [
         SourceResultOut(
             source=o.name,
@@ -730,7 +692,7 @@ def response_json(outcome: AcrossOutcome, request_id: str, excerpt_chars: int) -
             answer=None if o.answer is None else o.answer.text,
             answer_mode=o.answer_mode,
             absent=None if o.answer is None or o.answer.error else o.answer.absent,
-            evidence=[_evidence_out(i, e, excerpt_chars) for i, e in enumerate(o.evidence, 1)],
+            evidence=[SourceEvidenceOut.of(i, e, excerpt_chars) for i, e in enumerate(o.evidence, 1)],
             citations=[CitationOut.of(c) for c in o.citations],
         )
         for o in outcome.sources
@@ -741,10 +703,10 @@ def response_json(outcome: AcrossOutcome, request_id: str, excerpt_chars: int) -
         answer=outcome.answer,
         mode=outcome.mode,
         citations=[] if pubmed is None else [CitationOut.of(c) for c in pubmed.citations],
-        evidence=outcome.fused,
+        evidence=[FusedEvidenceOut.model_validate(f) for f in outcome.fused],
         passages=[],
         query=None,
-        judge=None if outcome.judge is None else jsonable(outcome.judge),
+        judge=None if outcome.judge is None else JudgeReportOut.of(outcome.judge),
         timings_ms=outcome.timings_ms,
         warnings=outcome.warnings,
         model=outcome.model,
