@@ -6,8 +6,10 @@
    collection by a :class:`~retrieval.collections.CollectionRetriever` on the pipeline's dense encoder and
    reranker, behind this node's access policies (the gate, then the per-document filter); a remote one by
    the owning node (``app.federation``), which applies its own policies to the forwarded token.
-2. Each source is answered on its own with the ``NOT ADDRESSED`` rule (prompt ``answer_per_source``); with
-   no LLM the answers are extractive (the best-matching sentences, cited) and the judge is skipped.
+2. Each source is answered on its own with the ``NOT ADDRESSED`` rule by the judge's
+   :class:`~app.judge.SourceAnswerer`, from the one evidence context of ``app.answer``; with no LLM the
+   answers are extractive (:func:`~app.answer.extractive_answer`: the best-matching sentences, cited) and
+   the judge is skipped.
 3. The answers are judged pairwise by the existing :class:`~app.judge.CrossSourceJudge`, and the patient
    is told plainly where their hospital's guidance (the first collection source listed) differs from other
    institutions or from the literature, citing section and page.
@@ -23,7 +25,6 @@ import asyncio
 import dataclasses
 import json
 import logging
-import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +33,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
-from llm import LLMClient, LLMError
 from prompts import load_prompt
 from retrieval._encoders import Encoder, load_encoder
 from retrieval._evidence import EvidenceDoc
@@ -49,7 +49,6 @@ from retrieval.collections import (
     InstEvidence,
     SectionRef,
 )
-from segmentation import split_sentences
 from segmentation._passages import PassageContext
 
 from ._api_models import (
@@ -61,9 +60,16 @@ from ._api_models import (
     SourceStatusOut,
 )
 from .access import ANONYMOUS, AccessEngine, InvalidToken, Subject, TokenVerifier, bearer_token, load_policies
-from .answer import Answerer, Citation, build_evidence_context, strip_reasoning
+from .answer import (
+    NOT_ADDRESSED,
+    Answerer,
+    Citation,
+    build_evidence_context,
+    content_terms,
+    extractive_answer,
+)
 from .federation import FederationClient, SourceStatus, evidence_to_json, fuse_sources
-from .judge import NOT_ADDRESSED, CrossSourceJudge, JudgeReport, SourceAnswer, has_absent_prefix
+from .judge import CrossSourceJudge, JudgeReport, SourceAnswer, SourceAnswerer, has_absent_prefix
 from .pipeline import Pipeline
 from .schemas import AnswerMode, FusedEvidenceOut, JudgeReportOut, SourceEvidenceOut
 from .settings import Settings
@@ -82,7 +88,6 @@ __all__ = [
     "best_section",
     "collections_router",
     "differences_note",
-    "extractive_answer",
     "parse_sources",
     "response_json",
     "service_of",
@@ -92,13 +97,6 @@ log = logging.getLogger("cometa.sources")
 
 PUBMED = "pubmed"
 SourceKind = Literal["pubmed", "collection", "remote"]
-_WORD = re.compile(r"[a-z0-9]+")
-# Words that say nothing about what a question is about (the question's content words are matched).
-_STOP = frozenset(
-    "a an and are as at be been before but by can could do does for from had has have how i if in into is it "
-    "its may me my of on or our should so than that the their them then there these they this to was we "
-    "what when where which who will with would you your after long much many any get go going".split()
-)
 
 
 class UnknownSource(CometaError, ValueError):
@@ -165,10 +163,10 @@ class SourceOutcome:
         if not self.evidence:
             return "no citation"
         top = self.evidence[0]
-        wanted = _terms(question + " " + (self.answer.text if self.answer else ""))
+        wanted = content_terms(question + " " + (self.answer.text if self.answer else ""))
         scored = []
         for i, sec in enumerate(top.sections):
-            heading = _terms(sec.heading)
+            heading = content_terms(sec.heading)
             # Overlap per sqrt(heading length): "Travel" beats a long title that mentions "transplant".
             scored.append((len(wanted & heading) / max(len(heading), 1) ** 0.5, -i, sec))
         best = max(scored, key=lambda t: (t[0], t[1]), default=None)
@@ -189,67 +187,23 @@ class AcrossOutcome:
     model: str | None
 
 
-# --- extractive answers (no LLM) ----------------------------------------------------------------------
-
-
-def _terms(text: str) -> set[str]:
-    # A 5-character prefix is a cheap stem: "travel"/"travelling", "transplant"/"transplantation".
-    return {w[:5] for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 2}
-
-
-def extractive_answer(question: str, evidence: Sequence[InstEvidence], sentences: int = 2) -> str:
-    """The sentences sharing most content words with the question, each cited; the exact
-    ``NOT ADDRESSED`` sentence when none shares two (or the only one, for a one-word question)."""
-    wanted = _terms(question)
-    need = min(2, len(wanted)) or 1
-    scored: list[tuple[int, int, str, str]] = []
-    order = 0
-    for ev in evidence:
-        cite = ev.cite()
-        for s in split_sentences(ev.text):
-            text = " ".join(s.text.split())
-            overlap = len(wanted & _terms(text))
-            if overlap >= need and len(text) >= 20:
-                scored.append((-overlap, order, text, cite))
-            order += 1
-    if not scored:
-        return NOT_ADDRESSED
-    best = sorted(scored)[:sentences]
-    return " ".join(f"{text} {cite}" for _o, _i, text, cite in sorted(best, key=lambda b: b[1]))
+# --- sections ------------------------------------------------------------------------------------------
 
 
 def best_section(question: str, doc: InstDocument) -> SectionRef | None:
     """The section of ``doc`` sharing most content words with the question (heading words count
     double); None when none shares any. Whole-document evidence has no sections of its own: this one
     gives its citation a section and page."""
-    wanted = _terms(question)
+    wanted = content_terms(question)
     best: tuple[int, int] | None = None
     for i, sec in enumerate(doc.sections):
-        score = 2 * len(wanted & _terms(sec.heading)) + len(wanted & _terms(sec.body))
+        score = 2 * len(wanted & content_terms(sec.heading)) + len(wanted & content_terms(sec.body))
         if score > 0 and (best is None or score > best[0]):
             best = (score, i)
     if best is None:
         return None
     sec = doc.sections[best[1]]
     return SectionRef(sec.section_id, sec.heading, sec.page_start, sec.page_end)
-
-
-def _collection_context(evidence: Sequence[InstEvidence], max_chars: int) -> str:
-    """The documents' evidence, each under its citation, within ``max_chars`` (the first is cut, not
-    dropped, so some evidence always reaches the model)."""
-    blocks: list[str] = []
-    used = 0
-    for ev in evidence:
-        sections = "; ".join(f"{s.heading} {s.pages}".strip() for s in ev.sections if s.heading or s.pages)
-        head = f"{ev.cite()} {ev.title}" + (f" | sections: {sections}" if sections else "")
-        block = f"{head}\n{ev.text.strip()}"
-        if used + len(block) > max_chars:
-            if not blocks:
-                blocks.append(block[:max_chars])
-            break
-        blocks.append(block)
-        used += len(block) + 2
-    return "\n\n".join(blocks)
 
 
 # --- the patient's note ---------------------------------------------------------------------------------
@@ -489,7 +443,7 @@ class SourcesService:
         self,
         question: str,
         o: SourceOutcome,
-        llm: LLMClient | None,
+        per_source: SourceAnswerer | None,
         judge: CrossSourceJudge | None,
         answerer: Answerer,
         sentences: int,
@@ -502,46 +456,28 @@ class SourcesService:
             o.answer = SourceAnswer(o.name, o.name, NOT_ADDRESSED, True, "prefix")
             o.answer_mode = "not_addressed"
             return
-        if llm is None:
-            if o.kind == "pubmed":
+        if per_source is None:
+            if o.kind == "pubmed":  # the /ask answerer's own extractive answer, with its PMID citations
                 extractive = await answerer.answer(question, o.docs, o.context)
                 text = extractive.text or NOT_ADDRESSED
                 o.citations = list(extractive.citations)
-            else:
-                text = extractive_answer(question, o.evidence, sentences)
+            else:  # the sentences that match the question, from every document retrieved
+                evidence = build_evidence_context(o.evidence, max_chars=None)
+                text, _ = extractive_answer(evidence, sentences, question=question)
             absent = has_absent_prefix(text)
             o.answer = SourceAnswer(o.name, o.name, text, absent, "prefix" if absent else None)
             o.answer_mode = "not_addressed" if absent else "extractive"
             return
-        if o.kind == "pubmed":
-            built = build_evidence_context(o.docs, o.context, max_chars=context_chars)
-            context = built.text
-            o.citations = list(built.citations.values())
-        else:
-            context = _collection_context(o.evidence, context_chars)
-        prompt = load_prompt("answer_per_source")
-        messages = prompt.render(question=question, source_label=o.label, context=context)
-        try:
-            async with self._llm_slots:
-                result = await llm.complete_text(
-                    messages,
-                    prompt_version=prompt.id,
-                    max_tokens=self.settings.sources.answer_max_tokens,
-                    temperature=0.0,
-                )
-        except LLMError as exc:
-            o.answer = SourceAnswer(
-                o.name, o.name, "", False, None, f"{o.name}: answer failed ({type(exc).__name__})"
-            )
-            o.answer_mode = "error"
-            return
-        answer = SourceAnswer(o.name, o.name, strip_reasoning(result.value), False, None)
+        source: Sequence[EvidenceDoc] | Sequence[InstEvidence] = o.docs if o.kind == "pubmed" else o.evidence
+        evidence = build_evidence_context(source, o.context, max_chars=context_chars)
+        o.citations = list(evidence.citations.values())  # PubMed's PMIDs; a collection's context has none
+        answer = await per_source.answer(
+            question, evidence, source_id=o.name, label=o.name, source_label=o.label
+        )
         if judge is not None:
             answer = await judge.screen(question, answer)
-        elif has_absent_prefix(answer.text):
-            answer = dataclasses.replace(answer, absent=True, absence_method="prefix")
         o.answer = answer
-        o.answer_mode = "not_addressed" if answer.absent else "llm"
+        o.answer_mode = "error" if answer.error else "not_addressed" if answer.absent else "llm"
 
     async def ask(
         self,
@@ -599,10 +535,13 @@ class SourcesService:
             budget = min(budget, max(1000, (self.settings.llm.embedded_n_ctx - 768) * 3))
         # The LLM endpoint sees the scrubbed question when the deployment asks for it (as Understand does).
         asked = scrub(question).text if self.settings.llm.scrub_phi_for_llm else question
+        per_source = (
+            None if llm is None else SourceAnswerer(llm, self._llm_slots, max_tokens=cfg.answer_max_tokens)
+        )
         t1 = time.perf_counter()
         await asyncio.gather(
             *(
-                self._answer(asked, o, llm, judge, answerer, cfg.extractive_sentences, budget)
+                self._answer(asked, o, per_source, judge, answerer, cfg.extractive_sentences, budget)
                 for o in outcomes
             )
         )
