@@ -1,7 +1,7 @@
 """Request/response models and settings of the HTTP API (``app.api``).
 
-Responses are documented models, but their nested payloads (judge reports, query plans) are plain JSON
-objects: those shapes belong to the stages that produce them and are versioned there.
+The nested payloads (evidence, passages, the query plan, judge reports) are the wire schema of
+``app.schemas``, so OpenAPI documents them field by field.
 """
 
 from __future__ import annotations
@@ -11,8 +11,18 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from .schemas import (
+    AnswerMode,
+    EvidenceDocOut,
+    FusedEvidenceOut,
+    JudgeReportOut,
+    PassageOut,
+    QueryOut,
+    SourceEvidenceOut,
+)
+
 if TYPE_CHECKING:
-    from app.answer import Citation
+    from .answer import Citation
 
 __all__ = [
     "MAX_QUESTION_CHARS",
@@ -25,8 +35,6 @@ __all__ = [
     "JudgeAnswerIn",
     "JudgeRequest",
     "SearchRequest",
-    "SectionOut",
-    "SourceEvidenceOut",
     "SourceResultOut",
     "SourceStatusOut",
     "SourcesSettings",
@@ -250,15 +258,16 @@ class CitationOut(BaseModel):
 class AskResponse(BaseModel):
     request_id: str
     answer: str
-    mode: str  # "llm" | "extractive" | "insufficient_evidence"
+    mode: AnswerMode  # "llm" | "extractive" | "insufficient_evidence"
     answer_choice: str | None = None
     reasoning: str | None = None
     citations: list[CitationOut]
     citations_removed: int = 0  # [PMID:n] ids the model cited that were not in the evidence
-    evidence: list[dict[str, Any]]  # documents: provenance, scores, class, depth
-    passages: list[dict[str, Any]]  # the passages the answer was written from, with scores
-    query: dict[str, Any] | None  # plan, rewriter path, Adapt-E tiers (None when retrieval was skipped)
-    judge: dict[str, Any] | None = None
+    # PubMed documents (provenance, scores, class, depth); with ``sources``, every source's evidence fused.
+    evidence: list[EvidenceDocOut] | list[FusedEvidenceOut]
+    passages: list[PassageOut]  # the passages the answer was written from, with scores
+    query: QueryOut | None  # plan, rewriter path, Adapt-E tiers (None when retrieval was skipped)
+    judge: JudgeReportOut | None = None
     timings_ms: dict[str, float]
     warnings: list[str]
     model: str | None = None
@@ -268,26 +277,6 @@ class AskResponse(BaseModel):
     sources: list[SourceResultOut] | None = None
     sources_status: dict[str, SourceStatusOut] | None = None
     differences: str | None = None  # plain-language: where the patient's hospital differs, with citations
-
-
-class SectionOut(BaseModel):
-    section_id: str
-    heading: str
-    page_start: int | None = None
-    page_end: int | None = None
-
-
-class SourceEvidenceOut(BaseModel):
-    rank: int  # within its source
-    collection: str
-    doc_id: str
-    title: str
-    route: str  # "whole" | "chunks" | "whole_fallback"
-    sections: list[SectionOut]
-    pages: str | None = None  # "3" or "3-4" over the sections used
-    score: float | None = None  # the source's own score: comparable within one source only
-    cite: str
-    excerpt: str = ""
 
 
 class SourceStatusOut(BaseModel):
@@ -306,7 +295,7 @@ class SourceResultOut(BaseModel):
     status: Literal["ok", "denied", "failed", "timeout"]
     reason: str | None = None
     answer: str | None = None
-    answer_mode: Literal["llm", "extractive", "not_addressed", "error"] | None = None
+    answer_mode: AnswerMode | None = None
     absent: bool | None = None  # the answer says the source does not address the question
     evidence: list[SourceEvidenceOut] = Field(default_factory=list)
     citations: list[CitationOut] = Field(default_factory=list)  # PubMed only: PMIDs with metadata

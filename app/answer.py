@@ -15,6 +15,11 @@ Degradation, never a silent guess:
 * no LLM, an LLM error, or empty/garbage free text -> ``extractive``: the top evidence sentences quoted
   with their citations, and a warning.
 
+Evidence of any source goes the same way: :func:`build_evidence_context` turns PubMed documents (passages
+or abstracts, ``[PMID:n]``) or collection evidence (``[DOC:collection/doc §Section p.N]``) into one
+labelled context, and :func:`extractive_answer` quotes it when no model answers (the judge's and
+``app.sources``' per-source answers build on both).
+
 Streaming (:meth:`Answerer.answer_stream`): the same answer, with the model's raw text deltas yielded while
 it generates and the checked :class:`Answer` last. The deltas are provisional (the citation check and the
 fallbacks apply to the final answer only); a model failure after some deltas ends in the extractive answer.
@@ -23,6 +28,7 @@ Modes without a streaming model (insufficient evidence, extractive, choice) yiel
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import re
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
@@ -34,12 +40,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from llm import LLMClient, LLMError, LLMOutputInvalid, LLMResult, Message
 from prompts import load_prompt
+from retrieval.collections import InstEvidence
 from retrieval.evidence import EvidenceDoc
 from retrieval.passages import PassageContext
 from segmentation import split_sentences
 
+from .schemas import AnswerMode
+
 __all__ = [
     "INSUFFICIENT_TEXT",
+    "NOT_ADDRESSED",
     "Answer",
     "AnswerMode",
     "AnswerSettings",
@@ -49,14 +59,16 @@ __all__ = [
     "ContextBlock",
     "EvidenceContext",
     "build_evidence_context",
+    "content_terms",
+    "extractive_answer",
     "find_insufficient_option",
     "parse_citation_ids",
     "strip_reasoning",
     "verify_citations",
 ]
 
-AnswerMode = Literal["llm", "extractive", "insufficient_evidence"]
-
+# What a source's own answer says when it does not address the question (prompt ``answer_per_source``).
+NOT_ADDRESSED = "NOT ADDRESSED: This source does not contain information on this topic."
 INSUFFICIENT_TEXT = (
     "No published evidence was found for this question, so no answer can be given from the literature. "
     "Please discuss the question with your care team."
@@ -80,6 +92,13 @@ _INSUFFICIENT_RE = re.compile(
     re.IGNORECASE,
 )
 _WORD_RE = re.compile(r"[^\W\d_]{2,}")
+_CONTENT_WORD_RE = re.compile(r"[a-z0-9]+")
+# Words that say nothing about what a question is about (the question's content words are matched).
+_STOP = frozenset(
+    "a an and are as at be been before but by can could do does for from had has have how i if in into is it "
+    "its may me my of on or our should so than that the their them then there these they this to was we "
+    "what when where which who will with would you your after long much many any get go going".split()
+)
 
 
 class AnswerSettings(BaseModel):
@@ -122,15 +141,16 @@ class Answer:
 
 @dataclass(frozen=True, slots=True)
 class ContextBlock:
-    pmid: str
-    label: str  # "[PMID:123] 2021 | Review | section: Results"
+    key: str  # what the block is cited by: a PMID, or a collection document ("collection/doc_id")
+    label: str  # "[PMID:123] 2021 | Review | section: Results", "[DOC:a/hb §Travel p.3] Title | sections: …"
     text: str
+    cite: str  # the citation after a sentence quoted from the block: "[PMID:123]", "[DOC:a/hb §Travel p.3]"
 
 
 @dataclass(frozen=True, slots=True)
 class EvidenceContext:
     blocks: tuple[ContextBlock, ...]  # highest-ranked first
-    citations: Mapping[str, Citation]  # every PMID present in the blocks
+    citations: Mapping[str, Citation]  # every PMID present in the blocks (none for collection evidence)
 
     @property
     def text(self) -> str:
@@ -167,18 +187,11 @@ def _abstract(doc: EvidenceDoc) -> tuple[str, str]:
     return "Title", doc.title.strip()
 
 
-def build_evidence_context(
-    docs: Sequence[EvidenceDoc],
-    context: PassageContext | None = None,
-    *,
-    max_passages: int = 8,
-    max_chars: int = 12_000,
-) -> EvidenceContext:
-    """Labelled evidence blocks: passages when there are any for ``docs``, else the abstracts.
-
-    Blocks are added in rank order until ``max_chars``; the first block is truncated rather than dropped
-    so that some evidence always reaches the model.
-    """
+def _pubmed_blocks(
+    docs: Sequence[EvidenceDoc], context: PassageContext | None, max_passages: int
+) -> list[ContextBlock]:
+    """Passages when there are any for ``docs`` (the ``max_passages`` best, neighbours riding along),
+    else the abstracts of the first ``max_passages`` documents; empty texts are left out."""
     by_pmid = {d.pmid: d for d in docs}
     raw: list[tuple[str, str, str]] = []  # (pmid, section, text)
     passages = [p for p in (context.passages if context else ()) if not by_pmid or p.pmid in by_pmid]
@@ -194,33 +207,85 @@ def build_evidence_context(
         for doc in docs[:max_passages]:
             section, text = _abstract(doc)
             raw.append((doc.pmid, section, text))
+    return [
+        ContextBlock(pmid, _label(pmid, by_pmid.get(pmid), section), text, f"[PMID:{pmid}]")
+        for pmid, section, text in raw
+        if text
+    ]
 
-    blocks: list[ContextBlock] = []
-    used = 0
-    for pmid, section, text in raw:
-        if not text:
-            continue
-        label = _label(pmid, by_pmid.get(pmid), section)
-        size = len(label) + len(text) + 2
-        if used + size > max_chars:
-            if not blocks:
-                blocks.append(ContextBlock(pmid, label, text[: max(0, max_chars - len(label) - 2)]))
-            break
-        blocks.append(ContextBlock(pmid, label, text))
-        used += size
 
+def _pubmed_citations(
+    blocks: Sequence[ContextBlock], docs: Sequence[EvidenceDoc], context: PassageContext | None
+) -> dict[str, Citation]:
+    by_pmid = {d.pmid: d for d in docs}
     citations: dict[str, Citation] = {}
     for block in blocks:
-        if block.pmid in citations:
+        if block.key in citations:
             continue
-        found = by_pmid.get(block.pmid)
+        found = by_pmid.get(block.key)
         if found is not None:
-            citations[block.pmid] = _citation(found)
+            citations[block.key] = _citation(found)
         else:  # a passage whose document was not handed in: cite what the passage knows
-            p = next(p for p in passages if p.pmid == block.pmid)
+            p = next(p for p in (context.passages if context else ()) if p.pmid == block.key)
             url = f"https://pubmed.ncbi.nlm.nih.gov/{p.pmid}/"
-            citations[block.pmid] = Citation(p.pmid, p.pmcid, "", None, (), url, p.doc_class)
-    return EvidenceContext(tuple(blocks), citations)
+            citations[block.key] = Citation(p.pmid, p.pmcid, "", None, (), url, p.doc_class)
+    return citations
+
+
+def _collection_block(ev: InstEvidence) -> ContextBlock:
+    sections = "; ".join(f"{s.heading} {s.pages}".strip() for s in ev.sections if s.heading or s.pages)
+    head = f"{ev.cite()} {ev.title}" + (f" | sections: {sections}" if sections else "")
+    return ContextBlock(f"{ev.collection}/{ev.doc_id}", head, ev.text.strip(), ev.cite())
+
+
+def _fit(blocks: Sequence[ContextBlock], max_chars: int | None, *, exact: bool) -> tuple[ContextBlock, ...]:
+    """Blocks in rank order until ``max_chars`` (None: all); the first is cut rather than dropped so that
+    some evidence always reaches the model.
+
+    ``exact``: the joined context never exceeds ``max_chars`` (collection evidence). Otherwise each block
+    counts its label and text plus 2, so the separators may add a few characters (PubMed evidence: kept
+    so that its contexts, and the answers and evaluations built on them, stay as they were).
+    """
+    overhead = 1 if exact else 2  # counted with each block
+    gap = 2 if exact else 0  # counted once the block is in
+    fitted: list[ContextBlock] = []
+    used = 0
+    for block in blocks:
+        size = len(block.label) + len(block.text) + overhead
+        if max_chars is not None and used + size > max_chars:
+            if not fitted:
+                keep = max(0, max_chars - len(block.label) - overhead)
+                # Exact: even a label longer than the budget is cut to it.
+                label = block.label[: max(0, max_chars - overhead)] if exact else block.label
+                fitted.append(dataclasses.replace(block, label=label, text=block.text[:keep]))
+            break
+        fitted.append(block)
+        used += size + gap
+    return tuple(fitted)
+
+
+def build_evidence_context(
+    evidence: Sequence[EvidenceDoc] | Sequence[InstEvidence],
+    context: PassageContext | None = None,
+    *,
+    max_passages: int = 8,
+    max_chars: int | None = 12_000,
+) -> EvidenceContext:
+    """Labelled evidence blocks of one source, highest-ranked first, within ``max_chars`` (None: no limit).
+
+    PubMed documents give their passages in ``context`` when there are any for them, else their abstracts,
+    under ``[PMID:n]`` labels, with a :class:`Citation` per PMID. Collection evidence gives each
+    document's retrieved text under its ``[DOC:...]`` citation and section list (``context`` and
+    ``max_passages`` do not apply).
+    """
+    docs = [e for e in evidence if isinstance(e, EvidenceDoc)]
+    held = [e for e in evidence if not isinstance(e, EvidenceDoc)]
+    if docs and held:
+        raise TypeError("one source's evidence at a time: PubMed documents or collection evidence")
+    if held:
+        return EvidenceContext(_fit([_collection_block(ev) for ev in held], max_chars, exact=True), {})
+    blocks = _fit(_pubmed_blocks(docs, context, max_passages), max_chars, exact=False)
+    return EvidenceContext(blocks, _pubmed_citations(blocks, docs, context))
 
 
 # --- citations ----------------------------------------------------------------------------------------
@@ -262,6 +327,58 @@ def strip_reasoning(text: str) -> str:
 def _is_garbage(text: str) -> bool:
     # Fewer than three real words, or a JSON/markup dump instead of prose.
     return len(_WORD_RE.findall(text)) < 3 or text.lstrip().startswith(("{", "[", "<"))
+
+
+# --- extractive answers (no model) ---------------------------------------------------------------------
+
+
+def content_terms(text: str) -> set[str]:
+    """The words of ``text`` that say what it is about, cut to a 5-character prefix: a cheap stem
+    ("travel"/"travelling", "transplant"/"transplantation")."""
+    return {w[:5] for w in _CONTENT_WORD_RE.findall(text.lower()) if w not in _STOP and len(w) > 2}
+
+
+def extractive_answer(
+    evidence: EvidenceContext, sentences: int, *, question: str | None = None
+) -> tuple[str, tuple[str, ...]]:
+    """Evidence sentences quoted, each followed by its block's citation: (text, keys of the blocks quoted).
+
+    Without ``question``: the top sentences of at least three words, round-robin over the blocks (best
+    block first) so that several sources show; ``""`` when there are none. With ``question``: the
+    sentences sharing most content words with it (at least two, or the only one of a one-word question;
+    20 characters or more), in text order; :data:`NOT_ADDRESSED` when none does, so that a source that
+    does not speak to the question says so.
+    """
+    picked: list[tuple[str, ContextBlock]] = []
+    if question is None:
+        per_block = [
+            [s.text for s in split_sentences(b.text) if len(_WORD_RE.findall(s.text)) >= 3]
+            for b in evidence.blocks
+        ]
+        depth = 0
+        while len(picked) < sentences and any(depth < len(s) for s in per_block):
+            for block, found in zip(evidence.blocks, per_block, strict=True):
+                if depth < len(found) and len(picked) < sentences:
+                    picked.append((found[depth], block))
+            depth += 1
+    else:
+        wanted = content_terms(question)
+        need = min(2, len(wanted)) or 1
+        scored: list[tuple[int, int, str, ContextBlock]] = []
+        order = 0
+        for block in evidence.blocks:
+            for sentence in split_sentences(block.text):
+                text = " ".join(sentence.text.split())
+                overlap = len(wanted & content_terms(text))
+                if overlap >= need and len(text) >= 20:
+                    scored.append((-overlap, order, text, block))
+                order += 1
+        best = sorted(scored, key=lambda t: (t[0], t[1]))[:sentences]
+        picked = [(text, block) for _o, _i, text, block in sorted(best, key=lambda t: t[1])]
+        if not picked:
+            return NOT_ADDRESSED, ()
+    text = " ".join(f"{sentence} {block.cite}" for sentence, block in picked)
+    return text, tuple(dict.fromkeys(block.key for _s, block in picked))
 
 
 # --- choice -------------------------------------------------------------------------------------------
@@ -479,20 +596,7 @@ class Answerer:
 
     def _extractive(self, evidence: EvidenceContext, warning: str, *, choice: bool = False) -> Answer:
         """Top evidence sentences, round-robin over the blocks (best block first) so several sources show."""
-        per_block = [
-            [s.text for s in split_sentences(b.text) if len(_WORD_RE.findall(s.text)) >= 3]
-            for b in evidence.blocks
-        ]
-        picked: list[tuple[str, str]] = []
-        depth = 0
-        want = self.settings.extractive_sentences
-        while len(picked) < want and any(depth < len(s) for s in per_block):
-            for block, sentences in zip(evidence.blocks, per_block, strict=True):
-                if depth < len(sentences) and len(picked) < want:
-                    picked.append((sentences[depth], block.pmid))
-            depth += 1
-        text = " ".join(f"{s} [PMID:{pmid}]" for s, pmid in picked)
-        cited = list(dict.fromkeys(pmid for _s, pmid in picked))
+        text, cited = extractive_answer(evidence, self.settings.extractive_sentences)
         warnings = (WARN_NO_CHOICE_LLM, warning) if choice else (warning,)
         return Answer(
             text=text,

@@ -34,15 +34,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Histogram, generate_latest
-from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.answer import Answer, Answerer
-from app.judge import CrossSourceJudge, SourceAnswer
-from app.pipeline import Pipeline, SearchOutcome, evidence_doc_json
-from app.settings import Settings
-from app.sources import SourcesService, ask_sources, collections_router
 from core import CometaError
 from llm import LLMClient, LLMError
 from retrieval.evidence import EvidenceDoc, TextUnit, pubmed_url
@@ -64,6 +58,12 @@ from ._api_models import (
     UserDocument,
 )
 from ._limits import RateLimiterUnavailable, RequestLimiter, SlidingWindowLimiter, build_request_limiter
+from .answer import Answer, Answerer
+from .judge import CrossSourceJudge, SourceAnswer
+from .pipeline import Pipeline
+from .schemas import EvidenceDocOut, JudgeReportOut, PassageOut, QueryOut
+from .settings import Settings
+from .sources import SourcesService, ask_sources, collections_router
 
 __all__ = [
     "API_LATENCY",
@@ -221,60 +221,6 @@ async def _screened(
     return list(await asyncio.gather(*(one(a) for a in answers)))
 
 
-# --- JSON helpers -------------------------------------------------------------------------------------
-
-
-def jsonable(value: Any) -> Any:
-    """Dataclasses, pydantic models, tuples, numpy values -> plain JSON values."""
-    if value is None or isinstance(value, str | bool | int):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, BaseModel):
-        return jsonable(value.model_dump(mode="json"))
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [jsonable(v) for v in value]
-    tolist = getattr(value, "tolist", None)  # numpy arrays and scalars
-    if callable(tolist):
-        return jsonable(tolist())
-    return str(value)
-
-
-def _passages_json(context: PassageContext | None) -> list[dict[str, Any]]:
-    if context is None:
-        return []
-    return [
-        {
-            "rank": p.rank,
-            "pmid": p.pmid,
-            "pmcid": p.pmcid,
-            "section": p.heading,
-            "scores": {k: round(v, 4) for k, v in p.scores.items()},
-            "expanded_from": p.expanded_from,
-            "text": p.text,
-        }
-        for p in context.passages
-    ]
-
-
-def _query_json(outcome: SearchOutcome) -> dict[str, Any]:
-    full = outcome.to_json()
-    keys = (
-        "plan",
-        "rewriter",
-        "tiers",
-        "fallback_used",
-        "date_limits_relaxed",
-        "stopped_at",
-        "question_hash",
-    )
-    return {k: full[k] for k in keys}
-
-
 def user_evidence(documents: Sequence[UserDocument], *, start_rank: int = 1) -> list[EvidenceDoc]:
     """Bring-your-own documents as abstract-depth :class:`EvidenceDoc` (class D1, provenance arm "user").
 
@@ -337,7 +283,7 @@ async def _ask_events(
     warnings: list[str] = []
     api_key = req.ncbi_api_key.get_secret_value() if req.ncbi_api_key else None
     question = req.question
-    query: dict[str, Any] | None = None
+    query: QueryOut | None = None
     context: PassageContext | None
 
     def stage(name: str, status: str) -> Event:
@@ -374,7 +320,7 @@ async def _ask_events(
                 f"degraded: {len(failed)} of {len(outcome.adapte.tiers)} PubMed searches failed "
                 f"(NCBI partly unavailable); evidence may be incomplete"
             )
-        query = _query_json(outcome)
+        query = QueryOut.of(outcome)
         docs = list(outcome.evidence.docs)
         context = outcome.context
         if req.documents:
@@ -392,8 +338,8 @@ async def _ask_events(
     yield (
         "evidence",
         {
-            "documents": [evidence_doc_json(rank, d) for rank, d in enumerate(docs, start=1)],
-            "passages": _passages_json(context),
+            "documents": [d.model_dump(mode="json") for d in EvidenceDocOut.ranked(docs)],
+            "passages": [p.model_dump(mode="json") for p in PassageOut.of_context(context)],
         },
     )
     yield stage("answer", "started")
@@ -435,7 +381,7 @@ async def _ask_events(
     yield stage("answer", "finished")
     yield "answer", answer_payload
 
-    judge_json: dict[str, Any] | None = None
+    judge_out: JudgeReportOut | None = None
     if req.judge:
         if judge is None:
             warnings.append("judge requested but unavailable: no LLM is configured")
@@ -444,10 +390,10 @@ async def _ask_events(
         else:
             yield stage("judge", "started")
             t2 = time.perf_counter()
-            judge_json = jsonable(await judge.run(question, docs, context))
+            judge_out = JudgeReportOut.of(await judge.run(question, docs, context))
             timings["judge"] = (time.perf_counter() - t2) * 1000
             yield stage("judge", "finished")
-            yield "judge", judge_json or {}
+            yield "judge", judge_out.model_dump(mode="json")
 
     for stage_name, ms in timings.items():
         STAGE_LATENCY.labels(stage_name).observe(ms / 1000)
@@ -459,10 +405,10 @@ async def _ask_events(
         reasoning=answer.reasoning,
         citations=citations,
         citations_removed=answer.citations_removed,
-        evidence=[evidence_doc_json(rank, d) for rank, d in enumerate(docs, start=1)],
-        passages=_passages_json(context),
+        evidence=EvidenceDocOut.ranked(docs),
+        passages=PassageOut.of_context(context),
         query=query,
-        judge=judge_json,
+        judge=judge_out,
         timings_ms={k: round(v, 2) for k, v in timings.items()},
         warnings=list(dict.fromkeys(warnings)),
         model=answer.model,
@@ -606,7 +552,7 @@ def create_app(
 ) -> FastAPI:
     """The service. ``pipeline``/``answerer``/``judge`` inject prebuilt parts (tests); by default the
     lifespan builds one of each from ``settings`` and closes them on shutdown."""
-    from app.settings import get_settings
+    from .settings import get_settings
 
     settings = settings or get_settings()
     api = api_settings or settings.api
@@ -814,7 +760,7 @@ def _install_routes(app: FastAPI, settings: Settings) -> None:
         if judge is None:
             raise ApiError(503, "LLM not configured", "the judge needs a language model (COMETA_LLM__*)")
         report = await judge.judge(req.question, await _screened(judge, req.question, req.answers))
-        return JSONResponse({"request_id": request_id, **cast(dict[str, Any], jsonable(report))})
+        return JSONResponse({"request_id": request_id, **JudgeReportOut.of(report).model_dump(mode="json")})
 
     @app.get("/healthz", tags=["ops"])
     async def healthz() -> dict[str, str]:

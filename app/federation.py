@@ -25,6 +25,8 @@ from pydantic import BaseModel, Field, SecretStr, field_validator
 
 from retrieval.search import ArmHit, rrf
 
+from .schemas import CollectionEvidenceOut
+
 if TYPE_CHECKING:  # settings import this module: keep the collection stack out of that import
     from retrieval.collections import InstEvidence
 
@@ -95,52 +97,13 @@ class SourceStatus:
 
 
 def evidence_to_json(ev: InstEvidence) -> dict[str, Any]:
-    return {
-        "collection": ev.collection,
-        "doc_id": ev.doc_id,
-        "title": ev.title,
-        "route": ev.route,
-        "text": ev.text,
-        "sections": [
-            {
-                "section_id": s.section_id,
-                "heading": s.heading,
-                "page_start": s.page_start,
-                "page_end": s.page_end,
-            }
-            for s in ev.sections
-        ],
-        "score": ev.score,
-        "cite": ev.cite(),
-    }
-
-
-def _page(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """One evidence item of a ``POST /collections/search`` reply."""
+    return CollectionEvidenceOut.of(ev).model_dump(mode="json")
 
 
 def evidence_from_json(data: Mapping[str, Any]) -> InstEvidence:
-    """A remote node's evidence item; raises ValueError/KeyError/TypeError on a malformed one."""
-    from retrieval.collections import InstEvidence, SectionRef
-
-    route = data["route"]
-    if route not in ("whole", "chunks", "whole_fallback"):
-        raise ValueError(f"unknown route {route!r}")
-    sections = tuple(
-        SectionRef(
-            str(s["section_id"]), str(s["heading"]), _page(s.get("page_start")), _page(s.get("page_end"))
-        )
-        for s in data.get("sections", [])
-    )
-    return InstEvidence(
-        collection=str(data["collection"]),
-        doc_id=str(data["doc_id"]),
-        title=str(data.get("title", "")),
-        route=route,
-        text=str(data["text"]),
-        sections=sections,
-        score=float(data.get("score", 0.0)),
-    )
+    """A remote node's evidence item; raises ValueError (pydantic's ValidationError) on a malformed one."""
+    return CollectionEvidenceOut.model_validate(data).to_evidence()
 
 
 @dataclass(frozen=True)

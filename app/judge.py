@@ -1,7 +1,9 @@
 """Cross-source judging (HERO-QA §4.2-4.3, Appendices D/E): does the evidence agree with itself?
 
 1. :meth:`CrossSourceJudge.answer_per_source` answers the question from each source alone (prompt
-   ``answer_per_source``), or the exact ``NOT ADDRESSED: ...`` sentence.
+   ``answer_per_source``), or the exact ``NOT ADDRESSED: ...`` sentence. :class:`SourceAnswerer` is that
+   per-source answer for any source's evidence context: ``app.sources`` answers collections and PubMed
+   with it too.
 2. Absence pre-screen: the ``NOT ADDRESSED`` prefix, else a YES/NO LLM check (``judge_absence``), cached
    per (source, question) so each source is screened once across all the pairs it takes part in.
 3. :meth:`CrossSourceJudge.judge`: a pair with an absent side is ``ABSENT`` without an LLM call; every
@@ -29,11 +31,13 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, field_validator
 
-from app.answer import build_evidence_context, strip_reasoning
 from llm import LLMClient, LLMError, LLMOutputInvalid
 from prompts import load_prompt
 from retrieval.evidence import EvidenceDoc
 from retrieval.passages import PassageContext
+
+from .answer import NOT_ADDRESSED, EvidenceContext, build_evidence_context, strip_reasoning
+from .schemas import Label, Significance
 
 __all__ = [
     "LABELS",
@@ -44,15 +48,13 @@ __all__ = [
     "Label",
     "PairJudgement",
     "SourceAnswer",
+    "SourceAnswerer",
     "has_absent_prefix",
     "parse_label_fallback",
     "parse_yes_no",
 ]
 
-Label = Literal["ABSENT", "CONSISTENT", "COMPLEMENTARY", "DIVERGENT", "CONTRADICTORY"]
 LABELS: tuple[Label, ...] = get_args(Label)
-Significance = Literal["low", "medium", "high"]
-NOT_ADDRESSED = "NOT ADDRESSED: This source does not contain information on this topic."
 
 # Longest labels first so that, at one position, a longer label wins over a shorter one it contains.
 _LABEL_ALT = "|".join(sorted(LABELS, key=len, reverse=True))
@@ -154,6 +156,55 @@ def parse_label_fallback(text: str) -> Label | None:
     return None
 
 
+class SourceAnswerer:
+    """One source's evidence -> that source's own answer (prompt ``answer_per_source``) or the exact
+    ``NOT ADDRESSED`` sentence; for the judge's PubMed documents and ``app.sources``' collections alike.
+
+    The answer comes back prefix-screened; :meth:`CrossSourceJudge.screen` adds the YES/NO check. A failed
+    call is an answer with ``error`` set (``exception_messages``: with the error's message, as the judge's
+    reports give it; else its type only), never an exception.
+    """
+
+    def __init__(
+        self,
+        llm: LLMClient,
+        slots: asyncio.Semaphore,
+        *,
+        max_tokens: int | None = None,
+        exception_messages: bool = False,
+    ) -> None:
+        self.llm = llm
+        self._slots = slots  # shared with the caller's other LLM calls
+        self._max_tokens = max_tokens
+        self._exception_messages = exception_messages
+        self._prompt = load_prompt("answer_per_source")
+
+    async def answer(
+        self,
+        question: str,
+        evidence: EvidenceContext,
+        *,
+        source_id: str,
+        label: str,
+        source_label: str | None = None,
+    ) -> SourceAnswer:
+        """``label`` names the answer in reports; ``source_label`` the source in the prompt (default:
+        ``label``)."""
+        prompt = self._prompt
+        messages = prompt.render(question=question, source_label=source_label or label, context=evidence.text)
+        try:
+            async with self._slots:
+                result = await self.llm.complete_text(
+                    messages, prompt_version=prompt.id, max_tokens=self._max_tokens, temperature=0.0
+                )
+        except LLMError as exc:
+            why = f": {exc}" if self._exception_messages else f" ({type(exc).__name__})"
+            return SourceAnswer(source_id, label, "", False, None, f"{label}: answer failed{why}")
+        text = strip_reasoning(result.value)
+        absent = has_absent_prefix(text)
+        return SourceAnswer(source_id, label, text, absent, "prefix" if absent else None)
+
+
 class CrossSourceJudge:
     def __init__(
         self, llm: LLMClient, *, max_sources: int = 4, concurrency: int = 4, cache_size: int = 1024
@@ -165,7 +216,7 @@ class CrossSourceJudge:
         self._semaphore = asyncio.Semaphore(concurrency)
         self._cache: OrderedDict[tuple[str, str], bool] = OrderedDict()
         self._cache_size = cache_size
-        self._answer_prompt = load_prompt("answer_per_source")
+        self._per_source = SourceAnswerer(llm, self._semaphore, exception_messages=True)
         self._absence_prompt = load_prompt("judge_absence")
         self._compare_prompt = load_prompt("judge_compare")
 
@@ -182,16 +233,10 @@ class CrossSourceJudge:
     async def _one_source(
         self, question: str, doc: EvidenceDoc, context: PassageContext | None
     ) -> SourceAnswer:
-        label = f"PMID:{doc.pmid}"
         evidence = build_evidence_context([doc], context)
-        prompt = self._answer_prompt
-        messages = prompt.render(question=question, source_label=label, context=evidence.text)
-        try:
-            async with self._semaphore:
-                result = await self.llm.complete_text(messages, prompt_version=prompt.id, temperature=0.0)
-        except LLMError as exc:
-            return SourceAnswer(doc.pmid, label, "", False, None, f"{label}: answer failed: {exc}")
-        answer = SourceAnswer(doc.pmid, label, strip_reasoning(result.value), False, None)
+        answer = await self._per_source.answer(
+            question, evidence, source_id=doc.pmid, label=f"PMID:{doc.pmid}"
+        )
         return await self.screen(question, answer)
 
     async def screen(self, question: str, answer: SourceAnswer) -> SourceAnswer:

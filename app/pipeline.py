@@ -12,20 +12,22 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.settings import Settings
 from core import CometaError
 from llm import LLMClient, build_llm
 from retrieval import AdaptE, AdaptEResult, EutilsClient, MeshVocabulary
 from retrieval.embed import DenseHit, DenseRetriever, load_reranker, open_retriever
 from retrieval.eutils import EutilsDegradation, track_degradation
-from retrieval.evidence import EvidenceBuilder, EvidenceDoc, EvidenceSet
+from retrieval.evidence import EvidenceBuilder, EvidenceSet
 from retrieval.ncbi import EutilsError
 from retrieval.passages import PassageContext, PassageRetriever
 from retrieval.search import FusedHit, fuse
 from retrieval.understand import QueryUnderstander, Understanding
 from segmentation import SEOSSegmenter, counter_for
 
-__all__ = ["Pipeline", "SearchOutcome", "build_dense_retriever", "evidence_doc_json"]
+from .schemas import SearchOut
+from .settings import Settings
+
+__all__ = ["Pipeline", "SearchOutcome", "build_dense_retriever"]
 
 log = logging.getLogger("cometa.pipeline")
 
@@ -34,28 +36,6 @@ def build_dense_retriever(settings: Settings) -> DenseRetriever:
     """Encoder + vector index per settings; offline, the local corpus's index is built on first use."""
     local = settings.eutils.backend == "local"
     return open_retriever(settings.dense, bundled=local, corpus_dir=settings.local_server.corpus_dir)
-
-
-def evidence_doc_json(rank: int, d: EvidenceDoc) -> dict[str, Any]:
-    """One evidence document as the CLI's ``--json`` and the API return it."""
-    return {
-        "rank": rank,
-        "pmid": d.pmid,
-        "pmcid": d.pmcid,
-        "title": d.title,
-        "year": d.year,
-        "journal": d.journal,
-        "publication_types": list(d.publication_types),
-        "class": d.doc_class,
-        "depth": d.depth_used,
-        "depth_fallback_reason": d.depth_fallback_reason,
-        "url": d.url or None,
-        "rrf_score": round(d.rrf_score, 6),
-        "provenance": [
-            {"arm": p.arm, "rank": p.rank, "score": p.score, "tier": p.tier} for p in d.provenance
-        ],
-        "text_units": len(d.text_units),
-    }
 
 
 def _year(value: str | None) -> int | None:
@@ -81,71 +61,8 @@ class SearchOutcome:
         return list(self.evidence.pmids)
 
     def to_json(self) -> dict[str, Any]:
-        u, a = self.understanding, self.adapte
-        return {
-            "pmids": self.pmids,
-            "zero_hit": not self.evidence.docs,
-            "plan": u.plan.model_dump(),
-            "rewriter": {
-                "path": u.path,
-                "fallback_reason": u.fallback_reason,
-                "dropped": [{"query": q, "reason": r} for q, r in u.dropped],
-                "padded": u.padded,
-                "model": u.model,
-                "prompt": u.prompt_id,
-                "tokens": {"prompt": u.prompt_tokens, "completion": u.completion_tokens},
-                "phi_removed": u.phi_counts,
-            },
-            "tiers": [
-                {
-                    "tier": t.tier,
-                    "kind": t.kind,
-                    "query": t.query,
-                    "count": t.count,
-                    "latency_ms": round(t.latency_ms, 2),
-                    "used": t.used,
-                    "new_pmids": t.new_pmids,
-                    "error": t.error,
-                }
-                for t in a.tiers
-            ],
-            "boolean_pmids": list(a.pmids),
-            "boolean_zero_hit": a.zero_hit,
-            "fallback_used": a.fallback_used,
-            "date_limits_relaxed": a.date_limits_relaxed,
-            "stopped_at": a.stopped_at,
-            "dense": [{"pmid": h.pmid, "score": round(h.score, 4), "rank": h.rank} for h in self.dense],
-            "evidence": [evidence_doc_json(rank, d) for rank, d in enumerate(self.evidence.docs, start=1)],
-            "dropped": [{"pmid": d.pmid, "reason": d.reason} for d in self.evidence.dropped],
-            "context": None
-            if self.context is None
-            else {
-                "reranker": self.context.reranker_name,
-                "reranker_kind": self.context.reranker_kind,
-                "rerank_note": self.context.rerank_note,
-                "budget_tokens": self.context.budget,
-                "budget_used": self.context.budget_used,
-                "passages": [
-                    {
-                        "rank": p.rank,
-                        "chunk_id": p.chunk_id,
-                        "pmid": p.pmid,
-                        "pmcid": p.pmcid,
-                        "class": p.doc_class,
-                        "section": p.heading,
-                        "start": p.start,
-                        "end": p.end,
-                        "scores": {k: round(v, 4) for k, v in p.scores.items()},
-                        "expanded_from": p.expanded_from,
-                        "text": p.text,
-                    }
-                    for p in self.context.passages
-                ],
-            },
-            "warnings": self.warnings,
-            "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
-            "question_hash": u.question_hash,
-        }
+        """The JSON of ``/search`` and ``cometa search --json`` (:class:`~app.schemas.SearchOut`)."""
+        return SearchOut.of(self).model_dump(mode="json")
 
 
 class Pipeline:

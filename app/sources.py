@@ -6,8 +6,10 @@
    collection by a :class:`~retrieval.collections.CollectionRetriever` on the pipeline's dense encoder and
    reranker, behind this node's access policies (the gate, then the per-document filter); a remote one by
    the owning node (``app.federation``), which applies its own policies to the forwarded token.
-2. Each source is answered on its own with the ``NOT ADDRESSED`` rule (prompt ``answer_per_source``); with
-   no LLM the answers are extractive (the best-matching sentences, cited) and the judge is skipped.
+2. Each source is answered on its own with the ``NOT ADDRESSED`` rule by the judge's
+   :class:`~app.judge.SourceAnswerer`, from the one evidence context of ``app.answer``; with no LLM the
+   answers are extractive (:func:`~app.answer.extractive_answer`: the best-matching sentences, cited) and
+   the judge is skipped.
 3. The answers are judged pairwise by the existing :class:`~app.judge.CrossSourceJudge`, and the patient
    is told plainly where their hospital's guidance (the first collection source listed) differs from other
    institutions or from the literature, citing section and page.
@@ -23,7 +25,6 @@ import asyncio
 import dataclasses
 import json
 import logging
-import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,22 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
-from app.access import (
-    ANONYMOUS,
-    AccessEngine,
-    InvalidToken,
-    Subject,
-    TokenVerifier,
-    bearer_token,
-    load_policies,
-)
-from app.answer import Answerer, Citation, build_evidence_context, strip_reasoning
-from app.federation import FederationClient, SourceStatus, evidence_to_json, fuse_sources
-from app.judge import NOT_ADDRESSED, CrossSourceJudge, JudgeReport, SourceAnswer, has_absent_prefix
-from app.pipeline import Pipeline
-from app.settings import Settings
 from core import CometaError, Encoder, Reranker
-from llm import LLMClient, LLMError
 from prompts import load_prompt
 from retrieval.collections import (
     Collection,
@@ -64,21 +50,32 @@ from retrieval.evidence import EvidenceDoc
 from retrieval.ncbi import EutilsError
 from retrieval.passages import PassageContext
 from retrieval.understand import hash_text, scrub
-from segmentation import split_sentences
 
 from ._api_models import (
     AskRequest,
     AskResponse,
     CitationOut,
     CollectionSearchRequest,
-    SectionOut,
-    SourceEvidenceOut,
     SourceResultOut,
     SourceStatusOut,
 )
+from .access import ANONYMOUS, AccessEngine, InvalidToken, Subject, TokenVerifier, bearer_token, load_policies
+from .answer import (
+    NOT_ADDRESSED,
+    Answerer,
+    Citation,
+    build_evidence_context,
+    content_terms,
+    extractive_answer,
+)
+from .federation import FederationClient, SourceStatus, evidence_to_json, fuse_sources
+from .judge import CrossSourceJudge, JudgeReport, SourceAnswer, SourceAnswerer, has_absent_prefix
+from .pipeline import Pipeline
+from .schemas import AnswerMode, FusedEvidenceOut, JudgeReportOut, SourceEvidenceOut
+from .settings import Settings
 
 if TYPE_CHECKING:
-    from app.api import Services
+    from .api import Services
 
 __all__ = [
     "PUBMED",
@@ -91,7 +88,6 @@ __all__ = [
     "best_section",
     "collections_router",
     "differences_note",
-    "extractive_answer",
     "parse_sources",
     "response_json",
     "service_of",
@@ -101,14 +97,6 @@ log = logging.getLogger("cometa.sources")
 
 PUBMED = "pubmed"
 SourceKind = Literal["pubmed", "collection", "remote"]
-AnswerMode = Literal["llm", "extractive", "not_addressed", "error"]
-_WORD = re.compile(r"[a-z0-9]+")
-# Words that say nothing about what a question is about (the question's content words are matched).
-_STOP = frozenset(
-    "a an and are as at be been before but by can could do does for from had has have how i if in into is it "
-    "its may me my of on or our should so than that the their them then there these they this to was we "
-    "what when where which who will with would you your after long much many any get go going".split()
-)
 
 
 class UnknownSource(CometaError, ValueError):
@@ -175,10 +163,10 @@ class SourceOutcome:
         if not self.evidence:
             return "no citation"
         top = self.evidence[0]
-        wanted = _terms(question + " " + (self.answer.text if self.answer else ""))
+        wanted = content_terms(question + " " + (self.answer.text if self.answer else ""))
         scored = []
         for i, sec in enumerate(top.sections):
-            heading = _terms(sec.heading)
+            heading = content_terms(sec.heading)
             # Overlap per sqrt(heading length): "Travel" beats a long title that mentions "transplant".
             scored.append((len(wanted & heading) / max(len(heading), 1) ** 0.5, -i, sec))
         best = max(scored, key=lambda t: (t[0], t[1]), default=None)
@@ -192,87 +180,30 @@ class AcrossOutcome:
     judge: JudgeReport | None
     differences: str | None
     answer: str
-    mode: str
-    fused: list[dict[str, Any]]
+    mode: AnswerMode
+    fused: list[dict[str, Any]]  # FusedEvidenceOut's JSON: every source's evidence in one ranking
     warnings: list[str]
     timings_ms: dict[str, float]
     model: str | None
 
 
-# --- extractive answers (no LLM) ----------------------------------------------------------------------
-
-
-def _terms(text: str) -> set[str]:
-    # A 5-character prefix is a cheap stem: "travel"/"travelling", "transplant"/"transplantation".
-    return {w[:5] for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 2}
-
-
-def extractive_answer(question: str, evidence: Sequence[InstEvidence], sentences: int = 2) -> str:
-    """The sentences sharing most content words with the question, each cited; the exact
-    ``NOT ADDRESSED`` sentence when none shares two (or the only one, for a one-word question)."""
-    wanted = _terms(question)
-    need = min(2, len(wanted)) or 1
-    scored: list[tuple[int, int, str, str]] = []
-    order = 0
-    for ev in evidence:
-        cite = ev.cite()
-        for s in split_sentences(ev.text):
-            text = " ".join(s.text.split())
-            overlap = len(wanted & _terms(text))
-            if overlap >= need and len(text) >= 20:
-                scored.append((-overlap, order, text, cite))
-            order += 1
-    if not scored:
-        return NOT_ADDRESSED
-    best = sorted(scored)[:sentences]
-    return " ".join(f"{text} {cite}" for _o, _i, text, cite in sorted(best, key=lambda b: b[1]))
+# --- sections ------------------------------------------------------------------------------------------
 
 
 def best_section(question: str, doc: InstDocument) -> SectionRef | None:
     """The section of ``doc`` sharing most content words with the question (heading words count
     double); None when none shares any. Whole-document evidence has no sections of its own: this one
     gives its citation a section and page."""
-    wanted = _terms(question)
+    wanted = content_terms(question)
     best: tuple[int, int] | None = None
     for i, sec in enumerate(doc.sections):
-        score = 2 * len(wanted & _terms(sec.heading)) + len(wanted & _terms(sec.body))
+        score = 2 * len(wanted & content_terms(sec.heading)) + len(wanted & content_terms(sec.body))
         if score > 0 and (best is None or score > best[0]):
             best = (score, i)
     if best is None:
         return None
     sec = doc.sections[best[1]]
     return SectionRef(sec.section_id, sec.heading, sec.page_start, sec.page_end)
-
-
-def _collection_context(evidence: Sequence[InstEvidence], max_chars: int) -> str:
-    """The documents' evidence, each under its citation, within ``max_chars`` (the first is cut, not
-    dropped, so some evidence always reaches the model)."""
-    blocks: list[str] = []
-    used = 0
-    for ev in evidence:
-        sections = "; ".join(f"{s.heading} {s.pages}".strip() for s in ev.sections if s.heading or s.pages)
-        head = f"{ev.cite()} {ev.title}" + (f" | sections: {sections}" if sections else "")
-        block = f"{head}\n{ev.text.strip()}"
-        if used + len(block) > max_chars:
-            if not blocks:
-                blocks.append(block[:max_chars])
-            break
-        blocks.append(block)
-        used += len(block) + 2
-    return "\n\n".join(blocks)
-
-
-def _pages(ev: InstEvidence) -> str | None:
-    starts = [s.page_start for s in ev.sections if s.page_start is not None]
-    ends = [
-        s.page_end if s.page_end is not None else s.page_start
-        for s in ev.sections
-        if s.page_start is not None
-    ]
-    if not starts:
-        return None
-    lo, hi = min(starts), max(e for e in ends if e is not None)
-    return str(lo) if lo == hi else f"{lo}-{hi}"
 
 
 # --- the patient's note ---------------------------------------------------------------------------------
@@ -512,7 +443,7 @@ class SourcesService:
         self,
         question: str,
         o: SourceOutcome,
-        llm: LLMClient | None,
+        per_source: SourceAnswerer | None,
         judge: CrossSourceJudge | None,
         answerer: Answerer,
         sentences: int,
@@ -525,46 +456,28 @@ class SourcesService:
             o.answer = SourceAnswer(o.name, o.name, NOT_ADDRESSED, True, "prefix")
             o.answer_mode = "not_addressed"
             return
-        if llm is None:
-            if o.kind == "pubmed":
+        if per_source is None:
+            if o.kind == "pubmed":  # the /ask answerer's own extractive answer, with its PMID citations
                 extractive = await answerer.answer(question, o.docs, o.context)
                 text = extractive.text or NOT_ADDRESSED
                 o.citations = list(extractive.citations)
-            else:
-                text = extractive_answer(question, o.evidence, sentences)
+            else:  # the sentences that match the question, from every document retrieved
+                evidence = build_evidence_context(o.evidence, max_chars=None)
+                text, _ = extractive_answer(evidence, sentences, question=question)
             absent = has_absent_prefix(text)
             o.answer = SourceAnswer(o.name, o.name, text, absent, "prefix" if absent else None)
             o.answer_mode = "not_addressed" if absent else "extractive"
             return
-        if o.kind == "pubmed":
-            built = build_evidence_context(o.docs, o.context, max_chars=context_chars)
-            context = built.text
-            o.citations = list(built.citations.values())
-        else:
-            context = _collection_context(o.evidence, context_chars)
-        prompt = load_prompt("answer_per_source")
-        messages = prompt.render(question=question, source_label=o.label, context=context)
-        try:
-            async with self._llm_slots:
-                result = await llm.complete_text(
-                    messages,
-                    prompt_version=prompt.id,
-                    max_tokens=self.settings.sources.answer_max_tokens,
-                    temperature=0.0,
-                )
-        except LLMError as exc:
-            o.answer = SourceAnswer(
-                o.name, o.name, "", False, None, f"{o.name}: answer failed ({type(exc).__name__})"
-            )
-            o.answer_mode = "error"
-            return
-        answer = SourceAnswer(o.name, o.name, strip_reasoning(result.value), False, None)
+        source: Sequence[EvidenceDoc] | Sequence[InstEvidence] = o.docs if o.kind == "pubmed" else o.evidence
+        evidence = build_evidence_context(source, o.context, max_chars=context_chars)
+        o.citations = list(evidence.citations.values())  # PubMed's PMIDs; a collection's context has none
+        answer = await per_source.answer(
+            question, evidence, source_id=o.name, label=o.name, source_label=o.label
+        )
         if judge is not None:
             answer = await judge.screen(question, answer)
-        elif has_absent_prefix(answer.text):
-            answer = dataclasses.replace(answer, absent=True, absence_method="prefix")
         o.answer = answer
-        o.answer_mode = "not_addressed" if answer.absent else "llm"
+        o.answer_mode = "error" if answer.error else "not_addressed" if answer.absent else "llm"
 
     async def ask(
         self,
@@ -622,10 +535,13 @@ class SourcesService:
             budget = min(budget, max(1000, (self.settings.llm.embedded_n_ctx - 768) * 3))
         # The LLM endpoint sees the scrubbed question when the deployment asks for it (as Understand does).
         asked = scrub(question).text if self.settings.llm.scrub_phi_for_llm else question
+        per_source = (
+            None if llm is None else SourceAnswerer(llm, self._llm_slots, max_tokens=cfg.answer_max_tokens)
+        )
         t1 = time.perf_counter()
         await asyncio.gather(
             *(
-                self._answer(asked, o, llm, judge, answerer, cfg.extractive_sentences, budget)
+                self._answer(asked, o, per_source, judge, answerer, cfg.extractive_sentences, budget)
                 for o in outcomes
             )
         )
@@ -662,7 +578,9 @@ class SourcesService:
         if differences:
             lines.append(differences)
         modes = {o.answer_mode for o in outcomes}
-        mode = "llm" if "llm" in modes else "extractive" if "extractive" in modes else "insufficient_evidence"
+        mode: AnswerMode = (
+            "llm" if "llm" in modes else "extractive" if "extractive" in modes else "insufficient_evidence"
+        )
 
         ranked: dict[str, list[tuple[str, str, str]]] = {}
         for o in outcomes:
@@ -671,15 +589,7 @@ class SourcesService:
             else:
                 ranked[o.name] = [(e.doc_id, e.title, e.cite()) for e in o.evidence]
         fused = [
-            {
-                "rank": f.rank,
-                "source": f.source,
-                "source_rank": f.source_rank,
-                "rrf_score": round(f.rrf_score, 6),
-                "id": f.item[0],
-                "title": f.item[1],
-                "cite": f.item[2],
-            }
+            FusedEvidenceOut.of(f).model_dump(mode="json")
             for f in fuse_sources(ranked, key=lambda it: it[0], k=self.settings.federation.rrf_k)
         ]
         return AcrossOutcome(
@@ -707,24 +617,7 @@ def _since(started: float) -> float:
 # --- HTTP ---------------------------------------------------------------------------------------------------
 
 
-def _evidence_out(rank: int, ev: InstEvidence, excerpt_chars: int) -> SourceEvidenceOut:
-    return SourceEvidenceOut(
-        rank=rank,
-        collection=ev.collection,
-        doc_id=ev.doc_id,
-        title=ev.title,
-        route=ev.route,
-        sections=[SectionOut(**dataclasses.asdict(s)) for s in ev.sections],
-        pages=_pages(ev),
-        score=round(ev.score, 4),
-        cite=ev.cite(),
-        excerpt=ev.text[:excerpt_chars],
-    )
-
-
 def response_json(outcome: AcrossOutcome, request_id: str, excerpt_chars: int) -> dict[str, Any]:
-    from app.api import jsonable
-
     sources = [
         SourceResultOut(
             source=o.name,
@@ -738,7 +631,7 @@ def response_json(outcome: AcrossOutcome, request_id: str, excerpt_chars: int) -
             answer=None if o.answer is None else o.answer.text,
             answer_mode=o.answer_mode,
             absent=None if o.answer is None or o.answer.error else o.answer.absent,
-            evidence=[_evidence_out(i, e, excerpt_chars) for i, e in enumerate(o.evidence, 1)],
+            evidence=[SourceEvidenceOut.of(i, e, excerpt_chars) for i, e in enumerate(o.evidence, 1)],
             citations=[CitationOut.of(c) for c in o.citations],
         )
         for o in outcome.sources
@@ -749,10 +642,10 @@ def response_json(outcome: AcrossOutcome, request_id: str, excerpt_chars: int) -
         answer=outcome.answer,
         mode=outcome.mode,
         citations=[] if pubmed is None else [CitationOut.of(c) for c in pubmed.citations],
-        evidence=outcome.fused,
+        evidence=[FusedEvidenceOut.model_validate(f) for f in outcome.fused],
         passages=[],
         query=None,
-        judge=None if outcome.judge is None else jsonable(outcome.judge),
+        judge=None if outcome.judge is None else JudgeReportOut.of(outcome.judge),
         timings_ms=outcome.timings_ms,
         warnings=outcome.warnings,
         model=outcome.model,
@@ -780,7 +673,7 @@ _UNAUTHORIZED = {"WWW-Authenticate": 'Bearer error="invalid_token"'}
 def service_of(request: Request) -> SourcesService:
     service = getattr(request.app.state, "sources", None)
     if not isinstance(service, SourcesService):
-        from app.api import ApiError
+        from .api import ApiError
 
         raise ApiError(503, "service starting", "collections are not initialised")
     return service

@@ -14,10 +14,12 @@ from app.answer import (
     AnswerSettings,
     ChoiceOutput,
     build_evidence_context,
+    extractive_answer,
     parse_citation_ids,
     verify_citations,
 )
 from llm import LLMUnavailable
+from retrieval.collections import InstEvidence, SectionRef
 from retrieval.evidence import EvidenceDoc, TextUnit
 from retrieval.passages import Passage, PassageContext
 
@@ -147,9 +149,40 @@ async def test_passages_preferred_and_budgeted() -> None:
         2,
     )
     ev = build_evidence_context(DOCS, ctx, max_passages=1, max_chars=10_000)
-    assert [b.pmid for b in ev.blocks] == ["222"] and "section: Results" in ev.blocks[0].label
+    assert [b.key for b in ev.blocks] == ["222"] and "section: Results" in ev.blocks[0].label
     tiny = build_evidence_context(DOCS, None, max_chars=200)
     assert len(tiny.blocks) == 1 and len(tiny.text) <= 200
+
+
+def test_collection_evidence_context_is_cited_by_document_and_section() -> None:
+    handbook = InstEvidence(
+        "a",
+        "hb",
+        "Handbook",
+        "chunks",
+        "  Wait 3 months before you travel abroad. Take your tablets.\n",
+        (SectionRef("s1", "Travel", 3, 4), SectionRef("s2", "", None, None)),
+        0.9,
+    )
+    other = InstEvidence("b", "leaflet", "", "whole", "Travel abroad after 6 months only. " * 40, (), 0.5)
+    ev = build_evidence_context([handbook, other], max_chars=10_000)
+    assert ev.text.startswith(
+        "[DOC:a/hb §Travel pp.3-4] Handbook | sections: Travel pp.3-4\n"
+        "Wait 3 months before you travel abroad. Take your tablets.\n\n[DOC:b/leaflet] \nTravel abroad"
+    )
+    assert [b.key for b in ev.blocks] == ["a/hb", "b/leaflet"] and ev.citations == {}
+    # The budget is exact for collection evidence: the first document is cut, never dropped.
+    for budget in (40, 120, 300, 1200):
+        fitted = build_evidence_context([other, handbook], max_chars=budget)
+        assert len(fitted.text) <= budget and len(fitted.blocks) == 1
+    text, cited = extractive_answer(ev, 3)
+    assert text == (
+        "Wait 3 months before you travel abroad. [DOC:a/hb §Travel pp.3-4] "
+        "Travel abroad after 6 months only. [DOC:b/leaflet] Take your tablets. [DOC:a/hb §Travel pp.3-4]"
+    )
+    assert cited == ("a/hb", "b/leaflet")
+    with pytest.raises(TypeError, match="one source"):
+        build_evidence_context([DOCS[0], handbook])
 
 
 def test_citation_parsing() -> None:

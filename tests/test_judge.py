@@ -161,3 +161,20 @@ async def test_run_end_to_end() -> None:
     )
     assert report.sources == ("PMID:7", "PMID:8")
     assert report.matrix[0][1] == "ABSENT" and report.pairs_judged_by_llm == 0
+
+
+async def test_a_failed_per_source_answer_is_recorded_not_judged() -> None:
+    def script(prompt: str) -> Reply:
+        if "(PMID:7)" in prompt:
+            return LLMTimeout("no reply within 30 s")
+        if "Does this response indicate" in prompt:
+            return "NO"
+        return "Stop aspirin 5 days before."
+
+    judge = CrossSourceJudge(ScriptedLLM(script))
+    answers = await judge.answer_per_source(Q, [make_doc(p, "text about aspirin") for p in ("7", "8")])
+    assert answers[0].error == "PMID:7: answer failed: no reply within 30 s" and answers[0].text == ""
+    assert answers[1].error is None and answers[1].absence_method == "llm"
+    report = await judge.judge(Q, answers)
+    assert report.matrix[0][1] is None and report.pairs_judged_by_llm == 0
+    assert report.errors == ("PMID:7: answer failed: no reply within 30 s",)

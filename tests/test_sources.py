@@ -27,9 +27,9 @@ import pytest
 import pytest_asyncio
 from pydantic import SecretStr
 
-from app import ApiSettings, SourcesSettings
+from app._api_models import ApiSettings, SourcesSettings
 from app.access import AccessSettings, Policy
-from app.answer import Answerer
+from app.answer import Answerer, build_evidence_context, extractive_answer
 from app.api import create_app
 from app.federation import (
     FederationClient,
@@ -45,7 +45,6 @@ from app.settings import Settings
 from app.sources import (
     SourcesService,
     UnknownSource,
-    extractive_answer,
     parse_sources,
     response_json,
 )
@@ -214,11 +213,10 @@ def test_extractive_answer_cites_the_matching_sentence() -> None:
             "Take your tablets daily. Do not travel abroad for 6 months after the transplant. Eat well.",
         )
     ]
-    answer = extractive_answer(QUESTION, evidence, 2)
+    answer, _ = extractive_answer(build_evidence_context(evidence), 2, question=QUESTION)
     assert answer == "Do not travel abroad for 6 months after the transplant. [DOC:a/hb §Travel pp.3-4]"
-    assert (
-        extractive_answer(QUESTION, [ev("a", "hb", "Take your tablets daily with water.")]) == NOT_ADDRESSED
-    )
+    unrelated = build_evidence_context([ev("a", "hb", "Take your tablets daily with water.")])
+    assert extractive_answer(unrelated, 2, question=QUESTION)[0] == NOT_ADDRESSED
 
 
 def test_fusion_uses_ranks_never_scores() -> None:

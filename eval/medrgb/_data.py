@@ -11,9 +11,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from eval import EvalInputError, RunOptions
 from eval.mirage import MCQItem
-
-from .._runner import EvalInputError, RunOptions
 
 SCENARIOS = ("standard", "sufficiency", "integration", "robustness")
 DEFAULT_SUBSETS = ("bioasq", "pubmedqa", "medqa", "mmlu")

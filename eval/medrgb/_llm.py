@@ -11,10 +11,9 @@ from typing import Any, ClassVar, TypeVar, cast
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from app.answer import ChoiceOutput
+from eval import StageTimes
 from llm import LLMClient, LLMError, LLMOutputInvalid
 from prompts import PromptTemplate
-
-from .._runner import StageTimes
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -9,9 +9,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from eval import Plot, Table
 from eval.stats import mirage_std
 
-from .._runner import Plot, Table
 from ._data import _Artifacts
 
 # --- scoring ------------------------------------------------------------------------------------------

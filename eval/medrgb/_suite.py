@@ -11,11 +11,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from app.answer import AnswerSettings
-from eval.mirage import MCQItem
-from llm import LLMClient, build_llm
-from prompts import load_prompt
-
-from .._runner import (
+from eval import (
     EvalInputError,
     ItemLog,
     RunOptions,
@@ -25,6 +21,10 @@ from .._runner import (
     eval_settings,
     progress,
 )
+from eval.mirage import MCQItem
+from llm import LLMClient, build_llm
+from prompts import load_prompt
+
 from ._data import (
     ARTIFACTS_FILE,
     RGBDoc,

@@ -1,0 +1,543 @@
+"""The wire schema: evidence, passages, query plans and judge results as the API and other nodes see them.
+
+Each model is built from the stage's own object by a constructor (``EvidenceDocOut.of(rank, doc)``,
+``QueryOut.of(outcome)``, ``JudgeReportOut.of(report)``, ...), so there is one serialiser per shape and
+OpenAPI (``/docs``) documents every field. Field order is the JSON key order. Node-to-node evidence
+(``POST /collections/search``) is written and read with :class:`CollectionEvidenceOut`.
+
+The vocabulary every layer shares lives here too: :data:`AnswerMode` (how an answer was made) and the
+judge's :data:`Label` and :data:`Significance`.
+
+Kept light (``app.settings`` imports it through ``app._api_models``): the collection stack is imported
+only where collection evidence is rebuilt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from retrieval.evidence import Depth, DocClass
+from retrieval.understand import QueryPlan
+
+if TYPE_CHECKING:
+    from retrieval.collections import InstEvidence, SectionRef
+    from retrieval.evidence import EvidenceDoc
+    from retrieval.passages import Passage, PassageContext
+    from retrieval.search import Provenance
+
+    from .federation import FusedItem
+    from .judge import JudgeReport
+    from .pipeline import SearchOutcome
+
+__all__ = [
+    "AnswerMode",
+    "CollectionEvidenceOut",
+    "ContextPassageOut",
+    "DenseHitOut",
+    "DroppedOut",
+    "EvidenceDocOut",
+    "FusedEvidenceOut",
+    "JudgeReportOut",
+    "Label",
+    "PairJudgementOut",
+    "PassageContextOut",
+    "PassageOut",
+    "ProvenanceOut",
+    "QueryOut",
+    "RejectedQueryOut",
+    "RewriterOut",
+    "SearchOut",
+    "SectionOut",
+    "Significance",
+    "SourceAnswerOut",
+    "SourceEvidenceOut",
+    "TierOut",
+    "TokenCountsOut",
+]
+
+# How an answer was made: by the model, by quoting the evidence (no model, or it failed), or not at all
+# (no evidence; a source that does not address the question; a per-source call that failed).
+AnswerMode = Literal["llm", "extractive", "insufficient_evidence", "not_addressed", "error"]
+# The judge's five relations between two sources' answers (HERO-QA), and how much a difference matters.
+Label = Literal["ABSENT", "CONSISTENT", "COMPLEMENTARY", "DIVERGENT", "CONTRADICTORY"]
+Significance = Literal["low", "medium", "high"]
+
+
+# --- PubMed evidence ------------------------------------------------------------------------------------
+
+
+class ProvenanceOut(BaseModel):
+    """Where a document came from in one retrieval arm."""
+
+    arm: str = Field(description='"boolean", "dense" or "user" (documents supplied with the request)')
+    rank: int = Field(description="1-based rank within the arm")
+    score: float | None = Field(description="the arm's own score (None for the Boolean arm)")
+    tier: int | None = Field(description="Adapt-E ladder tier that found it (Boolean arm)")
+
+    @classmethod
+    def of(cls, p: Provenance) -> ProvenanceOut:
+        return cls(arm=p.arm, rank=p.rank, score=p.score, tier=p.tier)
+
+
+class EvidenceDocOut(BaseModel):
+    """One evidence document: identity, class, depth read, fusion score and provenance."""
+
+    model_config = ConfigDict(serialize_by_alias=True, validate_by_name=True, validate_by_alias=True)
+
+    rank: int = Field(description="1-based rank in the evidence list")
+    pmid: str = Field(description='PubMed id; "U<n>" for a supplied document without one')
+    pmcid: str | None
+    title: str
+    year: int | None
+    journal: str | None
+    publication_types: list[str]
+    doc_class: DocClass = Field(alias="class", description="evidence class (CoMeta D1-D3)")
+    depth: Depth = Field(description="what was read: the abstract or the PMC full text")
+    depth_fallback_reason: str | None = Field(description="why a full-text class was read as an abstract")
+    url: str | None
+    rrf_score: float = Field(description="reciprocal-rank-fusion score over the arms")
+    provenance: list[ProvenanceOut]
+    text_units: int = Field(description="text units (abstract, full-text sections) the document carries")
+
+    @classmethod
+    def of(cls, rank: int, d: EvidenceDoc) -> EvidenceDocOut:
+        return cls(
+            rank=rank,
+            pmid=d.pmid,
+            pmcid=d.pmcid,
+            title=d.title,
+            year=d.year,
+            journal=d.journal,
+            publication_types=list(d.publication_types),
+            doc_class=d.doc_class,
+            depth=d.depth_used,
+            depth_fallback_reason=d.depth_fallback_reason,
+            url=d.url or None,
+            rrf_score=round(d.rrf_score, 6),
+            provenance=[ProvenanceOut.of(p) for p in d.provenance],
+            text_units=len(d.text_units),
+        )
+
+    @classmethod
+    def ranked(cls, docs: Sequence[EvidenceDoc]) -> list[EvidenceDocOut]:
+        """``docs`` in order, ranked from 1."""
+        return [cls.of(rank, d) for rank, d in enumerate(docs, start=1)]
+
+
+def _scores(p: Passage) -> dict[str, float]:
+    return {k: round(v, 4) for k, v in p.scores.items()}
+
+
+class PassageOut(BaseModel):
+    """A passage the answer was written from (``/ask``)."""
+
+    rank: int = Field(description="1-based rank of the selected passage; a neighbour shares its rank")
+    pmid: str
+    pmcid: str | None
+    section: str = Field(description="the heading of the section it comes from")
+    scores: dict[str, float] = Field(description='score per stage it went through: "dense", "rerank"')
+    expanded_from: str | None = Field(description="chunk id of the selected passage that pulled it in")
+    text: str
+
+    @classmethod
+    def of(cls, p: Passage) -> PassageOut:
+        return cls(
+            rank=p.rank,
+            pmid=p.pmid,
+            pmcid=p.pmcid,
+            section=p.heading,
+            scores=_scores(p),
+            expanded_from=p.expanded_from,
+            text=p.text,
+        )
+
+    @classmethod
+    def of_context(cls, context: PassageContext | None) -> list[PassageOut]:
+        return [] if context is None else [cls.of(p) for p in context.passages]
+
+
+class ContextPassageOut(BaseModel):
+    """A passage with its place in the document (``/search``)."""
+
+    model_config = ConfigDict(serialize_by_alias=True, validate_by_name=True, validate_by_alias=True)
+
+    rank: int
+    chunk_id: str
+    pmid: str
+    pmcid: str | None
+    doc_class: DocClass = Field(alias="class")
+    section: str
+    start: int = Field(description="character offsets in its section's text")
+    end: int
+    scores: dict[str, float]
+    expanded_from: str | None
+    text: str
+
+    @classmethod
+    def of(cls, p: Passage) -> ContextPassageOut:
+        return cls(
+            rank=p.rank,
+            chunk_id=p.chunk_id,
+            pmid=p.pmid,
+            pmcid=p.pmcid,
+            doc_class=p.doc_class,
+            section=p.heading,
+            start=p.start,
+            end=p.end,
+            scores=_scores(p),
+            expanded_from=p.expanded_from,
+            text=p.text,
+        )
+
+
+class PassageContextOut(BaseModel):
+    """The passage stage's result: the passages for the answer and how they were scored."""
+
+    reranker: str | None
+    reranker_kind: str | None
+    rerank_note: str | None = Field(description="set when the rerank was degraded (e.g. offline)")
+    budget_tokens: int
+    budget_used: int
+    passages: list[ContextPassageOut]
+
+    @classmethod
+    def of(cls, context: PassageContext) -> PassageContextOut:
+        return cls(
+            reranker=context.reranker_name,
+            reranker_kind=context.reranker_kind,
+            rerank_note=context.rerank_note,
+            budget_tokens=context.budget,
+            budget_used=context.budget_used,
+            passages=[ContextPassageOut.of(p) for p in context.passages],
+        )
+
+
+# --- the query plan ------------------------------------------------------------------------------------
+
+
+class RejectedQueryOut(BaseModel):
+    query: str
+    reason: str
+
+
+class TokenCountsOut(BaseModel):
+    prompt: int
+    completion: int
+
+
+class RewriterOut(BaseModel):
+    """How the question became a plan: the LLM rewriter or the deterministic one, and why."""
+
+    path: str = Field(description='"llm" or "deterministic"')
+    fallback_reason: str | None
+    dropped: list[RejectedQueryOut] = Field(description="LLM ladder queries rejected, with the reason")
+    padded: int = Field(description="deterministic queries appended to a short LLM ladder")
+    model: str | None
+    prompt: str | None
+    tokens: TokenCountsOut
+    phi_removed: dict[str, int] = Field(description="identifiers scrubbed from the question, by kind")
+
+
+class TierOut(BaseModel):
+    """One Adapt-E ESearch: a ladder tier, the relaxed fallback or the undated retry."""
+
+    tier: int
+    kind: str = Field(description='"ladder", "fallback" or "undated"')
+    query: str
+    count: int
+    latency_ms: float
+    used: bool = Field(description="its PMIDs were collected")
+    new_pmids: int
+    error: str | None
+
+
+class QueryOut(BaseModel):
+    """The query plan and how it ran (``/ask``'s ``query``)."""
+
+    plan: QueryPlan
+    rewriter: RewriterOut
+    tiers: list[TierOut]
+    fallback_used: bool
+    date_limits_relaxed: bool = Field(description="nothing within the asked years: older evidence shown")
+    stopped_at: int | None = Field(description="the tier that reached the hit target")
+    question_hash: str
+
+    @classmethod
+    def of(cls, outcome: SearchOutcome) -> QueryOut:
+        u, a = outcome.understanding, outcome.adapte
+        return cls(
+            plan=u.plan,
+            rewriter=RewriterOut(
+                path=u.path,
+                fallback_reason=u.fallback_reason,
+                dropped=[RejectedQueryOut(query=q, reason=r) for q, r in u.dropped],
+                padded=u.padded,
+                model=u.model,
+                prompt=u.prompt_id,
+                tokens=TokenCountsOut(prompt=u.prompt_tokens, completion=u.completion_tokens),
+                phi_removed=u.phi_counts,
+            ),
+            tiers=[
+                TierOut(
+                    tier=t.tier,
+                    kind=t.kind,
+                    query=t.query,
+                    count=t.count,
+                    latency_ms=round(t.latency_ms, 2),
+                    used=t.used,
+                    new_pmids=t.new_pmids,
+                    error=t.error,
+                )
+                for t in a.tiers
+            ],
+            fallback_used=a.fallback_used,
+            date_limits_relaxed=a.date_limits_relaxed,
+            stopped_at=a.stopped_at,
+            question_hash=u.question_hash,
+        )
+
+
+class DenseHitOut(BaseModel):
+    pmid: str
+    score: float
+    rank: int
+
+
+class DroppedOut(BaseModel):
+    pmid: str
+    reason: str
+
+
+class SearchOut(BaseModel):
+    """Everything retrieval found for a question (``/search``, ``cometa search --json``)."""
+
+    pmids: list[str] = Field(description="the final ranking: fused, fetched, filtered")
+    zero_hit: bool
+    plan: QueryPlan
+    rewriter: RewriterOut
+    tiers: list[TierOut]
+    boolean_pmids: list[str]
+    boolean_zero_hit: bool
+    fallback_used: bool
+    date_limits_relaxed: bool
+    stopped_at: int | None
+    dense: list[DenseHitOut]
+    evidence: list[EvidenceDocOut]
+    dropped: list[DroppedOut] = Field(description="fused candidates left out, with the reason")
+    context: PassageContextOut | None = Field(description="None when passages are off")
+    warnings: list[str]
+    timings_ms: dict[str, float]
+    question_hash: str
+
+    @classmethod
+    def of(cls, outcome: SearchOutcome) -> SearchOut:
+        query = QueryOut.of(outcome)
+        a = outcome.adapte
+        return cls(
+            pmids=outcome.pmids,
+            zero_hit=not outcome.evidence.docs,
+            plan=query.plan,
+            rewriter=query.rewriter,
+            tiers=query.tiers,
+            boolean_pmids=list(a.pmids),
+            boolean_zero_hit=a.zero_hit,
+            fallback_used=query.fallback_used,
+            date_limits_relaxed=query.date_limits_relaxed,
+            stopped_at=query.stopped_at,
+            dense=[DenseHitOut(pmid=h.pmid, score=round(h.score, 4), rank=h.rank) for h in outcome.dense],
+            evidence=EvidenceDocOut.ranked(outcome.evidence.docs),
+            dropped=[DroppedOut(pmid=d.pmid, reason=d.reason) for d in outcome.evidence.dropped],
+            context=None if outcome.context is None else PassageContextOut.of(outcome.context),
+            warnings=outcome.warnings,
+            timings_ms={k: round(v, 2) for k, v in outcome.timings_ms.items()},
+            question_hash=query.question_hash,
+        )
+
+
+# --- judge results -------------------------------------------------------------------------------------
+
+
+class SourceAnswerOut(BaseModel):
+    """One source's own answer, absence-screened."""
+
+    source_id: str
+    label: str
+    text: str
+    absent: bool = Field(description="the answer says the source does not address the question")
+    absence_method: Literal["prefix", "llm"] | None = Field(description="None: not screened, or it failed")
+    error: str | None = Field(description="the answer call failed: its pairs are not judged")
+    screen_error: str | None = Field(description="the absence check failed: treated as present")
+
+
+class PairJudgementOut(BaseModel):
+    """The judge's verdict on one pair of sources (``a`` is the one listed first)."""
+
+    a: str
+    b: str
+    classification: Label | None = Field(description="None: the judge call failed (see errors)")
+    reasoning: str | None
+    divergence_topic: str | None
+    clinical_significance: Significance | None
+    parsed_by: Literal["json", "label-fallback", "prescreen"] | None
+
+
+class JudgeReportOut(BaseModel):
+    """Cross-source agreement: every pair's label, the symmetric matrix and the rates (HERO-QA)."""
+
+    question_hash: str
+    sources: list[str] = Field(description="the labels of the sources, in matrix order")
+    answers: list[SourceAnswerOut]
+    pairs: list[PairJudgementOut]
+    matrix: list[list[Label | None]] = Field(description="N x N over sources, symmetric, diagonal None")
+    counts: dict[Label, int]
+    r_abs: float | None = Field(description="ABSENT / judged pairs")
+    r_div: float | None = Field(description="(DIVERGENT + CONTRADICTORY) / non-absent judged pairs")
+    r_con: float | None = Field(description="CONSISTENT / non-absent judged pairs")
+    any_div: bool
+    note: str | None = Field(description="plain-language note for the patient when sources diverge")
+    pairs_judged_by_llm: int
+    errors: list[str]
+
+    @classmethod
+    def of(cls, report: JudgeReport) -> JudgeReportOut:
+        return cls.model_validate(report, from_attributes=True)
+
+
+# --- collection evidence -------------------------------------------------------------------------------
+
+
+def _page(value: Any) -> int | None:
+    # A page is an int or nothing: another node's "3", 3.5 or true is no page, not an error.
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class SectionOut(BaseModel):
+    model_config = ConfigDict(coerce_numbers_to_str=True)
+
+    section_id: str
+    heading: str
+    page_start: int | None = None
+    page_end: int | None = None
+
+    _page_or_none = field_validator("page_start", "page_end", mode="before")(_page)
+
+    @classmethod
+    def of(cls, s: SectionRef) -> SectionOut:
+        return cls(section_id=s.section_id, heading=s.heading, page_start=s.page_start, page_end=s.page_end)
+
+
+class CollectionEvidenceOut(BaseModel):
+    """One document's evidence between nodes (``POST /collections/search``); federation reads other
+    nodes' replies with it, leniently: missing title, sections or score take their defaults."""
+
+    model_config = ConfigDict(coerce_numbers_to_str=True)
+
+    collection: str
+    doc_id: str
+    title: str = ""
+    route: Literal["whole", "chunks", "whole_fallback"]
+    text: str = Field(description="what goes into the answer's context")
+    sections: list[SectionOut] = Field(default_factory=list)
+    score: float = Field(default=0.0, description="the source's own score: comparable within it only")
+    cite: str = Field(default="", description="[DOC:collection/doc §Heading p.N]; recomputed on receipt")
+
+    @classmethod
+    def of(cls, ev: InstEvidence) -> CollectionEvidenceOut:
+        return cls(
+            collection=ev.collection,
+            doc_id=ev.doc_id,
+            title=ev.title,
+            route=ev.route,
+            text=ev.text,
+            sections=[SectionOut.of(s) for s in ev.sections],
+            score=ev.score,
+            cite=ev.cite(),
+        )
+
+    def to_evidence(self) -> InstEvidence:
+        from retrieval.collections import InstEvidence, SectionRef
+
+        return InstEvidence(
+            collection=self.collection,
+            doc_id=self.doc_id,
+            title=self.title,
+            route=self.route,
+            text=self.text,
+            sections=tuple(
+                SectionRef(s.section_id, s.heading, s.page_start, s.page_end) for s in self.sections
+            ),
+            score=self.score,
+        )
+
+
+def _pages(ev: InstEvidence) -> str | None:
+    starts = [s.page_start for s in ev.sections if s.page_start is not None]
+    ends = [
+        s.page_end if s.page_end is not None else s.page_start
+        for s in ev.sections
+        if s.page_start is not None
+    ]
+    if not starts:
+        return None
+    lo, hi = min(starts), max(e for e in ends if e is not None)
+    return str(lo) if lo == hi else f"{lo}-{hi}"
+
+
+class SourceEvidenceOut(BaseModel):
+    """A collection document as ``/ask`` with ``sources`` shows it: cited, with an excerpt."""
+
+    rank: int = Field(description="within its source")
+    collection: str
+    doc_id: str
+    title: str
+    route: str = Field(description='"whole" | "chunks" | "whole_fallback"')
+    sections: list[SectionOut]
+    pages: str | None = Field(default=None, description='"3" or "3-4" over the sections used')
+    score: float | None = Field(default=None, description="the source's own score: comparable within it only")
+    cite: str
+    excerpt: str = ""
+
+    @classmethod
+    def of(cls, rank: int, ev: InstEvidence, excerpt_chars: int) -> SourceEvidenceOut:
+        return cls(
+            rank=rank,
+            collection=ev.collection,
+            doc_id=ev.doc_id,
+            title=ev.title,
+            route=ev.route,
+            sections=[SectionOut.of(s) for s in ev.sections],
+            pages=_pages(ev),
+            score=round(ev.score, 4),
+            cite=ev.cite(),
+            excerpt=ev.text[:excerpt_chars],
+        )
+
+
+class FusedEvidenceOut(BaseModel):
+    """One item of the evidence of all sources, merged by reciprocal rank fusion over each source's own
+    ranks (``/ask`` with ``sources``)."""
+
+    rank: int = Field(description="1-based fused rank")
+    source: str
+    source_rank: int = Field(description="1-based rank within its own source")
+    rrf_score: float
+    id: str = Field(description="the PMID or the collection's document id")
+    title: str
+    cite: str
+
+    @classmethod
+    def of(cls, f: FusedItem[tuple[str, str, str]]) -> FusedEvidenceOut:
+        """``f.item``: (id, title, citation)."""
+        doc_id, title, cite = f.item
+        return cls(
+            rank=f.rank,
+            source=f.source,
+            source_rank=f.source_rank,
+            rrf_score=round(f.rrf_score, 6),
+            id=doc_id,
+            title=title,
+            cite=cite,
+        )
