@@ -27,6 +27,7 @@ from retrieval._exceptions import CometaError
 
 if TYPE_CHECKING:
     from app.answer import Answerer
+    from app.asker import Asker
     from app.pipeline import Pipeline
     from app.settings import Settings
     from llm import LLMClient
@@ -602,8 +603,8 @@ class EvalServerError(CometaError):
 
 
 class AskRunner:
-    """``POST /ask`` semantics for the suites: in-process through the very code path of the endpoint
-    (``app.api._ask_events`` over a Pipeline + Answerer), or against ``opts.server_url``.
+    """``POST /ask`` semantics for the suites: in-process through the endpoint's own
+    :class:`~app.asker.Asker` (over a Pipeline + Answerer, no judge), or against ``opts.server_url``.
 
     ``body`` is an ``AskRequest`` JSON object (question, options, documents, ...); the reply is the
     ``AskResponse`` JSON. A server's API key comes from ``COMETA_EVAL_API_KEY`` (never from options,
@@ -624,6 +625,7 @@ class AskRunner:
         self.timeout_s = timeout_s
         self._owned = False
         self._http: Any = None
+        self._asker: Asker | None = None
 
     async def __aenter__(self) -> AskRunner:
         if self.opts.server_url:
@@ -643,6 +645,12 @@ class AskRunner:
             from app.answer import Answerer
 
             self.answerer = Answerer(self.pipeline.llm)
+        if self.pipeline is not None and self.answerer is not None:
+            from app.asker import Asker
+            from app.privacy import PhiPolicy
+
+            phi = PhiPolicy.from_settings(self.pipeline.settings.llm)
+            self._asker = Asker(self.pipeline, self.answerer, None, phi=phi)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -681,15 +689,11 @@ class AskRunner:
         from pydantic import ValidationError
 
         from app._api_models import AskRequest
-        from app.api import _ask_events
 
-        assert self.pipeline is not None and self.answerer is not None, "use AskRunner in `async with`"
+        assert self._asker is not None, "use AskRunner in `async with`"
         try:
             req = AskRequest.model_validate(dict(body))
         except ValidationError as exc:
             raise EvalInputError(f"not a valid /ask request: {exc.errors()[0].get('msg')}") from exc
-        result: dict[str, Any] = {}
-        async for name, data in _ask_events(req, self.pipeline, self.answerer, None, "eval"):
-            if name == "result":
-                result = data
-        return result
+        response = await self._asker.ask(req, "eval")
+        return response.model_dump(mode="json")
