@@ -25,7 +25,6 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing, asynccontextmanager
-from dataclasses import dataclass
 from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Depends, FastAPI, Request
@@ -36,7 +35,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Histogram,
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from llm import LLMClient, LLMError
+from llm import LLMError
 from retrieval._exceptions import CometaError, EutilsError
 from retrieval._phi import hash_text
 
@@ -51,14 +50,14 @@ from ._api_models import (
     SearchRequest,
 )
 from ._json import jsonable
-from ._limits import RateLimiterUnavailable, RequestLimiter, SlidingWindowLimiter, build_request_limiter
+from ._limits import RateLimiterUnavailable, SlidingWindowLimiter
 from .access import InvalidToken, Subject
 from .answer import Answerer
 from .asker import Asker, SourceDenied, caller_of
+from .container import Container
 from .federation import evidence_to_json
 from .judge import CrossSourceJudge
 from .pipeline import Pipeline
-from .privacy import PhiPolicy
 from .settings import Settings
 from .sources import SourcesService, UnknownSource
 
@@ -67,14 +66,13 @@ __all__ = [
     "API_REJECTED",
     "API_REQUESTS",
     "ApiError",
-    "Services",
     "SlidingWindowLimiter",
     "create_app",
     "get_answerer",
     "get_asker",
+    "get_container",
     "get_judge",
     "get_pipeline",
-    "get_services",
     "service_of",
 ]
 
@@ -98,21 +96,7 @@ API_REJECTED = Counter(
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 
-# --- settings, services, dependencies ---------------------------------------------------------------
-
-
-# SlidingWindowLimiter (memory) and the Redis-shared window live in app._limits; re-exported here.
-
-
-@dataclass
-class Services:
-    settings: Settings
-    api: ApiSettings
-    pipeline: Pipeline
-    answerer: Answerer
-    judge: CrossSourceJudge | None
-    asker: Asker
-    limiter: RequestLimiter
+# --- dependencies -------------------------------------------------------------------------------------
 
 
 class ApiError(Exception):
@@ -128,30 +112,30 @@ class ApiError(Exception):
         self.headers = dict(headers or {})
 
 
-def get_services(request: Request) -> Services:
-    services = getattr(request.app.state, "services", None)
-    if services is None:  # only when the lifespan did not run (a test forgot it)
+def get_container(request: Request) -> Container:
+    container = getattr(request.app.state, "container", None)
+    if container is None:  # only when the lifespan did not run (a test forgot it)
         raise ApiError(503, "service starting", "dependencies are not initialised")
-    return cast(Services, services)
+    return cast(Container, container)
 
 
-ServicesDep = Annotated[Services, Depends(get_services)]
+ContainerDep = Annotated[Container, Depends(get_container)]
 
 
-def get_pipeline(services: ServicesDep) -> Pipeline:
-    return services.pipeline
+def get_pipeline(container: ContainerDep) -> Pipeline:
+    return container.pipeline
 
 
-def get_answerer(services: ServicesDep) -> Answerer:
-    return services.answerer
+def get_answerer(container: ContainerDep) -> Answerer:
+    return container.answerer
 
 
-def get_judge(services: ServicesDep) -> CrossSourceJudge | None:
-    return services.judge
+def get_judge(container: ContainerDep) -> CrossSourceJudge | None:
+    return container.judge
 
 
-def get_asker(services: ServicesDep) -> Asker:
-    return services.asker
+def get_asker(container: ContainerDep) -> Asker:
+    return container.asker
 
 
 def service_of(request: Request) -> SourcesService:
@@ -166,9 +150,9 @@ def _request_id(request: Request) -> str:
     return str(getattr(request.state, "request_id", "") or "")
 
 
-async def authorize(request: Request, services: ServicesDep) -> str:
+async def authorize(request: Request, container: ContainerDep) -> str:
     """``X-API-Key`` check (skipped when no keys are configured), then the per-key rate limit."""
-    keys = services.api.api_keys
+    keys = container.api.api_keys
     given = request.headers.get("x-api-key")
     if keys:
         ok = given is not None and any(
@@ -181,7 +165,8 @@ async def authorize(request: Request, services: ServicesDep) -> str:
     else:
         ident = "ip:" + (request.client.host if request.client else "unknown")
     try:
-        retry = await services.limiter.check(ident)
+        limiter = container.request_limiter
+        retry = await limiter.check(ident)
     except RateLimiterUnavailable as exc:  # shared limiter down and rate_limit_on_error=deny
         API_REJECTED.labels("rate_limit_unavailable").inc()
         raise ApiError(503, "rate limiter unavailable", str(exc)[:300]) from exc
@@ -190,7 +175,7 @@ async def authorize(request: Request, services: ServicesDep) -> str:
         raise ApiError(
             429,
             "rate limited",
-            f"more than {services.limiter.limit} requests per {services.limiter.window_s:.0f} s",
+            f"more than {limiter.limit} requests per {limiter.window_s:.0f} s",
             headers={"Retry-After": str(math.ceil(retry))},
         )
     return ident
@@ -201,12 +186,6 @@ AnswererDep = Annotated[Answerer, Depends(get_answerer)]
 JudgeDep = Annotated[CrossSourceJudge | None, Depends(get_judge)]
 AskerDep = Annotated[Asker, Depends(get_asker)]
 AuthDep = Annotated[str, Depends(authorize)]
-
-
-def _build_judge(llm: LLMClient | None, api: ApiSettings) -> CrossSourceJudge | None:
-    if llm is None:
-        return None  # judging is LLM-only: there is no honest deterministic stand-in
-    return CrossSourceJudge(llm, max_sources=api.judge_max_sources, concurrency=api.judge_concurrency)
 
 
 def _question_log(settings: Settings, question: str) -> dict[str, str]:
@@ -356,31 +335,12 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        pipe = pipeline or Pipeline(settings)
-        owned = pipeline is None  # an injected pipeline belongs to the caller, who closes it
-        try:
-            # Load the encoder, index and reranker now, so the first request is not the slow one.
-            await pipe.dense_retriever()
-            await pipe.passage_retriever()
-            the_answerer = answerer or Answerer(pipe.llm)
-            the_judge = judge if judge is not None else _build_judge(pipe.llm, api)
-            app.state.services = Services(
-                settings=settings,
-                api=api,
-                pipeline=pipe,
-                answerer=the_answerer,
-                judge=the_judge,
-                asker=Asker(pipe, the_answerer, the_judge, phi=PhiPolicy.from_settings(settings.llm)),
-                limiter=build_request_limiter(api, default_url=settings.eutils.redis_limiter_url()),
-            )
-            app.state.sources = SourcesService(settings, pipe)  # collections, access, federation
+        # An injected pipeline belongs to the caller, who closes it; the container closes what it built.
+        async with Container(settings, api=api, pipeline=pipeline, answerer=answerer, judge=judge) as c:
+            await c.warm()  # the models now, so that the first request is not the slow one
+            app.state.sources = c.sources  # collections, access, federation
+            app.state.container = c
             yield
-        finally:
-            services = getattr(app.state, "services", None)
-            if services is not None:
-                await services.limiter.aclose()  # the Redis limiter's connections
-            if owned:
-                await pipe.aclose()
 
     app = FastAPI(
         title="CoMeta",
@@ -562,13 +522,13 @@ def _install_routes(app: FastAPI, settings: Settings) -> None:
         return {"status": "ok"}
 
     @app.get("/readyz", tags=["ops"])
-    async def readyz(services: ServicesDep) -> JSONResponse:
+    async def readyz(container: ContainerDep) -> JSONResponse:
         """Readiness: E-utilities reachable (EInfo, short timeout), dense index loaded, LLM configured."""
-        pipe = services.pipeline
+        pipe = container.pipeline
         checks: dict[str, Any] = {}
         t0 = time.perf_counter()
         try:
-            await asyncio.wait_for(pipe.client.einfo(), timeout=services.api.ready_timeout_s)
+            await asyncio.wait_for(pipe.client.einfo(), timeout=container.api.ready_timeout_s)
             checks["eutils"] = {"ok": True, "ms": round((time.perf_counter() - t0) * 1000, 1)}
         except (EutilsError, TimeoutError) as exc:
             checks["eutils"] = {"ok": False, "reason": type(exc).__name__}

@@ -3,7 +3,7 @@
 ``/ask`` with ``sources`` (e.g. ``["pubmed", "stmarys", "nodeb/hospital-b"]``) runs here:
 
 1. Each source is retrieved on its own: PubMed by the existing :class:`~app.pipeline.Pipeline`; a local
-   collection by a :class:`~retrieval.collections.CollectionRetriever` on the pipeline's dense encoder and
+   collection by a :class:`~retrieval.collections.CollectionRetriever` on the process's dense encoder and
    reranker, behind this node's access policies (the gate, then the per-document filter); a remote one by
    the owning node (``app.federation``), which applies its own policies to the forwarded token.
 2. Each source is answered on its own with the ``NOT ADDRESSED`` rule (prompt ``answer_per_source``); with
@@ -31,11 +31,11 @@ from typing import Any, Literal
 
 from llm import LLMClient, LLMError
 from prompts import load_prompt
-from retrieval._encoders import Encoder, load_encoder
+from retrieval._encoders import Encoder
 from retrieval._evidence import EvidenceDoc
 from retrieval._exceptions import CometaError, EutilsError
 from retrieval._phi import hash_text, scrub
-from retrieval._rerank import Reranker, load_reranker
+from retrieval._rerank import Reranker
 from retrieval.collections import (
     Collection,
     CollectionMeta,
@@ -63,7 +63,7 @@ from .access import ANONYMOUS, AccessEngine, Subject, TokenVerifier, bearer_toke
 from .answer import Answerer, Citation, build_evidence_context, strip_reasoning
 from .federation import FederationClient, SourceStatus, fuse_sources
 from .judge import NOT_ADDRESSED, CrossSourceJudge, JudgeReport, SourceAnswer, has_absent_prefix
-from .pipeline import Pipeline
+from .pipeline import Models, Pipeline
 from .privacy import PhiPolicy
 from .settings import Settings
 
@@ -322,8 +322,11 @@ class SourcesService:
         federation: FederationClient | None = None,
         encoder: Encoder | None = None,
         reranker: Reranker | None = None,
+        models: Models | None = None,
         phi: PhiPolicy | None = None,
     ) -> None:
+        if encoder is None and models is None:
+            raise ValueError("SourcesService needs an encoder, or the models to load one from")
         self.settings = settings
         self.phi = phi or PhiPolicy.from_settings(settings.llm)
         self.pipeline = pipeline
@@ -331,6 +334,7 @@ class SourcesService:
         self.engine = AccessEngine(load_policies(settings.access))  # a bad policy file fails start-up
         self.verifier = TokenVerifier(settings.access)
         self.federation = federation or FederationClient(settings.federation)
+        self._models = models
         self._encoder = encoder
         self._reranker = reranker
         # An injected encoder comes with its reranker (None = rank by the dense score alone).
@@ -352,21 +356,13 @@ class SourcesService:
 
     async def _components(self) -> tuple[Encoder, Reranker | None]:
         async with self._lock:
-            if self._encoder is None:
-                dense = await self.pipeline.dense_retriever()
-                if dense is not None:
-                    self._encoder = dense.encoder  # one copy of the model per process
-                else:
-                    self._encoder = await asyncio.to_thread(load_encoder, self.settings.dense)
-            if not self._reranker_loaded:
-                passages = await self.pipeline.passage_retriever()
-                if passages is not None:
-                    self._reranker = passages.reranker
-                else:
-                    self._reranker = await asyncio.to_thread(
-                        load_reranker, self.settings.rerank, encoder=self._encoder
-                    )
-                self._reranker_loaded = True
+            if self._encoder is None or not self._reranker_loaded:
+                assert self._models is not None  # what was not given comes from the process's models
+                if self._encoder is None:
+                    self._encoder = await self._models.encoder()  # one copy of each model per process
+                if not self._reranker_loaded:
+                    self._reranker = await self._models.reranker()
+                    self._reranker_loaded = True
             return self._encoder, self._reranker
 
     async def _retriever(self, collection: Collection) -> CollectionRetriever:

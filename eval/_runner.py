@@ -521,24 +521,22 @@ def _draw(plot: Plot, out: Path) -> Path:
 
 
 async def build_offline_services(opts: RunOptions) -> tuple[Pipeline, Answerer, LLMClient | None]:
-    """The same components as ``/ask`` (Pipeline + Answerer) on ``Settings().offline()`` with ``opts.llm``.
+    """The same components as ``/ask`` (Pipeline + Answerer), from the composition root
+    (:class:`app.container.Container`) on ``Settings().offline()`` with ``opts.llm``.
 
     The caller owns the pipeline: ``async with pipeline:`` (or ``await pipeline.aclose()``) closes the
     E-utilities client and the LLM. The dense retriever and passage stage load here, as the server's
     lifespan does, so the first item is not the slow one.
     """
-    from app.answer import Answerer
-    from app.pipeline import Pipeline
+    from app.container import Container
 
-    settings = eval_settings(opts)
-    pipeline = Pipeline(settings)
+    container = Container(eval_settings(opts))
     try:
-        await pipeline.dense_retriever()
-        await pipeline.passage_retriever()
+        await container.warm()
     except BaseException:
-        await pipeline.aclose()
+        await container.aclose()
         raise
-    return pipeline, Answerer(pipeline.llm), pipeline.llm
+    return container.pipeline, container.answerer, container.llm
 
 
 # --- small helpers shared by the suites and the CLI ---------------------------------------------------
