@@ -68,7 +68,6 @@ __all__ = [
     "ApiError",
     "SlidingWindowLimiter",
     "create_app",
-    "get_answerer",
     "get_asker",
     "get_container",
     "get_judge",
@@ -126,10 +125,6 @@ def get_pipeline(container: ContainerDep) -> Pipeline:
     return container.pipeline
 
 
-def get_answerer(container: ContainerDep) -> Answerer:
-    return container.answerer
-
-
 def get_judge(container: ContainerDep) -> CrossSourceJudge | None:
     return container.judge
 
@@ -182,7 +177,6 @@ async def authorize(request: Request, container: ContainerDep) -> str:
 
 
 PipelineDep = Annotated[Pipeline, Depends(get_pipeline)]
-AnswererDep = Annotated[Answerer, Depends(get_answerer)]
 JudgeDep = Annotated[CrossSourceJudge | None, Depends(get_judge)]
 AskerDep = Annotated[Asker, Depends(get_asker)]
 AuthDep = Annotated[str, Depends(authorize)]
@@ -326,8 +320,8 @@ def create_app(
     answerer: Answerer | None = None,
     judge: CrossSourceJudge | None = None,
 ) -> FastAPI:
-    """The service. ``pipeline``/``answerer``/``judge`` inject prebuilt parts (tests); by default the
-    lifespan builds one of each from ``settings`` and closes them on shutdown."""
+    """The service. The lifespan builds the process's :class:`~app.container.Container` from ``settings``
+    and closes it on shutdown; ``pipeline``/``answerer``/``judge`` inject prebuilt parts (tests)."""
     from .settings import get_settings
 
     settings = settings or get_settings()
