@@ -1,4 +1,4 @@
-"""The HTTP service: FastAPI over the one shared :class:`~app.pipeline.Pipeline`.
+"""The HTTP service: FastAPI over the process's one :class:`~app.asker.Asker` and its components.
 
 Endpoints: ``POST /ask`` (cited answer), ``POST /ask/stream`` (the same as server-sent events),
 ``POST /search`` (evidence only), ``POST /judge`` (cross-source agreement), ``GET /healthz``,
@@ -16,7 +16,6 @@ per-request NCBI keys and ``X-API-Key`` values are never logged.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import hmac
 import json
 import logging
@@ -24,12 +23,11 @@ import math
 import re
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing, asynccontextmanager
-from dataclasses import dataclass
 from typing import Annotated, Any, cast
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -38,11 +36,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from core import CometaError
-from llm import LLMClient, LLMError
-from retrieval.evidence import EvidenceDoc, TextUnit, pubmed_url
+from llm import LLMError
 from retrieval.ncbi import EutilsError
-from retrieval.passages import PassageContext
-from retrieval.search import Provenance
 from retrieval.understand import hash_text
 
 from . import __version__
@@ -50,34 +45,35 @@ from ._api_models import (
     ApiSettings,
     AskRequest,
     AskResponse,
-    CitationOut,
+    CollectionSearchRequest,
     ErrorResponse,
-    JudgeAnswerIn,
     JudgeRequest,
     SearchRequest,
-    UserDocument,
 )
-from ._limits import RateLimiterUnavailable, RequestLimiter, SlidingWindowLimiter, build_request_limiter
-from .answer import Answer, Answerer
-from .judge import CrossSourceJudge, SourceAnswer
+from ._limits import RateLimiterUnavailable, SlidingWindowLimiter
+from .access import InvalidToken, Subject
+from .answer import Answerer
+from .asker import Asker, SourceDenied, caller_of
+from .container import Container
+from .federation import evidence_to_json
+from .judge import CrossSourceJudge
 from .pipeline import Pipeline
-from .schemas import EvidenceDocOut, JudgeReportOut, PassageOut, QueryOut
+from .schemas import JudgeReportOut
 from .settings import Settings
-from .sources import SourcesService, ask_sources, collections_router
+from .sources import SourcesService, UnknownSource
 
 __all__ = [
     "API_LATENCY",
     "API_REJECTED",
     "API_REQUESTS",
     "ApiError",
-    "Services",
     "SlidingWindowLimiter",
     "create_app",
-    "get_answerer",
+    "get_asker",
+    "get_container",
     "get_judge",
     "get_pipeline",
-    "get_services",
-    "user_evidence",
+    "service_of",
 ]
 
 log = logging.getLogger("cometa.api")
@@ -93,16 +89,6 @@ API_LATENCY = Histogram(
     ["route"],
     buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
 )
-ANSWERS = Counter("cometa_answers_total", "Answers given, by mode", ["mode"])
-CITATIONS_REMOVED = Counter(
-    "cometa_citations_removed_total", "Cited PMIDs removed because they were not in the evidence context"
-)
-STAGE_LATENCY = Histogram(
-    "cometa_stage_seconds",
-    "Latency of each /ask stage (understand, esearch, dense, fuse, metadata, passages, answer, judge)",
-    ["stage"],
-    buckets=(0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
-)
 API_REJECTED = Counter(
     "cometa_api_rejected_total", "Requests refused before the handler ran, by reason", ["reason"]
 )
@@ -110,20 +96,7 @@ API_REJECTED = Counter(
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 
-# --- settings, services, dependencies ---------------------------------------------------------------
-
-
-# SlidingWindowLimiter (memory) and the Redis-shared window live in app._limits; re-exported here.
-
-
-@dataclass
-class Services:
-    settings: Settings
-    api: ApiSettings
-    pipeline: Pipeline
-    answerer: Answerer
-    judge: CrossSourceJudge | None
-    limiter: RequestLimiter
+# --- dependencies -------------------------------------------------------------------------------------
 
 
 class ApiError(Exception):
@@ -139,35 +112,43 @@ class ApiError(Exception):
         self.headers = dict(headers or {})
 
 
-def get_services(request: Request) -> Services:
-    services = getattr(request.app.state, "services", None)
-    if services is None:  # only when the lifespan did not run (a test forgot it)
+def get_container(request: Request) -> Container:
+    container = getattr(request.app.state, "container", None)
+    if container is None:  # only when the lifespan did not run (a test forgot it)
         raise ApiError(503, "service starting", "dependencies are not initialised")
-    return cast(Services, services)
+    return cast(Container, container)
 
 
-ServicesDep = Annotated[Services, Depends(get_services)]
+ContainerDep = Annotated[Container, Depends(get_container)]
 
 
-def get_pipeline(services: ServicesDep) -> Pipeline:
-    return services.pipeline
+def get_pipeline(container: ContainerDep) -> Pipeline:
+    return container.pipeline
 
 
-def get_answerer(services: ServicesDep) -> Answerer:
-    return services.answerer
+def get_judge(container: ContainerDep) -> CrossSourceJudge | None:
+    return container.judge
 
 
-def get_judge(services: ServicesDep) -> CrossSourceJudge | None:
-    return services.judge
+def get_asker(container: ContainerDep) -> Asker:
+    return container.asker
+
+
+def service_of(request: Request) -> SourcesService:
+    """This node's collections, access decisions and federation (``app.state.sources``)."""
+    service = getattr(request.app.state, "sources", None)
+    if not isinstance(service, SourcesService):
+        raise ApiError(503, "service starting", "collections are not initialised")
+    return service
 
 
 def _request_id(request: Request) -> str:
     return str(getattr(request.state, "request_id", "") or "")
 
 
-async def authorize(request: Request, services: ServicesDep) -> str:
+async def authorize(request: Request, container: ContainerDep) -> str:
     """``X-API-Key`` check (skipped when no keys are configured), then the per-key rate limit."""
-    keys = services.api.api_keys
+    keys = container.api.api_keys
     given = request.headers.get("x-api-key")
     if keys:
         ok = given is not None and any(
@@ -180,7 +161,8 @@ async def authorize(request: Request, services: ServicesDep) -> str:
     else:
         ident = "ip:" + (request.client.host if request.client else "unknown")
     try:
-        retry = await services.limiter.check(ident)
+        limiter = container.request_limiter
+        retry = await limiter.check(ident)
     except RateLimiterUnavailable as exc:  # shared limiter down and rate_limit_on_error=deny
         API_REJECTED.labels("rate_limit_unavailable").inc()
         raise ApiError(503, "rate limiter unavailable", str(exc)[:300]) from exc
@@ -189,233 +171,22 @@ async def authorize(request: Request, services: ServicesDep) -> str:
         raise ApiError(
             429,
             "rate limited",
-            f"more than {services.limiter.limit} requests per {services.limiter.window_s:.0f} s",
+            f"more than {limiter.limit} requests per {limiter.window_s:.0f} s",
             headers={"Retry-After": str(math.ceil(retry))},
         )
     return ident
 
 
 PipelineDep = Annotated[Pipeline, Depends(get_pipeline)]
-AnswererDep = Annotated[Answerer, Depends(get_answerer)]
 JudgeDep = Annotated[CrossSourceJudge | None, Depends(get_judge)]
+AskerDep = Annotated[Asker, Depends(get_asker)]
 AuthDep = Annotated[str, Depends(authorize)]
-
-
-def _build_judge(llm: LLMClient | None, api: ApiSettings) -> CrossSourceJudge | None:
-    if llm is None:
-        return None  # judging is LLM-only: there is no honest deterministic stand-in
-    return CrossSourceJudge(llm, max_sources=api.judge_max_sources, concurrency=api.judge_concurrency)
-
-
-async def _screened(
-    judge: CrossSourceJudge, question: str, answers: Sequence[JudgeAnswerIn]
-) -> list[SourceAnswer]:
-    """Caller-given answers, absence-screened like per-source answers (blank text is absent outright)."""
-
-    async def one(a: JudgeAnswerIn) -> SourceAnswer:
-        label = a.label or a.source_id
-        if not a.text.strip():
-            return SourceAnswer(a.source_id, label, a.text, True, None)
-        return await judge.screen(question, SourceAnswer(a.source_id, label, a.text, False, None))
-
-    return list(await asyncio.gather(*(one(a) for a in answers)))
-
-
-def user_evidence(documents: Sequence[UserDocument], *, start_rank: int = 1) -> list[EvidenceDoc]:
-    """Bring-your-own documents as abstract-depth :class:`EvidenceDoc` (class D1, provenance arm "user").
-
-    Documents without a PMID get ``U<n>`` ids so that citations still point at one of them.
-    """
-    docs = []
-    for i, d in enumerate(documents, start=start_rank):
-        pmid = d.pmid or f"U{i}"
-        unit = TextUnit("abstract", d.text, "Abstract", ("Abstract",), "pubmed", 0)
-        docs.append(
-            EvidenceDoc(
-                pmid=pmid,
-                pmcid=None,
-                title=d.title,
-                year=d.year,
-                journal=None,
-                publication_types=(),
-                doc_class="D1",
-                depth_used="abstract",
-                depth_fallback_reason=None,
-                license=None,
-                url=pubmed_url(pmid) if d.pmid else "",
-                fused_rank=i,
-                rrf_score=0.0,
-                provenance=(Provenance(arm="user", rank=i),),
-                text_units=(unit,),
-            )
-        )
-    return docs
-
-
-def _restrict(context: PassageContext | None, pmids: set[str]) -> PassageContext | None:
-    if context is None:
-        return None
-    return dataclasses.replace(context, passages=tuple(p for p in context.passages if p.pmid in pmids))
 
 
 def _question_log(settings: Settings, question: str) -> dict[str, str]:
     if settings.debug_log_questions:
         return {"question": question}
     return {"question_hash": hash_text(question)}
-
-
-# --- /ask core: one async generator of events, shared by /ask and /ask/stream ---------------------------
-
-
-Event = tuple[str, dict[str, Any]]
-
-
-async def _ask_events(
-    req: AskRequest,
-    pipeline: Pipeline,
-    answerer: Answerer,
-    judge: CrossSourceJudge | None,
-    request_id: str,
-    *,
-    stream_tokens: bool = False,
-) -> AsyncGenerator[Event, None]:
-    timings: dict[str, float] = {}
-    warnings: list[str] = []
-    api_key = req.ncbi_api_key.get_secret_value() if req.ncbi_api_key else None
-    question = req.question
-    query: QueryOut | None = None
-    context: PassageContext | None
-
-    def stage(name: str, status: str) -> Event:
-        return "stage", {"stage": name, "status": status}
-
-    if req.documents is not None and req.documents_mode == "replace":
-        # The caller's evidence only: no Understand, no retrieval (the evaluation suites' path).
-        yield stage("retrieve", "started")
-        t0 = time.perf_counter()
-        docs = user_evidence(req.documents)[: req.max_documents]
-        context = None
-        passages = await pipeline.passage_retriever() if docs else None
-        if passages is not None:
-            context = await passages.retrieve(question, docs)
-        timings["passages"] = (time.perf_counter() - t0) * 1000
-        warnings.append("retrieval skipped: answering from the documents supplied with the request")
-        yield stage("retrieve", "finished")
-    else:
-        yield stage("understand", "started")
-        t0 = time.perf_counter()
-        understanding = await pipeline.understander.understand(question)
-        timings["understand"] = (time.perf_counter() - t0) * 1000
-        yield stage("understand", "finished")
-        yield stage("retrieve", "started")
-        outcome = await pipeline.retrieve(
-            understanding, mindate=req.mindate, maxdate=req.maxdate, api_key=api_key
-        )
-        timings.update(outcome.timings_ms)
-        warnings.extend(outcome.warnings)
-        failed = outcome.adapte.errors
-        if failed:
-            # Part of the Boolean ladder failed but something came back: answer, and say so.
-            warnings.append(
-                f"degraded: {len(failed)} of {len(outcome.adapte.tiers)} PubMed searches failed "
-                f"(NCBI partly unavailable); evidence may be incomplete"
-            )
-        query = QueryOut.of(outcome)
-        docs = list(outcome.evidence.docs)
-        context = outcome.context
-        if req.documents:
-            seen = {d.pmid for d in docs}
-            extra = [d for d in user_evidence(req.documents, start_rank=len(docs) + 1) if d.pmid not in seen]
-            docs.extend(extra)
-            passages = await pipeline.passage_retriever()
-            if passages is not None and docs:
-                context = await passages.retrieve(question, docs)
-        if len(docs) > req.max_documents:
-            docs = docs[: req.max_documents]
-            context = _restrict(context, {d.pmid for d in docs})
-        yield stage("retrieve", "finished")
-
-    yield (
-        "evidence",
-        {
-            "documents": [d.model_dump(mode="json") for d in EvidenceDocOut.ranked(docs)],
-            "passages": [p.model_dump(mode="json") for p in PassageOut.of_context(context)],
-        },
-    )
-    yield stage("answer", "started")
-    t1 = time.perf_counter()
-    answer_args: dict[str, Any] = {
-        "options": req.options,
-        "answer_type": req.resolved_answer_type,
-        "allow_insufficient": req.allow_insufficient,
-    }
-    answer: Answer | None = None
-    if stream_tokens:
-        # Deltas are provisional; the "answer" event below carries the checked text. Closing this
-        # generator (client gone) closes the answer stream and with it the LLM generation.
-        async with aclosing(answerer.answer_stream(question, docs, context, **answer_args)) as parts:
-            index = 0
-            async for part in parts:
-                if isinstance(part, str):
-                    yield "token", {"delta": part, "index": index}
-                    index += 1
-                else:
-                    answer = part
-        if answer is None:  # answer_stream always ends with its Answer; guard a broken contract loudly
-            raise RuntimeError("the answer stream ended without an answer")
-    else:
-        answer = await answerer.answer(question, docs, context, **answer_args)
-    timings["answer"] = (time.perf_counter() - t1) * 1000
-    ANSWERS.labels(answer.mode).inc()
-    CITATIONS_REMOVED.inc(answer.citations_removed)
-    warnings.extend(answer.warnings)
-    citations = [CitationOut.of(c) for c in answer.citations]
-    answer_payload = {
-        "answer": answer.text,
-        "mode": answer.mode,
-        "answer_choice": answer.answer_choice,
-        "reasoning": answer.reasoning,
-        "citations": [c.model_dump() for c in citations],
-        "citations_removed": answer.citations_removed,  # the token events may still show the removed ids
-    }
-    yield stage("answer", "finished")
-    yield "answer", answer_payload
-
-    judge_out: JudgeReportOut | None = None
-    if req.judge:
-        if judge is None:
-            warnings.append("judge requested but unavailable: no LLM is configured")
-        elif not docs:
-            warnings.append("judge skipped: no evidence to compare")
-        else:
-            yield stage("judge", "started")
-            t2 = time.perf_counter()
-            judge_out = JudgeReportOut.of(await judge.run(question, docs, context))
-            timings["judge"] = (time.perf_counter() - t2) * 1000
-            yield stage("judge", "finished")
-            yield "judge", judge_out.model_dump(mode="json")
-
-    for stage_name, ms in timings.items():
-        STAGE_LATENCY.labels(stage_name).observe(ms / 1000)
-    response = AskResponse(
-        request_id=request_id,
-        answer=answer.text,
-        mode=answer.mode,
-        answer_choice=answer.answer_choice,
-        reasoning=answer.reasoning,
-        citations=citations,
-        citations_removed=answer.citations_removed,
-        evidence=EvidenceDocOut.ranked(docs),
-        passages=PassageOut.of_context(context),
-        query=query,
-        judge=judge_out,
-        timings_ms={k: round(v, 2) for k, v in timings.items()},
-        warnings=list(dict.fromkeys(warnings)),
-        model=answer.model,
-        prompt_id=answer.prompt_id,
-        tokens={"prompt": answer.prompt_tokens, "completion": answer.completion_tokens},
-    )
-    yield "result", response.model_dump(mode="json")
 
 
 def _error_payload(exc: BaseException, request_id: str) -> tuple[int, dict[str, Any]]:
@@ -550,8 +321,8 @@ def create_app(
     answerer: Answerer | None = None,
     judge: CrossSourceJudge | None = None,
 ) -> FastAPI:
-    """The service. ``pipeline``/``answerer``/``judge`` inject prebuilt parts (tests); by default the
-    lifespan builds one of each from ``settings`` and closes them on shutdown."""
+    """The service. The lifespan builds the process's :class:`~app.container.Container` from ``settings``
+    and closes it on shutdown; ``pipeline``/``answerer``/``judge`` inject prebuilt parts (tests)."""
     from .settings import get_settings
 
     settings = settings or get_settings()
@@ -559,28 +330,12 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        pipe = pipeline or Pipeline(settings)
-        owned = pipeline is None  # an injected pipeline belongs to the caller, who closes it
-        try:
-            # Load the encoder, index and reranker now, so the first request is not the slow one.
-            await pipe.dense_retriever()
-            await pipe.passage_retriever()
-            app.state.services = Services(
-                settings=settings,
-                api=api,
-                pipeline=pipe,
-                answerer=answerer or Answerer(pipe.llm),
-                judge=judge if judge is not None else _build_judge(pipe.llm, api),
-                limiter=build_request_limiter(api, default_url=settings.eutils.redis_limiter_url()),
-            )
-            app.state.sources = SourcesService(settings, pipe)  # collections, access, federation
+        # An injected pipeline belongs to the caller, who closes it; the container closes what it built.
+        async with Container(settings, api=api, pipeline=pipeline, answerer=answerer, judge=judge) as c:
+            await c.warm()  # the models now, so that the first request is not the slow one
+            app.state.sources = c.sources  # collections, access, federation
+            app.state.container = c
             yield
-        finally:
-            services = getattr(app.state, "services", None)
-            if services is not None:
-                await services.limiter.aclose()  # the Redis limiter's connections
-            if owned:
-                await pipe.aclose()
 
     app = FastAPI(
         title="CoMeta",
@@ -607,7 +362,7 @@ def create_app(
     app.add_middleware(_Gate, max_body_bytes=api.max_body_bytes, settings=settings)
     _install_handlers(app, settings)
     _install_routes(app, settings)
-    app.include_router(collections_router(authorize))  # GET /collections, POST /collections/search
+    _install_collection_routes(app)
     return app
 
 
@@ -664,24 +419,23 @@ def _install_routes(app: FastAPI, settings: Settings) -> None:
         log.info(json.dumps({"event": route, "request_id": request_id, **_question_log(settings, question)}))
 
     @app.post("/ask", response_model=AskResponse, tags=["answer"])
-    async def ask(
-        req: AskRequest,
-        request: Request,
-        _auth: AuthDep,
-        pipeline: PipelineDep,
-        answerer: AnswererDep,
-        judge: JudgeDep,
-    ) -> JSONResponse:
+    async def ask(req: AskRequest, request: Request, _auth: AuthDep, asker: AskerDep) -> JSONResponse:
         """Answer a patient question with citations from PubMed (or from the supplied documents)."""
         request_id = _request_id(request)
         log_question("ask", request_id, req.question)
-        if req.across_sources:  # collections and remote nodes beside PubMed: app/sources.py
-            return await ask_sources(req, request, get_services(request), request_id)
-        result: dict[str, Any] = {}
-        async for name, data in _ask_events(req, pipeline, answerer, judge, request_id):
-            if name == "result":
-                result = data
-        return JSONResponse(result)
+        # Collections and remote nodes beside PubMed: this node's sources service answers each.
+        sources = service_of(request) if req.across_sources else None
+        try:
+            response = await asker.ask(
+                req, request_id, sources=sources, authorization=request.headers.get("authorization")
+            )
+        except UnknownSource as exc:
+            raise ApiError(422, "invalid request", str(exc)) from exc
+        except InvalidToken as exc:
+            raise ApiError(401, "unauthorized", str(exc), headers=_UNAUTHORIZED) from exc
+        except SourceDenied as exc:
+            raise ApiError(403, "forbidden", str(exc)) from exc
+        return JSONResponse(response.model_dump(mode="json"))
 
     @app.post(
         "/ask/stream",
@@ -690,12 +444,7 @@ def _install_routes(app: FastAPI, settings: Settings) -> None:
         responses={200: {"content": {"text/event-stream": {}}, "description": "server-sent events"}},
     )
     async def ask_stream(
-        req: AskRequest,
-        request: Request,
-        _auth: AuthDep,
-        pipeline: PipelineDep,
-        answerer: AnswererDep,
-        judge: JudgeDep,
+        req: AskRequest, request: Request, _auth: AuthDep, asker: AskerDep
     ) -> StreamingResponse:
         """``/ask`` as server-sent events: stage, evidence, token, answer, judge, done (or error).
 
@@ -703,14 +452,14 @@ def _install_routes(app: FastAPI, settings: Settings) -> None:
         the ``answer`` event is authoritative (invalid citations removed, fallbacks applied)."""
         request_id = _request_id(request)
         log_question("ask_stream", request_id, req.question)
-        if req.across_sources:  # several sources are answered by POST /ask (app/sources.py), not streamed
+        if req.across_sources:  # several sources are answered by POST /ask, not streamed
             raise ApiError(422, "invalid request", "sources beyond pubmed: use POST /ask (not streamed)")
 
         async def events() -> AsyncIterator[bytes]:
             seq = 0
             started = time.perf_counter()
             try:
-                source = _ask_events(req, pipeline, answerer, judge, request_id, stream_tokens=True)
+                source = asker.events(req, request_id, stream_tokens=True)
                 async with aclosing(source):  # closed even if the server drops this response unfinished
                     async for name, data in source:
                         seq += 1
@@ -752,14 +501,14 @@ def _install_routes(app: FastAPI, settings: Settings) -> None:
 
     @app.post("/judge", tags=["judge"])
     async def judge_answers(
-        req: JudgeRequest, request: Request, _auth: AuthDep, judge: JudgeDep
+        req: JudgeRequest, request: Request, _auth: AuthDep, asker: AskerDep, judge: JudgeDep
     ) -> JSONResponse:
         """Cross-source agreement of given answers (503 when no LLM is configured)."""
         request_id = _request_id(request)
         log_question("judge", request_id, req.question)
         if judge is None:
             raise ApiError(503, "LLM not configured", "the judge needs a language model (COMETA_LLM__*)")
-        report = await judge.judge(req.question, await _screened(judge, req.question, req.answers))
+        report = await asker.judge_answers(req.question, req.answers, judge)
         return JSONResponse({"request_id": request_id, **JudgeReportOut.of(report).model_dump(mode="json")})
 
     @app.get("/healthz", tags=["ops"])
@@ -768,13 +517,13 @@ def _install_routes(app: FastAPI, settings: Settings) -> None:
         return {"status": "ok"}
 
     @app.get("/readyz", tags=["ops"])
-    async def readyz(services: ServicesDep) -> JSONResponse:
+    async def readyz(container: ContainerDep) -> JSONResponse:
         """Readiness: E-utilities reachable (EInfo, short timeout), dense index loaded, LLM configured."""
-        pipe = services.pipeline
+        pipe = container.pipeline
         checks: dict[str, Any] = {}
         t0 = time.perf_counter()
         try:
-            await asyncio.wait_for(pipe.client.einfo(), timeout=services.api.ready_timeout_s)
+            await asyncio.wait_for(pipe.client.einfo(), timeout=container.api.ready_timeout_s)
             checks["eutils"] = {"ok": True, "ms": round((time.perf_counter() - t0) * 1000, 1)}
         except (EutilsError, TimeoutError) as exc:
             checks["eutils"] = {"ok": False, "reason": type(exc).__name__}
@@ -793,3 +542,78 @@ def _install_routes(app: FastAPI, settings: Settings) -> None:
     async def metrics() -> Response:
         """Prometheus exposition of the default registry (retrieval, LLM and API instruments)."""
         return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+
+
+# --- collections: what federated nodes call --------------------------------------------------------------
+
+
+_UNAUTHORIZED = {"WWW-Authenticate": 'Bearer error="invalid_token"'}
+
+
+def _subject(service: SourcesService, request: Request) -> tuple[Subject, str | None]:
+    try:
+        return caller_of(service, request.headers.get("authorization"), needed=True)
+    except InvalidToken as exc:
+        raise ApiError(401, "unauthorized", str(exc), headers=_UNAUTHORIZED) from exc
+
+
+def _install_collection_routes(app: FastAPI) -> None:
+    """``GET /collections`` and ``POST /collections/search``, behind the same ``X-API-Key`` + rate-limit
+    dependency as every other route, so node-to-node calls keep that protection too."""
+    router = APIRouter(tags=["collections"], dependencies=[Depends(authorize)])
+
+    @router.get("/collections")
+    async def list_collections(request: Request, remote: bool = False) -> JSONResponse:
+        """Metadata of the collections the caller (bearer token, or anonymous) may search on this node;
+        with ``remote=true`` also on every federated node (as ``node/name``, each node's status in
+        ``nodes``), asked with the caller's token."""
+        request_id = _request_id(request)
+        service = service_of(request)
+        subject, token = _subject(service, request)
+        listed = [m.model_dump(mode="json") for m in service.searchable(subject)]
+        body: dict[str, Any] = {"request_id": request_id, "collections": listed}
+        if remote:
+            fed = service.federation
+            answers = await asyncio.gather(*(fed.list_collections(n, token) for n in fed.nodes))
+            body["nodes"] = {}
+            for name, (status, items) in zip(fed.nodes, answers, strict=True):
+                body["nodes"][name] = status.to_json()
+                listed.extend({**i, "name": f"{name}/{i.get('name', '')}", "node": name} for i in items)
+        return JSONResponse(body)
+
+    @router.post("/collections/search")
+    async def search_collections(req: CollectionSearchRequest, request: Request) -> JSONResponse:
+        """Evidence per collection, decided here by this node's policies; per-collection status."""
+        request_id = _request_id(request)
+        service = service_of(request)
+        subject = _subject(service, request)[0]
+        names: list[str] = []
+        for name in req.collections:
+            extra = [m.name for m in service.searchable(subject)] if name == "*" else [name]
+            names.extend(n for n in extra if n not in names)
+        results = await asyncio.gather(
+            *(service.search_collection(n, req.question, subject, req.top_docs) for n in names)
+        )
+        log.info(
+            json.dumps(
+                {
+                    "event": "collections_search",
+                    "request_id": request_id,
+                    "question_hash": hash_text(req.question),
+                    "status": {n: r[0].status for n, r in zip(names, results, strict=True)},
+                }
+            )
+        )
+        items = [
+            {
+                "collection": name,
+                "status": status.status,
+                "reason": status.reason,
+                "meta": None if meta is None or status.status == "denied" else meta.model_dump(mode="json"),
+                "evidence": [evidence_to_json(e) for e in evidence],
+            }
+            for name, (status, evidence, meta) in zip(names, results, strict=True)
+        ]
+        return JSONResponse({"request_id": request_id, "results": items})
+
+    app.include_router(router)

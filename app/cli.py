@@ -17,13 +17,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from app.collections_cli import collections_app
-from app.pipeline import Pipeline, SearchOutcome
-from app.settings import Settings, get_settings
 from retrieval import CometaError, EutilsError, PubmedRecord
-from retrieval.eutils import EutilsClient
 
 from . import __version__
+from ._api_models import AskRequest, AskResponse
+from .collections_cli import collections_app
+from .container import Container
+from .pipeline import SearchOutcome, build_eutils_client, build_eutils_transport
+from .settings import Settings, get_settings
 
 __all__ = ["app", "main"]
 
@@ -71,12 +72,6 @@ def _settings(offline: bool) -> Settings:
     # Offline means offline: a Hugging Face hub lookup would hang for over a minute before failing.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     return settings.offline()
-
-
-def _client(settings: Settings) -> EutilsClient:
-    if settings.eutils.backend == "local":
-        return EutilsClient.local(settings.local_server, settings.eutils)
-    return EutilsClient(settings.eutils)
 
 
 def _fail(exc: Exception) -> typer.Exit:
@@ -170,7 +165,7 @@ def eutils_search(
 async def _search(
     settings: Settings, term: str, retmax: int, sort: str | None, mindate: str | None, maxdate: str | None
 ) -> tuple[Any, list[PubmedRecord]]:
-    async with _client(settings) as client:
+    async with build_eutils_client(settings, build_eutils_transport(settings)) as client:
         result = await client.esearch(term, retmax=retmax, sort=sort, mindate=mindate, maxdate=maxdate)
         records = await client.efetch_pubmed(result.ids) if result.ids else []
         return result, records
@@ -268,8 +263,52 @@ async def _run_search(
     mindate: str | None,
     maxdate: str | None,
 ) -> SearchOutcome:
-    async with Pipeline(settings, use_llm=use_llm, use_dense=use_dense) as pipeline:
-        return await pipeline.search(question, mindate=mindate, maxdate=maxdate)
+    async with Container(settings, use_llm=use_llm, use_dense=use_dense) as container:
+        return await container.pipeline.search(question, mindate=mindate, maxdate=maxdate)
+
+
+@app.command("ask")
+def ask(
+    question: Annotated[str, typer.Argument(help="The patient's question or narrative, as typed.")],
+    offline: OfflineOpt = False,
+    use_llm: Annotated[
+        bool, typer.Option("--llm/--no-llm", help="Use the configured LLM (else: extractive answers).")
+    ] = True,
+    use_dense: Annotated[
+        bool, typer.Option("--dense/--no-dense", help="Fuse the dense (semantic) arm with the Boolean arm.")
+    ] = True,
+    judge: Annotated[bool, typer.Option("--judge", help="Judge agreement across the sources (LLM).")] = False,
+    max_documents: Annotated[
+        int, typer.Option(min=1, max=50, help="Evidence documents to answer from.")
+    ] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the /ask response JSON.")] = False,
+) -> None:
+    """Answer a question with citations, exactly as ``POST /ask`` does."""
+    settings = _settings(offline)
+    try:
+        req = AskRequest(question=question, judge=judge, max_documents=max_documents)
+    except ValueError as exc:
+        raise _fail(exc) from exc
+    try:
+        response = asyncio.run(_run_ask(settings, req, use_llm, use_dense))
+    except CometaError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        sys.stdout.write(json.dumps(response.model_dump(mode="json"), indent=2) + "\n")
+        return
+    console.print(escape(response.answer))
+    for c in response.citations:
+        console.print(f"[dim]PMID:{c.pmid}[/] {escape(c.title)} {c.url or ''}")
+    if response.judge and response.judge.note:
+        console.print(f"[bold]Sources:[/] {escape(response.judge.note)}")
+    for warning in response.warnings:
+        console.print(f"[yellow]{escape(warning)}[/]")
+    console.print(f"[dim]mode: {response.mode}; model: {response.model or 'none'}[/]")
+
+
+async def _run_ask(settings: Settings, req: AskRequest, use_llm: bool, use_dense: bool) -> AskResponse:
+    async with Container(settings, use_llm=use_llm, use_dense=use_dense) as container:
+        return await container.asker.ask(req, "cli")
 
 
 @index_app.command("build")
@@ -342,7 +381,7 @@ def serve(
 
     import uvicorn
 
-    from app.api import create_app
+    from .api import create_app
 
     settings = _settings(offline)
     # The API logs one JSON object per line (request ids, question hashes): no extra formatting.

@@ -1,7 +1,9 @@
-"""Orchestration: settings -> the stages, wired once; shared by the CLI, evaluation and the service.
+"""Retrieval orchestration: settings -> the stages, wired once; shared by the CLI, evaluation and the service.
 
 ``Pipeline.search``: Understand -> (Adapt-E Boolean arm ‖ dense arm) -> RRF -> one batched EFetch ->
-metadata filters and depth policy -> an ordered evidence list.
+metadata filters and depth policy -> an ordered evidence list. :class:`Models` loads the process's models
+(dense retriever, encoder, reranker, passage stage) on first use; ``build_*`` build the other long-lived
+parts from settings. :mod:`app.container` wires them once per process and injects them.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from core import CometaError
+import httpx
+
+from core import CometaError, Encoder, Reranker
 from llm import LLMClient, build_llm
-from retrieval import AdaptE, AdaptEResult, EutilsClient, MeshVocabulary
-from retrieval.embed import DenseHit, DenseRetriever, load_reranker, open_retriever
-from retrieval.eutils import EutilsDegradation, track_degradation
+from retrieval import AdaptE, AdaptEResult, EutilsClient, MeshVocabulary, create_eutils_app, eutils_transport
+from retrieval.embed import DenseHit, DenseRetriever, load_encoder, load_reranker, open_retriever
+from retrieval.eutils import LOCAL_BASE_URL, EutilsDegradation, track_degradation
 from retrieval.evidence import EvidenceBuilder, EvidenceSet
 from retrieval.ncbi import EutilsError
 from retrieval.passages import PassageContext, PassageRetriever
@@ -24,10 +28,18 @@ from retrieval.search import FusedHit, fuse
 from retrieval.understand import QueryUnderstander, Understanding
 from segmentation import SEOSSegmenter, counter_for
 
+from .privacy import PhiPolicy
 from .schemas import SearchOut
 from .settings import Settings
 
-__all__ = ["Pipeline", "SearchOutcome", "build_dense_retriever"]
+__all__ = [
+    "Models",
+    "Pipeline",
+    "SearchOutcome",
+    "build_dense_retriever",
+    "build_eutils_client",
+    "build_eutils_transport",
+]
 
 log = logging.getLogger("cometa.pipeline")
 
@@ -36,6 +48,22 @@ def build_dense_retriever(settings: Settings) -> DenseRetriever:
     """Encoder + vector index per settings; offline, the local corpus's index is built on first use."""
     local = settings.eutils.backend == "local"
     return open_retriever(settings.dense, bundled=local, corpus_dir=settings.local_server.corpus_dir)
+
+
+def build_eutils_transport(settings: Settings) -> httpx.AsyncBaseTransport | None:
+    """Offline (``eutils.backend="local"``): the local NCBI-compatible server over the corpus, in-process;
+    None: real HTTP to ``eutils.base_url``."""
+    if settings.eutils.backend != "local":
+        return None
+    return eutils_transport(create_eutils_app(settings.local_server))
+
+
+def build_eutils_client(settings: Settings, transport: httpx.AsyncBaseTransport | None) -> EutilsClient:
+    """The E-utilities client over ``transport`` (:func:`build_eutils_transport`)."""
+    eutils = settings.eutils
+    if eutils.backend == "local":
+        eutils = eutils.model_copy(update={"base_url": LOCAL_BASE_URL})
+    return EutilsClient(eutils, transport=transport)
 
 
 def _year(value: str | None) -> int | None:
@@ -65,8 +93,80 @@ class SearchOutcome:
         return SearchOut.of(self).model_dump(mode="json")
 
 
+class Models:
+    """The process's models, each loaded once on first use (in a thread): the dense retriever (encoder +
+    index), the encoder alone when dense retrieval is off or failed, the reranker on that encoder and the
+    passage stage over them. One copy of each model serves the pipeline and the collections alike."""
+
+    def __init__(self, settings: Settings, *, dense: DenseRetriever | None = None) -> None:
+        self.settings = settings
+        self._dense = dense
+        self.dense_error: str | None = None  # why the dense retriever could not load
+        self._encoder: Encoder | None = None
+        self._reranker: Reranker | None = None
+        self._passages: PassageRetriever | None = None
+        # One lock each: building the passage stage takes the reranker's, which takes the encoder's.
+        self._dense_lock = asyncio.Lock()
+        self._encoder_lock = asyncio.Lock()
+        self._reranker_lock = asyncio.Lock()
+        self._passages_lock = asyncio.Lock()
+
+    async def dense_retriever(self) -> DenseRetriever | None:
+        """Model + index; None when dense retrieval is off or, with a remembered reason, cannot load."""
+        if not self.settings.dense.enabled:
+            return None
+        async with self._dense_lock:
+            if self._dense is None and self.dense_error is None:
+                try:
+                    self._dense = await asyncio.to_thread(build_dense_retriever, self.settings)
+                except CometaError as exc:
+                    self.dense_error = f"{type(exc).__name__}: {exc}"
+                    log.warning("dense retrieval disabled: %s", self.dense_error)
+        return self._dense
+
+    async def encoder(self) -> Encoder:
+        """The dense retriever's encoder; loaded alone when there is no dense retriever."""
+        async with self._encoder_lock:
+            if self._encoder is None:
+                dense = await self.dense_retriever()
+                if dense is not None:
+                    self._encoder = dense.encoder
+                else:
+                    self._encoder = await asyncio.to_thread(load_encoder, self.settings.dense)
+        return self._encoder
+
+    async def reranker(self) -> Reranker:
+        async with self._reranker_lock:
+            if self._reranker is None:
+                encoder = await self.encoder()
+                self._reranker = await asyncio.to_thread(load_reranker, self.settings.rerank, encoder=encoder)
+        return self._reranker
+
+    async def passage_retriever(self) -> PassageRetriever | None:
+        """SEOS + passage retrieval + rerank on the dense encoder; None without a dense retriever."""
+        if self._passages is not None:  # every question asks: no lock once it is built
+            return self._passages
+        dense = await self.dense_retriever()
+        if dense is None:
+            return None
+        async with self._passages_lock:
+            if self._passages is None:
+                encoder = dense.encoder
+                counter = await asyncio.to_thread(counter_for, encoder)
+                reranker = await self.reranker()
+                segmenter = SEOSSegmenter(encoder, counter)
+                self._passages = PassageRetriever(
+                    segmenter, encoder, reranker, self.settings.passages, counter=counter
+                )
+        return self._passages
+
+
 class Pipeline:
-    """Owns one E-utilities client, one LLM client and one dense retriever for the life of a process."""
+    """One E-utilities client, one LLM client and the process's models, for the life of a process.
+
+    What is not given is built from ``settings`` (tests, benchmarks); :mod:`app.container` gives everything.
+    ``aclose`` closes the client and the LLM, given or built.
+    """
 
     def __init__(
         self,
@@ -78,18 +178,22 @@ class Pipeline:
         dense: DenseRetriever | None = None,
         use_dense: bool = True,
         use_passages: bool = True,
+        models: Models | None = None,
+        understander: QueryUnderstander | None = None,
     ) -> None:
+        if dense is not None and models is not None:
+            raise ValueError("give the dense retriever or the models holding it, not both")
         self.settings = settings
         if client is None:
-            if settings.eutils.backend == "local":
-                client = EutilsClient.local(settings.local_server, settings.eutils)
-            else:
-                client = EutilsClient(settings.eutils)
+            client = build_eutils_client(settings, build_eutils_transport(settings))
         self.client = client
         if llm is None and use_llm:
             llm = build_llm(settings.llm)
         self.llm = llm if use_llm else None
-        self.understander = QueryUnderstander(llm=self.llm, scrub_for_llm=settings.llm.scrub_phi_for_llm)
+        if understander is None:
+            scrub = PhiPolicy.from_settings(settings.llm).scrub_for_llm
+            understander = QueryUnderstander(llm=self.llm, scrub_for_llm=scrub)
+        self.understander = understander
         a = settings.adapte
         self.adapte = AdaptE(
             client,
@@ -100,12 +204,9 @@ class Pipeline:
             speculative=a.speculative,
         )
         self.use_dense = use_dense and settings.dense.enabled
-        self._dense = dense
-        self._dense_error: str | None = None
-        self._dense_lock = asyncio.Lock()
+        self.models = models or Models(settings, dense=dense)
         self.evidence = EvidenceBuilder(client, settings.evidence)
         self.use_passages = use_passages
-        self._passages: PassageRetriever | None = None
 
     async def __aenter__(self) -> Pipeline:
         return self
@@ -119,34 +220,17 @@ class Pipeline:
             await self.llm.aclose()
 
     async def dense_retriever(self) -> DenseRetriever | None:
-        """The dense arm, loaded once (model + index); None, with a remembered reason, if it cannot load."""
+        """The dense arm, loaded once (model + index); None when off or, with a remembered reason, if it
+        cannot load."""
         if not self.use_dense:
             return None
-        async with self._dense_lock:
-            if self._dense is None and self._dense_error is None:
-                try:
-                    self._dense = await asyncio.to_thread(build_dense_retriever, self.settings)
-                except CometaError as exc:
-                    self._dense_error = f"{type(exc).__name__}: {exc}"
-                    log.warning("dense retrieval disabled: %s", self._dense_error)
-        return self._dense
+        return await self.models.dense_retriever()
 
     async def passage_retriever(self) -> PassageRetriever | None:
         """SEOS + passage retrieval + rerank on the dense encoder; None when the dense arm is unavailable."""
-        if not self.use_passages:
+        if not self.use_passages or not self.use_dense:
             return None
-        dense = await self.dense_retriever()
-        if dense is None:
-            return None
-        if self._passages is None:
-            encoder = dense.encoder
-            counter = await asyncio.to_thread(counter_for, encoder)
-            reranker = await asyncio.to_thread(load_reranker, self.settings.rerank, encoder=encoder)
-            segmenter = SEOSSegmenter(encoder, counter)
-            self._passages = PassageRetriever(
-                segmenter, encoder, reranker, self.settings.passages, counter=counter
-            )
-        return self._passages
+        return await self.models.passage_retriever()
 
     async def search(
         self,
@@ -239,8 +323,8 @@ class Pipeline:
                 "NCBI unavailable: PubMed search failed; answered from the local dense index and cached "
                 "records only"
             )
-        if self.use_dense and self._dense_error:
-            warnings.append(f"dense retrieval unavailable ({self._dense_error}); Boolean arm only")
+        if self.use_dense and self.models.dense_error:
+            warnings.append(f"dense retrieval unavailable ({self.models.dense_error}); Boolean arm only")
         if boolean.date_limits_relaxed:
             warnings.append("no evidence within the requested years; older evidence shown")
         t1 = time.perf_counter()

@@ -3,7 +3,7 @@
 ``/ask`` with ``sources`` (e.g. ``["pubmed", "stmarys", "nodeb/hospital-b"]``) runs here:
 
 1. Each source is retrieved on its own: PubMed by the existing :class:`~app.pipeline.Pipeline`; a local
-   collection by a :class:`~retrieval.collections.CollectionRetriever` on the pipeline's dense encoder and
+   collection by a :class:`~retrieval.collections.CollectionRetriever` on the process's dense encoder and
    reranker, behind this node's access policies (the gate, then the per-document filter); a remote one by
    the owning node (``app.federation``), which applies its own policies to the forwarded token.
 2. Each source is answered on its own with the ``NOT ADDRESSED`` rule by the judge's
@@ -28,10 +28,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
-
-from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse
+from typing import Any, Literal
 
 from core import CometaError, Encoder, Reranker
 from prompts import load_prompt
@@ -45,7 +42,6 @@ from retrieval.collections import (
     InstEvidence,
     SectionRef,
 )
-from retrieval.embed import load_encoder, load_reranker
 from retrieval.evidence import EvidenceDoc
 from retrieval.ncbi import EutilsError
 from retrieval.passages import PassageContext
@@ -55,11 +51,10 @@ from ._api_models import (
     AskRequest,
     AskResponse,
     CitationOut,
-    CollectionSearchRequest,
     SourceResultOut,
     SourceStatusOut,
 )
-from .access import ANONYMOUS, AccessEngine, InvalidToken, Subject, TokenVerifier, bearer_token, load_policies
+from .access import ANONYMOUS, AccessEngine, Subject, TokenVerifier, bearer_token, load_policies
 from .answer import (
     NOT_ADDRESSED,
     Answerer,
@@ -68,14 +63,12 @@ from .answer import (
     content_terms,
     extractive_answer,
 )
-from .federation import FederationClient, SourceStatus, evidence_to_json, fuse_sources
+from .federation import FederationClient, SourceStatus, fuse_sources
 from .judge import CrossSourceJudge, JudgeReport, SourceAnswer, SourceAnswerer, has_absent_prefix
-from .pipeline import Pipeline
+from .pipeline import Models, Pipeline
+from .privacy import PhiPolicy
 from .schemas import AnswerMode, FusedEvidenceOut, JudgeReportOut, SourceEvidenceOut
 from .settings import Settings
-
-if TYPE_CHECKING:
-    from .api import Services
 
 __all__ = [
     "PUBMED",
@@ -84,13 +77,10 @@ __all__ = [
     "SourceRef",
     "SourcesService",
     "UnknownSource",
-    "ask_sources",
     "best_section",
-    "collections_router",
     "differences_note",
     "parse_sources",
     "response_json",
-    "service_of",
 ]
 
 log = logging.getLogger("cometa.sources")
@@ -269,13 +259,19 @@ class SourcesService:
         federation: FederationClient | None = None,
         encoder: Encoder | None = None,
         reranker: Reranker | None = None,
+        models: Models | None = None,
+        phi: PhiPolicy | None = None,
     ) -> None:
+        if encoder is None and models is None:
+            raise ValueError("SourcesService needs an encoder, or the models to load one from")
         self.settings = settings
+        self.phi = phi or PhiPolicy.from_settings(settings.llm)
         self.pipeline = pipeline
         self.store = store or CollectionStore.from_settings(settings.collections)
         self.engine = AccessEngine(load_policies(settings.access))  # a bad policy file fails start-up
         self.verifier = TokenVerifier(settings.access)
         self.federation = federation or FederationClient(settings.federation)
+        self._models = models
         self._encoder = encoder
         self._reranker = reranker
         # An injected encoder comes with its reranker (None = rank by the dense score alone).
@@ -297,21 +293,13 @@ class SourcesService:
 
     async def _components(self) -> tuple[Encoder, Reranker | None]:
         async with self._lock:
-            if self._encoder is None:
-                dense = await self.pipeline.dense_retriever()
-                if dense is not None:
-                    self._encoder = dense.encoder  # one copy of the model per process
-                else:
-                    self._encoder = await asyncio.to_thread(load_encoder, self.settings.dense)
-            if not self._reranker_loaded:
-                passages = await self.pipeline.passage_retriever()
-                if passages is not None:
-                    self._reranker = passages.reranker
-                else:
-                    self._reranker = await asyncio.to_thread(
-                        load_reranker, self.settings.rerank, encoder=self._encoder
-                    )
-                self._reranker_loaded = True
+            if self._encoder is None or not self._reranker_loaded:
+                assert self._models is not None  # what was not given comes from the process's models
+                if self._encoder is None:
+                    self._encoder = await self._models.encoder()  # one copy of each model per process
+                if not self._reranker_loaded:
+                    self._reranker = await self._models.reranker()
+                    self._reranker_loaded = True
             return self._encoder, self._reranker
 
     async def _retriever(self, collection: Collection) -> CollectionRetriever:
@@ -533,8 +521,7 @@ class SourcesService:
             # The embedded model's window is small (2,048 tokens by default): leave ~768 tokens for the
             # prompt and the answer, at ~3 characters per token.
             budget = min(budget, max(1000, (self.settings.llm.embedded_n_ctx - 768) * 3))
-        # The LLM endpoint sees the scrubbed question when the deployment asks for it (as Understand does).
-        asked = scrub(question).text if self.settings.llm.scrub_phi_for_llm else question
+        asked = self.phi.for_llm(question)  # what the per-source answers and the judge may see
         per_source = (
             None if llm is None else SourceAnswerer(llm, self._llm_slots, max_tokens=cfg.answer_max_tokens)
         )
@@ -614,7 +601,7 @@ def _since(started: float) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-# --- HTTP ---------------------------------------------------------------------------------------------------
+# --- the wire form ----------------------------------------------------------------------------------------
 
 
 def response_json(outcome: AcrossOutcome, request_id: str, excerpt_chars: int) -> dict[str, Any]:
@@ -658,143 +645,3 @@ def response_json(outcome: AcrossOutcome, request_id: str, excerpt_chars: int) -
         differences=outcome.differences,
     )
     return response.model_dump(mode="json")
-
-
-def _error(
-    status: int, error: str, reason: str, request_id: str, headers: Mapping[str, str] | None = None
-) -> JSONResponse:
-    payload = {"error": error, "reason": reason, "request_id": request_id}
-    return JSONResponse(payload, status_code=status, headers=dict(headers or {}))
-
-
-_UNAUTHORIZED = {"WWW-Authenticate": 'Bearer error="invalid_token"'}
-
-
-def service_of(request: Request) -> SourcesService:
-    service = getattr(request.app.state, "sources", None)
-    if not isinstance(service, SourcesService):
-        from .api import ApiError
-
-        raise ApiError(503, "service starting", "collections are not initialised")
-    return service
-
-
-def _subject_or_401(
-    service: SourcesService, request: Request, request_id: str, *, needed: bool
-) -> tuple[Subject, str | None] | JSONResponse:
-    try:
-        subject, token = service.subject(request.headers.get("authorization"))
-    except InvalidToken as exc:
-        return _error(401, "unauthorized", str(exc), request_id, _UNAUTHORIZED)
-    if needed and token is None and service.settings.access.require_token:
-        return _error(
-            401, "unauthorized", "collection sources need a bearer token", request_id, _UNAUTHORIZED
-        )
-    return subject, token
-
-
-async def ask_sources(req: AskRequest, request: Request, services: Services, request_id: str) -> JSONResponse:
-    """``/ask`` with ``sources``: 422 for an unknown source, 401 for a bad token, 403 when the only
-    source asked for is denied; otherwise 200 with every source's status."""
-    service = service_of(request)
-    try:
-        refs = parse_sources(req.sources, local=service.local_names(), nodes=list(service.federation.nodes))
-    except UnknownSource as exc:
-        return _error(422, "invalid request", str(exc), request_id)
-    resolved = _subject_or_401(service, request, request_id, needed=any(r.kind != "pubmed" for r in refs))
-    if isinstance(resolved, JSONResponse):
-        return resolved
-    subject, token = resolved
-    outcome = await service.ask(
-        req.question,
-        refs,
-        subject=subject,
-        token=token,
-        answerer=services.answerer,
-        judge=services.judge,
-        req=req,
-        request_id=request_id,
-    )
-    log.info(
-        json.dumps(
-            {
-                "event": "ask_sources",
-                "request_id": request_id,
-                "question_hash": outcome.question_hash,
-                "subject": hash_text(subject.id) if subject.id else None,
-                "status": {o.name: o.status.status for o in outcome.sources},
-            }
-        )
-    )
-    if len(refs) == 1 and outcome.sources and all(o.status.status == "denied" for o in outcome.sources):
-        reason = "; ".join(f"{o.name}: {o.status.reason}" for o in outcome.sources)
-        return _error(403, "forbidden", reason, request_id)
-    return JSONResponse(response_json(outcome, request_id, service.settings.sources.excerpt_chars))
-
-
-def collections_router(authorize: Any) -> APIRouter:
-    """``GET /collections`` and ``POST /collections/search`` (what federated nodes call); ``authorize`` is
-    the API's ``X-API-Key`` + rate-limit dependency, so node-to-node calls keep that protection too."""
-    router = APIRouter(tags=["collections"], dependencies=[Depends(authorize)])
-
-    @router.get("/collections")
-    async def list_collections(request: Request, remote: bool = False) -> JSONResponse:
-        """Metadata of the collections the caller (bearer token, or anonymous) may search on this node;
-        with ``remote=true`` also on every federated node (as ``node/name``, each node's status in
-        ``nodes``), asked with the caller's token."""
-        request_id = str(getattr(request.state, "request_id", "") or "")
-        service = service_of(request)
-        resolved = _subject_or_401(service, request, request_id, needed=True)
-        if isinstance(resolved, JSONResponse):
-            return resolved
-        subject, token = resolved
-        listed = [m.model_dump(mode="json") for m in service.searchable(subject)]
-        body: dict[str, Any] = {"request_id": request_id, "collections": listed}
-        if remote:
-            fed = service.federation
-            answers = await asyncio.gather(*(fed.list_collections(n, token) for n in fed.nodes))
-            body["nodes"] = {}
-            for name, (status, items) in zip(fed.nodes, answers, strict=True):
-                body["nodes"][name] = status.to_json()
-                listed.extend({**i, "name": f"{name}/{i.get('name', '')}", "node": name} for i in items)
-        return JSONResponse(body)
-
-    @router.post("/collections/search")
-    async def search_collections(req: CollectionSearchRequest, request: Request) -> JSONResponse:
-        """Evidence per collection, decided here by this node's policies; per-collection status."""
-        request_id = str(getattr(request.state, "request_id", "") or "")
-        service = service_of(request)
-        resolved = _subject_or_401(service, request, request_id, needed=True)
-        if isinstance(resolved, JSONResponse):
-            return resolved
-        subject = resolved[0]
-        names: list[str] = []
-        for name in req.collections:
-            extra = [m.name for m in service.searchable(subject)] if name == "*" else [name]
-            names.extend(n for n in extra if n not in names)
-        results = await asyncio.gather(
-            *(service.search_collection(n, req.question, subject, req.top_docs) for n in names)
-        )
-        log.info(
-            json.dumps(
-                {
-                    "event": "collections_search",
-                    "request_id": request_id,
-                    "question_hash": hash_text(req.question),
-                    "status": {n: r[0].status for n, r in zip(names, results, strict=True)},
-                }
-            )
-        )
-        items = [
-            {
-                "collection": name,
-                "status": status.status,
-                "reason": status.reason,
-                "meta": None if meta is None or status.status == "denied" else meta.model_dump(mode="json"),
-                "evidence": [evidence_to_json(e) for e in evidence],
-            }
-            for name, (status, evidence, meta) in zip(names, results, strict=True)
-        ]
-        return JSONResponse({"request_id": request_id, "results": items})
-
-    return router

@@ -27,6 +27,7 @@ from llm import LLMSettings
 
 if TYPE_CHECKING:
     from app.answer import Answerer
+    from app.asker import Asker
     from app.pipeline import Pipeline
     from app.settings import Settings
     from llm import LLMClient
@@ -520,24 +521,22 @@ def _draw(plot: Plot, out: Path) -> Path:
 
 
 async def build_offline_services(opts: RunOptions) -> tuple[Pipeline, Answerer, LLMClient | None]:
-    """The same components as ``/ask`` (Pipeline + Answerer) on ``Settings().offline()`` with ``opts.llm``.
+    """The same components as ``/ask`` (Pipeline + Answerer), from the composition root
+    (:class:`app.container.Container`) on ``Settings().offline()`` with ``opts.llm``.
 
     The caller owns the pipeline: ``async with pipeline:`` (or ``await pipeline.aclose()``) closes the
     E-utilities client and the LLM. The dense retriever and passage stage load here, as the server's
     lifespan does, so the first item is not the slow one.
     """
-    from app.answer import Answerer
-    from app.pipeline import Pipeline
+    from app.container import Container
 
-    settings = eval_settings(opts)
-    pipeline = Pipeline(settings)
+    container = Container(eval_settings(opts))
     try:
-        await pipeline.dense_retriever()
-        await pipeline.passage_retriever()
+        await container.warm()
     except BaseException:
-        await pipeline.aclose()
+        await container.aclose()
         raise
-    return pipeline, Answerer(pipeline.llm), pipeline.llm
+    return container.pipeline, container.answerer, container.llm
 
 
 # --- small helpers shared by the suites and the CLI ---------------------------------------------------
@@ -602,8 +601,8 @@ class EvalServerError(CometaError):
 
 
 class AskRunner:
-    """``POST /ask`` semantics for the suites: in-process through the very code path of the endpoint
-    (``app.api._ask_events`` over a Pipeline + Answerer), or against ``opts.server_url``.
+    """``POST /ask`` semantics for the suites: in-process through the endpoint's own
+    :class:`~app.asker.Asker` (over a Pipeline + Answerer, no judge), or against ``opts.server_url``.
 
     ``body`` is an ``AskRequest`` JSON object (question, options, documents, ...); the reply is the
     ``AskResponse`` JSON. A server's API key comes from ``COMETA_EVAL_API_KEY`` (never from options,
@@ -624,6 +623,7 @@ class AskRunner:
         self.timeout_s = timeout_s
         self._owned = False
         self._http: Any = None
+        self._asker: Asker | None = None
 
     async def __aenter__(self) -> AskRunner:
         if self.opts.server_url:
@@ -643,6 +643,12 @@ class AskRunner:
             from app.answer import Answerer
 
             self.answerer = Answerer(self.pipeline.llm)
+        if self.pipeline is not None and self.answerer is not None:
+            from app.asker import Asker
+            from app.privacy import PhiPolicy
+
+            phi = PhiPolicy.from_settings(self.pipeline.settings.llm)
+            self._asker = Asker(self.pipeline, self.answerer, None, phi=phi)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -681,15 +687,11 @@ class AskRunner:
         from pydantic import ValidationError
 
         from app import AskRequest
-        from app.api import _ask_events
 
-        assert self.pipeline is not None and self.answerer is not None, "use AskRunner in `async with`"
+        assert self._asker is not None, "use AskRunner in `async with`"
         try:
             req = AskRequest.model_validate(dict(body))
         except ValidationError as exc:
             raise EvalInputError(f"not a valid /ask request: {exc.errors()[0].get('msg')}") from exc
-        result: dict[str, Any] = {}
-        async for name, data in _ask_events(req, self.pipeline, self.answerer, None, "eval"):
-            if name == "result":
-                result = data
-        return result
+        response = await self._asker.ask(req, "eval")
+        return response.model_dump(mode="json")

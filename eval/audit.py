@@ -395,7 +395,9 @@ async def _in_process(
             if "pubmed" not in sources:  # collections only: the encoder alone, not the PubMed index
                 encoder = await asyncio.to_thread(load_encoder, settings.dense)
                 reranker = await asyncio.to_thread(load_reranker, settings.rerank, encoder=encoder)
-            service = SourcesService(settings, pipeline, encoder=encoder, reranker=reranker)
+            service = SourcesService(
+                settings, pipeline, encoder=encoder, reranker=reranker, models=pipeline.models
+            )
         sources = sources or service.local_names()
         if len(sources) < 2:
             raise EvalInputError(

@@ -165,7 +165,7 @@ def _status_of(choice: str | None, mode: str, warnings: Sequence[str]) -> Status
 async def answer_rag(pipeline: Any, answerer: Any, item: Any, *, k: int = RAG_K) -> Outcome:
     """Top-``k`` dense hits for the raw question, fetched whole, as the choice prompt's evidence."""
     from app import UserDocument
-    from app.api import user_evidence
+    from app.asker import user_evidence
 
     stages: dict[str, float] = {}
     started = time.perf_counter()

@@ -90,6 +90,20 @@ def test_search_json_runs_the_ladder_and_keeps_phi_out() -> None:
     assert {"NAME", "PHONE"} <= set(payload["rewriter"]["phi_removed"])
 
 
+def test_ask_json_is_the_api_answer() -> None:
+    narrative = "Hi I'm Linda Parker. My mom has a mass on her pancreas: is the whipple pointless?"
+    result = CliRunner().invoke(
+        app, ["ask", "--offline", "--no-dense", "--json", "--max-documents", "3", narrative]
+    )
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["request_id"] == "cli" and payload["mode"] == "extractive"  # offline: no LLM
+    assert len(payload["evidence"]) <= 3 and payload["citations"]
+    assert {c["pmid"] for c in payload["citations"]} <= {d["pmid"] for d in payload["evidence"]}
+    assert payload["query"]["rewriter"]["path"] == "deterministic"
+    assert "Linda" not in result.stdout and "Parker" not in result.stdout
+
+
 def test_search_rejects_half_a_date_window() -> None:
     result = CliRunner().invoke(app, ["search", "--offline", "--mindate", "2010", "cancer"])
     assert result.exit_code == 2 and "go together" in result.output

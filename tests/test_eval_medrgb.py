@@ -20,7 +20,7 @@ import pytest
 import eval.medrgb._suite as medrgb_suite
 from app import UserDocument
 from app.answer import Answerer
-from app.api import user_evidence
+from app.asker import user_evidence
 from app.settings import Settings
 from eval import EvalInputError, RunOptions, SuiteResult
 from eval.medrgb import (

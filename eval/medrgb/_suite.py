@@ -294,7 +294,7 @@ class _Suite:
             tokens = sum(int(v) for v in (data.get("tokens") or {}).values())
         else:
             from app import UserDocument
-            from app.api import user_evidence
+            from app.asker import user_evidence
 
             assert self.answerer is not None
             evidence = user_evidence([UserDocument(pmid=d.pmid, text=d.text) for d in docs])

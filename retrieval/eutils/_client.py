@@ -3,7 +3,8 @@
 One :class:`EutilsClient` wraps one ``httpx.AsyncClient``; rate limiting is process-wide per key
 (``_ratelimit``), so any number of clients and coroutines together stay under NCBI's limit.
 The same code path serves live NCBI, a ``cometa eutils serve`` URL, or the bundled corpus in-process
-(``backend="local"``: httpx's ASGI transport into :func:`retrieval.ncbi._server.create_eutils_app`).
+(``backend="local"``: httpx's ASGI transport into :func:`retrieval.ncbi._server.create_eutils_app`, which the
+caller builds and passes in: the client never builds a server).
 
 Every request: ``tool``/``email``/``api_key`` sent, explicit ``retmode``, a timeout, retries with
 exponential backoff and jitter on 429 / rate-limit bodies / 5xx / timeouts / malformed bodies, the limiter
@@ -38,7 +39,6 @@ from retrieval.ncbi import (
     EInfoResult,
     ESearchResult,
     EutilsError,
-    LocalServerSettings,
     MalformedResponse,
     PmcArticle,
     PubmedRecord,
@@ -186,11 +186,13 @@ class EutilsClient:
         if settings.backend == "local" and settings.requests_per_second is None:
             # NCBI's 3/10 req/s protect NCBI; the in-process server needs no such spacing.
             settings = settings.model_copy(update={"requests_per_second": LOCAL_REQUESTS_PER_SECOND})
+        if settings.backend == "local" and transport is None:
+            raise ValueError(
+                'backend "local" needs the transport into the local server: '
+                "eutils_transport(create_eutils_app(...))"
+            )
         self.settings = settings
         base_url = self.settings.base_url
-        if transport is None and self.settings.backend == "local":
-            transport = _local_transport(LocalServerSettings())
-            base_url = LOCAL_BASE_URL
         if not base_url.endswith("/"):
             base_url += "/"
         self.base_url = base_url
@@ -225,19 +227,6 @@ class EutilsClient:
             )
         self.limiter: RateLimiter = limiter
         self.stats = ClientStats(requests=Counter(), retries=Counter())
-
-    @classmethod
-    def local(
-        cls,
-        server: LocalServerSettings | None = None,
-        settings: EutilsSettings | None = None,
-        **kwargs: Any,
-    ) -> EutilsClient:
-        """A client wired to the local E-utilities server in-process (the offline default)."""
-        base = (settings or EutilsSettings()).model_copy(
-            update={"backend": "local", "base_url": LOCAL_BASE_URL}
-        )
-        return cls(base, transport=_local_transport(server or LocalServerSettings()), **kwargs)
 
     async def __aenter__(self) -> EutilsClient:
         return self
@@ -713,10 +702,3 @@ def _looks_like_html(body: bytes, content_type: str) -> bool:
 
 def _snippet(body: bytes, limit: int = 200) -> str:
     return body[:limit].decode("utf-8", "replace").replace("\n", " ").strip()
-
-
-def _local_transport(server: LocalServerSettings) -> httpx.AsyncBaseTransport:
-    # Imported lazily: the server and its corpus are only needed for the offline backend.
-    from retrieval.ncbi import create_eutils_app, eutils_transport
-
-    return eutils_transport(create_eutils_app(server))

@@ -1,0 +1,125 @@
+"""The composition root: every long-lived component of one process, built once from :class:`Settings`.
+
+Construction order (each part gets what it needs from the ones before it; none builds another's parts):
+
+1. the PHI policy (:class:`~app.privacy.PhiPolicy`), the one decision on what an LLM may see;
+2. the E-utilities transport: offline, the local NCBI-compatible server over the corpus, in-process;
+   live, none (real HTTP);
+3. the E-utilities client over that transport (with its cache store and rate limiter, which it opens
+   from its settings and closes);
+4. the LLM client (None when LLM stages are off);
+5. the models (:class:`~app.pipeline.Models`: dense retriever, encoder, reranker, passage stage), which
+   load on first use, so building the container (and ``/healthz``) waits on none of them;
+6. the rewriter, with the PHI policy, and the retrieval :class:`~app.pipeline.Pipeline` over 3-6;
+7. the :class:`~app.answer.Answerer` and the :class:`~app.judge.CrossSourceJudge` (None without an LLM);
+8. the :class:`~app.asker.Asker` over 6-7 with the PHI policy;
+9. the API's request rate limiter (a Redis one connects on first use);
+10. on first use (the API's start-up): the :class:`~app.sources.SourcesService` (collections store,
+    access policies, federation) on the same models and PHI policy.
+
+:meth:`Container.aclose` closes what it built, in reverse: the request limiter, then the pipeline, which
+closes the LLM and the E-utilities client.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import httpx
+
+from llm import LLMClient, build_llm
+from retrieval.understand import QueryUnderstander
+
+from ._api_models import ApiSettings
+from ._limits import RequestLimiter, build_request_limiter
+from .answer import Answerer
+from .asker import Asker
+from .judge import CrossSourceJudge
+from .pipeline import Models, Pipeline, build_eutils_client, build_eutils_transport
+from .privacy import PhiPolicy
+from .settings import Settings
+from .sources import SourcesService
+
+__all__ = ["Container", "build_judge"]
+
+
+def build_judge(llm: LLMClient | None, api: ApiSettings) -> CrossSourceJudge | None:
+    if llm is None:
+        return None  # judging is LLM-only: there is no honest deterministic stand-in
+    return CrossSourceJudge(llm, max_sources=api.judge_max_sources, concurrency=api.judge_concurrency)
+
+
+class Container:
+    """One of each component for the life of a process; ``async with`` closes them.
+
+    ``use_llm``/``use_dense``/``use_passages`` switch stages off (``cometa search --no-llm``);
+    ``pipeline``/``answerer``/``judge`` inject prebuilt parts (tests), which stay their owner's to close.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        api: ApiSettings | None = None,
+        use_llm: bool = True,
+        use_dense: bool = True,
+        use_passages: bool = True,
+        pipeline: Pipeline | None = None,
+        answerer: Answerer | None = None,
+        judge: CrossSourceJudge | None = None,
+    ) -> None:
+        self.settings = settings
+        self.api = api or settings.api
+        self.phi = PhiPolicy.from_settings(settings.llm)
+        self._owns_pipeline = pipeline is None
+        self.transport: httpx.AsyncBaseTransport | None = None
+        if pipeline is None:
+            self.transport = build_eutils_transport(settings)
+            client = build_eutils_client(settings, self.transport)
+            llm = build_llm(settings.llm) if use_llm else None
+            models = Models(settings)
+            understander = QueryUnderstander(llm=llm, scrub_for_llm=self.phi.scrub_for_llm)
+            pipeline = Pipeline(
+                settings,
+                client=client,
+                llm=llm,
+                use_llm=llm is not None,
+                use_dense=use_dense,
+                use_passages=use_passages,
+                models=models,
+                understander=understander,
+            )
+        self.pipeline = pipeline
+        self.client = pipeline.client
+        self.llm = pipeline.llm
+        self.models = pipeline.models
+        self.answerer = answerer or Answerer(self.llm)
+        self.judge = judge if judge is not None else build_judge(self.llm, self.api)
+        self.asker = Asker(pipeline, self.answerer, self.judge, phi=self.phi)
+        # The API's per-key rate limit (in memory, or shared through Redis: connects on first use).
+        self.request_limiter: RequestLimiter = build_request_limiter(
+            self.api, default_url=self.settings.eutils.redis_limiter_url()
+        )
+
+    @cached_property
+    def sources(self) -> SourcesService:
+        """Collections, access decisions and federation; a bad policy file fails here (API start-up)."""
+        return SourcesService(self.settings, self.pipeline, models=self.models, phi=self.phi)
+
+    async def warm(self) -> None:
+        """Load the encoder, index and reranker now, so the first question is not the slow one."""
+        await self.pipeline.dense_retriever()
+        await self.pipeline.passage_retriever()
+
+    async def __aenter__(self) -> Container:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        try:
+            await self.request_limiter.aclose()  # the Redis limiter's connections
+        finally:
+            if self._owns_pipeline:
+                await self.pipeline.aclose()
