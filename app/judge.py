@@ -24,11 +24,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from cachetools import LRUCache
 from pydantic import BaseModel, field_validator
 
 from llm import LLMClient, LLMError, LLMOutputInvalid
@@ -214,8 +214,7 @@ class CrossSourceJudge:
         self.llm = llm
         self.max_sources = max_sources
         self._semaphore = asyncio.Semaphore(concurrency)
-        self._cache: OrderedDict[tuple[str, str], bool] = OrderedDict()
-        self._cache_size = cache_size
+        self._cache: LRUCache[tuple[str, str], bool] = LRUCache(maxsize=cache_size)
         self._per_source = SourceAnswerer(llm, self._semaphore, exception_messages=True)
         self._absence_prompt = load_prompt("judge_absence")
         self._compare_prompt = load_prompt("judge_compare")
@@ -245,11 +244,11 @@ class CrossSourceJudge:
             return answer
         if has_absent_prefix(answer.text):
             return SourceAnswer(answer.source_id, answer.label, answer.text, True, "prefix")
-        key = (answer.source_id, question)
-        if key in self._cache:
-            self._cache.move_to_end(key)
-            return SourceAnswer(answer.source_id, answer.label, answer.text, self._cache[key], "llm")
         prompt = self._absence_prompt
+        key = (answer.source_id, question)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return SourceAnswer(answer.source_id, answer.label, answer.text, cached, "llm")
         try:
             async with self._semaphore:
                 result = await self.llm.complete_text(
@@ -264,8 +263,6 @@ class CrossSourceJudge:
             note = f"{answer.label}: absence check gave no YES/NO ({result.value[:40]!r}); treated as present"
             return SourceAnswer(answer.source_id, answer.label, answer.text, False, None, screen_error=note)
         self._cache[key] = verdict
-        if len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
         return SourceAnswer(answer.source_id, answer.label, answer.text, verdict, "llm")
 
     # --- pairwise judging -----------------------------------------------------------------------------
