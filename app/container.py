@@ -5,8 +5,8 @@ Construction order (each part gets what it needs from the ones before it; none b
 1. the PHI policy (:class:`~app.privacy.PhiPolicy`), the one decision on what an LLM may see;
 2. the E-utilities transport: offline, the local NCBI-compatible server over the corpus, in-process;
    live, none (real HTTP);
-3. the E-utilities client over that transport (with its cache store and rate limiter, which it opens
-   from its settings and closes);
+3. the E-utilities response cache store and the NCBI rate limiter (per process, or shared through Redis),
+   then the E-utilities client over 2-3;
 4. the LLM client (None when LLM stages are off);
 5. the models (:class:`~app.pipeline.Models`: dense retriever, encoder, reranker, passage stage), which
    load on first use, so building the container (and ``/healthz``) waits on none of them;
@@ -18,7 +18,7 @@ Construction order (each part gets what it needs from the ones before it; none b
     access policies, federation) on the same models and PHI policy.
 
 :meth:`Container.aclose` closes what it built, in reverse: the request limiter, then the pipeline, which
-closes the LLM and the E-utilities client.
+closes the LLM and the E-utilities client, then the cache store and the NCBI rate limiter.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from functools import cached_property
 import httpx
 
 from llm import LLMClient, build_llm
+from retrieval.eutils import CacheStore, RateLimiter, open_limiter, open_store
 from retrieval.understand import QueryUnderstander
 
 from ._api_models import ApiSettings
@@ -73,9 +74,15 @@ class Container:
         self.phi = PhiPolicy.from_settings(settings.llm)
         self._owns_pipeline = pipeline is None
         self.transport: httpx.AsyncBaseTransport | None = None
+        self.store: CacheStore | None = None
+        self.ncbi_limiter: RateLimiter | None = None
         if pipeline is None:
             self.transport = build_eutils_transport(settings)
-            client = build_eutils_client(settings, self.transport)
+            self.store = open_store(settings.eutils.cache_settings())
+            self.ncbi_limiter = open_limiter(settings.eutils)
+            client = build_eutils_client(
+                settings, self.transport, store=self.store, limiter=self.ncbi_limiter
+            )
             llm = build_llm(settings.llm) if use_llm else None
             models = Models(settings)
             understander = QueryUnderstander(llm=llm, scrub_for_llm=self.phi.scrub_for_llm)
@@ -122,4 +129,10 @@ class Container:
             await self.request_limiter.aclose()  # the Redis limiter's connections
         finally:
             if self._owns_pipeline:
-                await self.pipeline.aclose()
+                try:
+                    await self.pipeline.aclose()
+                finally:
+                    if self.store is not None:
+                        await self.store.aclose()
+                    if self.ncbi_limiter is not None:
+                        await self.ncbi_limiter.aclose()

@@ -20,7 +20,7 @@ from core import CometaError, Encoder, Reranker
 from llm import LLMClient, build_llm
 from retrieval import AdaptE, AdaptEResult, EutilsClient, MeshVocabulary, create_eutils_app, eutils_transport
 from retrieval.embed import DenseHit, DenseRetriever, load_encoder, load_reranker, open_retriever
-from retrieval.eutils import LOCAL_BASE_URL, EutilsDegradation, track_degradation
+from retrieval.eutils import LOCAL_BASE_URL, CacheStore, EutilsDegradation, RateLimiter, track_degradation
 from retrieval.evidence import EvidenceBuilder, EvidenceSet
 from retrieval.ncbi import EutilsError
 from retrieval.passages import PassageContext, PassageRetriever
@@ -58,12 +58,19 @@ def build_eutils_transport(settings: Settings) -> httpx.AsyncBaseTransport | Non
     return eutils_transport(create_eutils_app(settings.local_server))
 
 
-def build_eutils_client(settings: Settings, transport: httpx.AsyncBaseTransport | None) -> EutilsClient:
-    """The E-utilities client over ``transport`` (:func:`build_eutils_transport`)."""
+def build_eutils_client(
+    settings: Settings,
+    transport: httpx.AsyncBaseTransport | None,
+    *,
+    store: CacheStore | None = None,
+    limiter: RateLimiter | None = None,
+) -> EutilsClient:
+    """The E-utilities client over ``transport`` (:func:`build_eutils_transport`); a ``store`` or
+    ``limiter`` given stays its owner's to close (else the client opens one from its settings)."""
     eutils = settings.eutils
     if eutils.backend == "local":
         eutils = eutils.model_copy(update={"base_url": LOCAL_BASE_URL})
-    return EutilsClient(eutils, transport=transport)
+    return EutilsClient(eutils, transport=transport, store=store, limiter=limiter)
 
 
 def _year(value: str | None) -> int | None:

@@ -37,6 +37,9 @@ async def test_one_of_each_component_wired_once() -> None:
         encoder, reranker = await c.sources._components()
         # The collections use the process's models: one copy of the encoder and of the reranker.
         assert encoder is await c.models.encoder() and reranker is await c.models.reranker()
+        # The cache store and the NCBI rate limiter are the container's, injected into the client.
+        assert c.client.store is c.store and c.client.limiter is c.ncbi_limiter
+        assert not c.client._owns_store and not c.client._owns_limiter
         client_http = c.client._http
     assert client_http.is_closed
 

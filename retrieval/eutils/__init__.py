@@ -1,9 +1,9 @@
 """The E-utilities client: retries, the NCBI rate limit (per process or shared through Redis), the response
 cache (memory / sqlite / redis) with stale-if-error, and the transport it is given."""
 
-from ._client import LOCAL_BASE_URL, EutilsClient, EutilsDegradation, track_degradation
+from ._client import LOCAL_BASE_URL, EutilsClient, EutilsDegradation, open_limiter, track_degradation
 from ._config import NCBI_EUTILS_URL, CacheSettings, EutilsSettings
-from ._ratelimit import LimiterUnavailable, RedisLimiter
+from ._ratelimit import LimiterUnavailable, RateLimiter, RedisLimiter
 from ._store import (
     CacheStore,
     CacheStoreError,
@@ -28,11 +28,13 @@ __all__ = [
     "LimiterUnavailable",
     "LoopBoundRedis",
     "MemoryStore",
+    "RateLimiter",
     "RedisLimiter",
     "RedisStore",
     "SqliteStore",
     "decode_value",
     "encode_value",
+    "open_limiter",
     "open_store",
     "track_degradation",
 ]

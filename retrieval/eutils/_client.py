@@ -65,6 +65,7 @@ __all__ = [
     "EutilsClient",
     "EutilsDegradation",
     "is_unavailable",
+    "open_limiter",
     "track_degradation",
 ]
 
@@ -168,6 +169,18 @@ def _unique(ids: Iterable[str]) -> list[str]:
     return list(seen)
 
 
+def open_limiter(settings: EutilsSettings) -> RateLimiter:
+    """The NCBI rate limiter ``settings`` ask for: per process, or shared by every replica through Redis."""
+    if settings.limiter == "redis":
+        return RedisLimiter(
+            settings.redis_limiter_url(),
+            timeout_s=settings.limiter_timeout_s,
+            on_error=settings.limiter_on_error,
+            fallback_replicas=settings.limiter_fallback_replicas,
+        )
+    return LocalLimiter()
+
+
 class EutilsClient:
     """Async client for ESearch, EFetch (PubMed XML, PMC JATS), ESummary, ELink ``pubmed_pmc``, EInfo."""
 
@@ -215,16 +228,7 @@ class EutilsClient:
         self._key_prefix = f"{cache.namespace}:eutils:{hash_part(self.base_url, 12)}:v1"
         self._owns_limiter = limiter is None
         if limiter is None:
-            limiter = (
-                RedisLimiter(
-                    self.settings.redis_limiter_url(),
-                    timeout_s=self.settings.limiter_timeout_s,
-                    on_error=self.settings.limiter_on_error,
-                    fallback_replicas=self.settings.limiter_fallback_replicas,
-                )
-                if self.settings.limiter == "redis"
-                else LocalLimiter()
-            )
+            limiter = open_limiter(self.settings)
         self.limiter: RateLimiter = limiter
         self.stats = ClientStats(requests=Counter(), retries=Counter())
 
