@@ -1,0 +1,81 @@
+"""The layout rules hold: the import contract, the module map in docs/architecture.md, folder and module sizes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests._procs import REPO
+
+sys.path.insert(0, str(REPO))
+from scripts.import_contracts import allowed, private_owner  # noqa: E402
+
+LINT_IMPORTS = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which(
+    "lint-imports"
+)
+
+
+def _lint(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    assert LINT_IMPORTS, "import-linter is a test dependency"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(cwd), str(REPO)])}
+    return subprocess.run(
+        [LINT_IMPORTS, "--no-cache", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_private_module_rule() -> None:
+    assert private_owner("retrieval.ncbi._pubmed") == "retrieval.ncbi"
+    assert private_owner("retrieval.ncbi") is None and private_owner("app.__init__") is None
+    assert allowed("retrieval.ncbi._server", "retrieval.ncbi._pubmed")  # inside the package
+    assert allowed("eval.medrgb._suite", "eval._runner")  # a subpackage inside the owner
+    assert not allowed("app.asker", "retrieval.ncbi._pubmed")
+    assert not allowed("retrieval.ncbi2.x", "retrieval.ncbi._pubmed")  # a prefix is not a parent
+
+
+def test_the_repository_keeps_its_import_contract() -> None:
+    result = _lint(REPO)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "BROKEN" not in result.stdout
+
+
+def test_the_contract_catches_a_private_import_and_a_layer_breach(tmp_path: Path) -> None:
+    (tmp_path / "low").mkdir()
+    (tmp_path / "low" / "__init__.py").write_text("from ._impl import thing\n")
+    (tmp_path / "low" / "_impl.py").write_text("thing = 1\n")
+    (tmp_path / "high").mkdir()
+    (tmp_path / "high" / "__init__.py").write_text("from low._impl import thing\n")  # private, across
+    (tmp_path / "low" / "up.py").write_text("import high\n")  # and a lower layer importing a higher
+    (tmp_path / ".importlinter").write_text(
+        "[importlinter]\nroot_packages =\n    low\n    high\n"
+        "contract_types =\n    private_modules: scripts.import_contracts.PrivateModulesContract\n\n"
+        "[importlinter:contract:layers]\nname = layers\ntype = layers\nlayers =\n    high\n    low\n\n"
+        "[importlinter:contract:private]\nname = private\ntype = private_modules\npackages =\n"
+        "    low\n    high\n"
+    )
+    result = _lint(tmp_path, "--config", str(tmp_path / ".importlinter"))
+    assert result.returncode == 1
+    assert "high -> low._impl" in result.stdout
+    assert "low.up -> high" in result.stdout
+
+
+def test_module_map_is_current_and_sizes_hold() -> None:
+    result = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "architecture.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("name", ["core", "segmentation", "llm", "prompts"])
+def test_lower_packages_never_import_the_app(name: str) -> None:
+    code = f"import sys, {name}; bad = [m for m in sys.modules if m.split('.')[0] in ('app', 'eval')]; print(bad)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
