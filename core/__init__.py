@@ -7,6 +7,15 @@ It imports no other CoMeta package; every other package may import it.
 
 from ._cache import SizedLRU
 from ._errors import CometaError
-from ._protocols import Encoder, FloatArray, Reranker, RerankerKind, TokenCounter
+from ._protocols import Encoder, FloatArray, OnProgress, Reranker, RerankerKind, TokenCounter
 
-__all__ = ["CometaError", "Encoder", "FloatArray", "Reranker", "RerankerKind", "SizedLRU", "TokenCounter"]
+__all__ = [
+    "CometaError",
+    "Encoder",
+    "FloatArray",
+    "OnProgress",
+    "Reranker",
+    "RerankerKind",
+    "SizedLRU",
+    "TokenCounter",
+]

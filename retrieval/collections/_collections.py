@@ -63,7 +63,7 @@ from typing import Any, Final, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from core import CometaError, Encoder, FloatArray, Reranker
+from core import CometaError, Encoder, FloatArray, OnProgress, Reranker
 from retrieval.search import ArmHit, rrf
 
 from ._config import CollectionSearchSettings, CollectionSettings
@@ -277,11 +277,11 @@ class CollectionStore:
         meta: CollectionMeta | None = None,
         *,
         attributes: Mapping[str, str] | None = None,
-        progress: bool = False,
+        on_progress: OnProgress | None = None,
     ) -> IngestReport:
         """Ingest ``paths`` (files; directories are walked for supported types) into collection ``name``,
         creating it if needed. ``meta`` replaces the stored metadata when given; ``attributes`` are set on
-        every document ingested by this call."""
+        every document ingested by this call. ``on_progress(files done, files)`` follows every file."""
         if meta is not None and meta.name != name:
             raise InvalidCollectionName(f"{name} (metadata names {meta.name!r})")
         attrs = {str(k): str(v) for k, v in (attributes or {}).items()}
@@ -293,29 +293,25 @@ class CollectionStore:
             by_sha = {d.sha256: d.doc_id for d in docs.values()}
             changed: dict[str, InstDocument] = {}
             files = list(iter_files([Path(p) for p in paths]))
-            bar = _progress(len(files), f"ingesting into {name}") if progress and len(files) > 1 else None
-            try:
-                for path, explicit in files:
-                    if bar is not None:
-                        bar.advance(bar.task_ids[0])
-                    key = str(path)
-                    try:
-                        doc = self._ingest_one(path, name, docs, by_sha, attrs if attributes else None)
-                    except IngestError as exc:
-                        if explicit or not isinstance(exc, _Unsupported):
-                            report.failed[key] = str(exc)
-                        continue
-                    if isinstance(doc, str):  # unchanged: the id it is stored under
-                        if doc not in report.unchanged:
-                            report.unchanged.append(doc)
-                        continue
-                    (report.updated if doc.doc_id in docs else report.added).append(doc.doc_id)
-                    docs[doc.doc_id] = doc
-                    by_sha[doc.sha256] = doc.doc_id
-                    changed[doc.doc_id] = doc
-            finally:
-                if bar is not None:
-                    bar.stop()
+            for done, (path, explicit) in enumerate(files, start=1):
+                doc: InstDocument | str | None = None
+                try:
+                    doc = self._ingest_one(path, name, docs, by_sha, attrs if attributes else None)
+                except IngestError as exc:
+                    if explicit or not isinstance(exc, _Unsupported):
+                        report.failed[str(path)] = str(exc)
+                if on_progress is not None:
+                    on_progress(done, len(files))
+                if doc is None:
+                    continue
+                if isinstance(doc, str):  # unchanged: the id it is stored under
+                    if doc not in report.unchanged:
+                        report.unchanged.append(doc)
+                    continue
+                (report.updated if doc.doc_id in docs else report.added).append(doc.doc_id)
+                docs[doc.doc_id] = doc
+                by_sha[doc.sha256] = doc.doc_id
+                changed[doc.doc_id] = doc
             for doc in changed.values():
                 _atomic_write(folder / "documents" / f"{doc.doc_id}.json", json.dumps(doc.to_json()))
             if changed or meta is not None or stored_meta is None:
@@ -425,15 +421,6 @@ def _rename(doc: InstDocument, name: str) -> InstDocument:
     return InstDocument(
         doc.doc_id, name, doc.title, doc.source_name, doc.format, doc.sha256, doc.sections, doc.attributes
     )
-
-
-def _progress(total: int, description: str) -> Any:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), transient=True)
-    bar.add_task(description, total=total)
-    bar.start()
-    return bar
 
 
 # --------------------------------------------------------------------------------------------------
@@ -557,13 +544,15 @@ class CollectionRetriever:
         reranker: Reranker | None,
         settings: CollectionSearchSettings | None = None,
         *,
-        progress: bool = False,
+        on_progress: OnProgress | None = None,
     ) -> None:
+        """``on_progress(chunks encoded, chunks)`` follows the encoding of the chunk index, when it is built
+        rather than loaded from the collection's cache."""
         self.collection = collection
         self.encoder = encoder
         self.reranker = reranker
         self.settings = settings or CollectionSearchSettings()
-        self._progress = progress
+        self._on_progress = on_progress
         self._index: _Index | None = None
         self._lock = threading.Lock()
 
@@ -672,7 +661,7 @@ class CollectionRetriever:
                 self.encoder.encode_documents(
                     [("", c.text) for c in chunks],
                     batch_size=self.settings.encode_batch_size,
-                    progress=self._progress and len(chunks) > 64,
+                    on_progress=self._on_progress,
                 )
                 if chunks
                 else np.zeros((0, self.encoder.dim), dtype=np.float32)
