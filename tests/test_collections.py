@@ -19,7 +19,7 @@ import pytest
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from core import Encoder, FloatArray, OnProgress
+from core import Encoder, FloatArray, OnProgress, light_stem
 from retrieval import CometaError
 from retrieval.collections import (
     Collection,
@@ -32,7 +32,6 @@ from retrieval.collections import (
     InstDocument,
     InstEvidence,
     InvalidCollectionName,
-    light_stem,
     parse_document,
     parse_html,
     parse_markdown,

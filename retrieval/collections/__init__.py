@@ -22,7 +22,6 @@ from ._collections import (
     Route,
     SectionRef,
     default_collections_root,
-    light_stem,
 )
 from ._config import CollectionSearchSettings, CollectionSettings
 from ._ingest import (
@@ -65,7 +64,6 @@ __all__ = [
     "SectionRef",
     "default_collections_root",
     "detect_format",
-    "light_stem",
     "parse_document",
     "parse_html",
     "parse_jats",

@@ -31,10 +31,11 @@ Across a collection, documents are shortlisted by one collection-wide RRF over t
 (``doc_candidates_factor x top_docs`` of them, topped up in collection order when fewer match), run
 through steps 3-6 each, and returned best top rerank score first.
 
-BM25 uses ``bm25s`` with English stopwords and a light suffix stemmer (plural, -ing, -ed; no PyStemmer
-dependency). BM25 indexes are rebuilt in memory per retriever (milliseconds per handbook); chunk vectors,
-the expensive part, are cached under the collection's ``index/`` folder per encoder and rebuilt when
-the document set, the chunking settings or the encoder change.
+BM25 uses ``bm25s`` over ``core``'s words (two letters or more), English stopwords and light suffix
+stemmer (plural, -ing, -ed; no PyStemmer dependency). BM25 indexes are rebuilt in memory per retriever
+(milliseconds per handbook); chunk vectors, the expensive part, are cached under the collection's
+``index/`` folder per encoder and rebuilt when the document set, the chunking settings or the encoder
+change.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ from typing import Any, Final, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from core import CometaError, Encoder, FloatArray, OnProgress, Reranker
+from core import CometaError, Encoder, FloatArray, OnProgress, Reranker, content_words, light_stem
 from retrieval.search import ArmHit, rrf
 
 from ._config import CollectionSearchSettings, CollectionSettings
@@ -87,7 +88,6 @@ __all__ = [
     "Route",
     "SectionRef",
     "default_collections_root",
-    "light_stem",
 ]
 
 logger = logging.getLogger(__name__)
@@ -427,58 +427,10 @@ def _rename(doc: InstDocument, name: str) -> InstDocument:
 # Chunks and indexes
 # --------------------------------------------------------------------------------------------------
 
-_STEM_KEEP: Final = frozenset({"this", "his", "its", "was", "has", "does", "is", "us", "bus", "plus"})
-
-
-def light_stem(word: str) -> str:
-    """A small English suffix stemmer (plural, -ing, -ed; final doubled consonant and ``e`` dropped),
-    applied alike to documents and queries: ``travelling``/``travels``/``traveled`` -> ``travel``."""
-    w = word.lower()
-    if len(w) <= 3 or w in _STEM_KEEP:
-        return w
-    if w.endswith("ies") and len(w) > 4:
-        w = w[:-3] + "y"
-    elif w.endswith("sses"):
-        w = w[:-2]
-    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
-        w = w[:-1]
-    if w.endswith("ing") and len(w) > 5:
-        w = w[:-3]
-    elif w.endswith("ed") and len(w) > 4:
-        w = w[:-2]
-    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiou":
-        w = w[:-1]
-    if len(w) > 3 and w.endswith("e"):
-        w = w[:-1]
-    return w
-
-
-def _stem_all(words: list[str]) -> list[str]:
-    return [light_stem(w) for w in words]
-
-
-# English function words, question words and patient-question fillers. bm25s's own "en" list is Lucene's
-# 33 words, which keeps "when", "can", "my"...: harmless to BM25 ranking, but they would dominate the
-# coverage check ("my" is absent from every handbook, which says "your").
-_STOPWORDS: Final = frozenset(
-    """a about above after again against all am an and any are as at be because been before being below
-    between both but by can could did do does doing down during each few for from further had has have
-    having he her here hers herself him himself his how i if in into is it its itself just let me more
-    most my myself no nor not now of off on once only or other our ours ourselves out over own same she
-    should so some such than that the their theirs them themselves then there these they this those
-    through to too under until up very was we were what when where which while who whom why will with
-    would you your yours yourself yourselves may might must shall ok okay please im ive id dont cant
-    get got go going able also really still ever""".split()
-)
-
 
 def _tokens(texts: Sequence[str]) -> list[list[str]]:
-    """Lower-cased word tokens, stopwords removed, light-stemmed: one rule for BM25 and coverage."""
-    bm25s: Any = importlib.import_module("bm25s")  # untyped library: one dynamic import, no mypy override
-    out = bm25s.tokenize(
-        list(texts), stopwords=sorted(_STOPWORDS), stemmer=_stem_all, return_ids=False, show_progress=False
-    )
-    return [list(t) for t in out]
+    """Words of two letters or more, stopwords removed, light-stemmed: one rule for BM25 and coverage."""
+    return [[light_stem(w) for w in content_words(t, min_length=2)] for t in texts]
 
 
 class _BM25:

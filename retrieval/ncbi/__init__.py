@@ -4,7 +4,7 @@ and the local NCBI-compatible server over a corpus (with its Boolean query engin
 from ._config import FaultSettings, LocalServerSettings
 from ._corpus import BUNDLED_CORPUS_DIR, Corpus, clear_corpus_cache, load_corpus
 from ._errors import BadRequest, EutilsError, MalformedResponse, RateLimited, ServerError, TransportError
-from ._index import LiteratureIndex, SearchHits, tokenize
+from ._index import LiteratureIndex, SearchHits
 from ._models import (
     AbstractSection,
     DbField,
@@ -97,5 +97,4 @@ __all__ = [
     "pubmed_article_xml",
     "pubmed_articleset",
     "read_jats_front",
-    "tokenize",
 ]

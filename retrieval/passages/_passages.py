@@ -41,7 +41,7 @@ from pydantic import BaseModel, Field
 
 from core import Encoder, FloatArray, Reranker, SizedLRU
 from retrieval.evidence import DocClass, EvidenceDoc
-from segmentation import Chunk, Segmenter, SourceSection, SourceText
+from segmentation import Chunk, Segmenter, SourceSection, SourceText, WhitespaceTokenCounter
 
 __all__ = [
     "CacheStats",
@@ -51,7 +51,6 @@ __all__ = [
     "PassageContext",
     "PassageRetriever",
     "PassageSettings",
-    "TextCounter",
     "build_chunks",
     "doc_key",
 ]
@@ -84,13 +83,6 @@ class _ScoresVectors(Protocol):
     def encoder(self) -> Encoder: ...
 
     def score(self, query_vector: FloatArray, passage_vectors: Sequence[FloatArray]) -> list[float]: ...
-
-
-class TextCounter:
-    """Whitespace word count: the token count for abstracts when no encoder tokenizer counter is given."""
-
-    def count(self, text: str) -> int:
-        return len(text.split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,7 +241,7 @@ def build_chunks(
     Abstract units become one chunk each (id ``{doc}#a{i}``); section units are segmented together as one
     SourceText, so the segmenter's ids and prev/next links run over the whole body.
     """
-    counter = counter or TextCounter()
+    counter = counter or WhitespaceTokenCounter()  # whitespace words when no encoder tokenizer is given
     key = doc_key(doc)
     out: list[tuple[Chunk, Literal["abstract", "section"], int]] = []
     sections = [u for u in doc.text_units if u.kind == "section" and u.text.strip()]
