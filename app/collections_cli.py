@@ -192,12 +192,7 @@ def show(
             f"{escape(d.source_name)}){' ' + escape(attrs) if attrs else ''}"
         )
         for s in d.sections:
-            pages = (
-                ""
-                if s.page_start is None
-                else f" p.{s.page_start}"
-                + (f"-{s.page_end}" if s.page_end not in (None, s.page_start) else "")
-            )
+            pages = f" {s.ref.pages}" if s.ref.pages else ""
             console.print(
                 f"  {escape(s.section_id)}{pages}  {escape(s.heading)}  [dim]{len(s.body):,} chars[/dim]"
             )

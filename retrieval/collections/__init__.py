@@ -20,7 +20,6 @@ from ._collections import (
     InstEvidence,
     InvalidCollectionName,
     Route,
-    SectionRef,
     default_collections_root,
 )
 from ._config import CollectionSearchSettings, CollectionSettings
@@ -30,6 +29,7 @@ from ._ingest import (
     IngestError,
     InstDocument,
     Section,
+    SectionRef,
     detect_format,
     parse_document,
     parse_html,

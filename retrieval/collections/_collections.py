@@ -68,7 +68,16 @@ from core import CometaError, Encoder, FloatArray, OnProgress, Reranker, content
 from retrieval.search import ArmHit, rrf
 
 from ._config import CollectionSearchSettings, CollectionSettings
-from ._ingest import IngestError, InstDocument, Section, detect_format, iter_files, parse_document, slugify
+from ._ingest import (
+    IngestError,
+    InstDocument,
+    Section,
+    SectionRef,
+    detect_format,
+    iter_files,
+    parse_document,
+    slugify,
+)
 
 __all__ = [
     "ARM_BM25_CHUNKS",
@@ -86,7 +95,6 @@ __all__ = [
     "InstEvidence",
     "InvalidCollectionName",
     "Route",
-    "SectionRef",
     "default_collections_root",
 ]
 
@@ -166,23 +174,6 @@ class IngestReport:
     unchanged: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)  # path -> reason
-
-
-@dataclass(frozen=True)
-class SectionRef:
-    section_id: str
-    heading: str
-    page_start: int | None
-    page_end: int | None
-
-    @property
-    def pages(self) -> str:
-        """``p.3``, ``pp.3-4`` or empty."""
-        if self.page_start is None:
-            return ""
-        if self.page_end is None or self.page_end == self.page_start:
-            return f"p.{self.page_start}"
-        return f"pp.{self.page_start}-{self.page_end}"
 
 
 @dataclass(frozen=True)
@@ -843,10 +834,7 @@ class CollectionRetriever:
                 continue
             pieces[c.section] = merged
             used += grow
-        refs = tuple(
-            SectionRef(sec.section_id, sec.heading, sec.page_start, sec.page_end)
-            for sec in (doc.sections[si] for si in pieces)
-        )
+        refs = tuple(doc.sections[si].ref for si in pieces)
         parts = []
         for si in sorted(pieces):
             a, b = pieces[si]
@@ -870,8 +858,8 @@ class _ArmScores:
 
 
 def _render_section(sec: Section, body: str | None = None) -> str:
-    ref = SectionRef(sec.section_id, sec.heading, sec.page_start, sec.page_end)
-    head = sec.heading + (f" ({ref.pages})" if ref.pages else "")
+    pages = sec.ref.pages
+    head = sec.heading + (f" ({pages})" if pages else "")
     text = sec.body if body is None else body
     return f"## {head}\n{text}" if head else text
 
