@@ -1,27 +1,10 @@
 """Institutional collections (issue 9): ingest handbooks, search them per document HERO-QA style.
 
-The public face of :mod:`retrieval.collections._collections` (store, retrieval, evidence) and
-:mod:`retrieval.collections._ingest` (documents and parsers); see those modules for the rules.
+The public face of :mod:`._store` (collections on disk, metadata, ingest reports), :mod:`._search`
+(HERO-QA retrieval, its arms and evidence) and :mod:`._ingest` (documents, sections and parsers); see those
+modules for the rules.
 """
 
-from ._collections import (
-    ARM_BM25_CHUNKS,
-    ARM_BM25_HEADINGS,
-    ARM_BM25_SECTIONS,
-    ARM_DENSE,
-    COLLECTION_NAME_PATTERN,
-    Collection,
-    CollectionError,
-    CollectionMeta,
-    CollectionNotFound,
-    CollectionRetriever,
-    CollectionStore,
-    IngestReport,
-    InstEvidence,
-    InvalidCollectionName,
-    Route,
-    default_collections_root,
-)
 from ._config import CollectionSearchSettings, CollectionSettings
 from ._ingest import (
     FORMATS,
@@ -36,6 +19,26 @@ from ._ingest import (
     parse_jats,
     parse_markdown,
     parse_pdf,
+)
+from ._search import (
+    ARM_BM25_CHUNKS,
+    ARM_BM25_HEADINGS,
+    ARM_BM25_SECTIONS,
+    ARM_DENSE,
+    CollectionRetriever,
+    InstEvidence,
+    Route,
+)
+from ._store import (
+    COLLECTION_NAME_PATTERN,
+    Collection,
+    CollectionError,
+    CollectionMeta,
+    CollectionNotFound,
+    CollectionStore,
+    IngestReport,
+    InvalidCollectionName,
+    default_collections_root,
 )
 
 __all__ = [

@@ -14,7 +14,7 @@ __all__ = [
 
 
 class CollectionSearchSettings(BaseModel):
-    """HERO-QA routing and retrieval over one institutional collection (see ``retrieval/_collections.py``).
+    """HERO-QA routing and retrieval over one institutional collection (``collections/_search.py``).
 
     Defaults follow the HERO-QA paper: whole document up to 80k characters, 160-word windows with 32-word
     overlap, four arms fused by RRF (k=60) with the two navigation arms down-weighted, top-5 chunks
