@@ -62,14 +62,28 @@ class RerankSettings(BaseModel):
     dense encoder itself (the offline default: ``RerankSettings.offline()``).
     """
 
-    model: str = MEDCPT_CROSS_ENCODER
-    max_length: int = Field(default=512, ge=8, le=8192)  # query + passage tokens, pair truncated beyond
-    device: Literal["auto", "cpu", "cuda"] = "auto"
-    batch_size: int = Field(default=16, ge=1, le=1024)
-    # When the cross-encoder cannot load, rerank with the bi-encoder (and say so) instead of failing.
-    fallback_to_bi_encoder: bool = True
-    # The bi-encoder's passage-vector cache, bounded by bytes of vectors as well as by its 4096 entries.
-    cache_max_bytes: int = Field(default=64 * 2**20, ge=0, le=2**40)
+    model: str = Field(
+        default=MEDCPT_CROSS_ENCODER,
+        description='A cross-encoder hub id or local folder, or "bi-encoder" to rerank with the dense '
+        "encoder.",
+    )
+    max_length: int = Field(
+        default=512, ge=8, le=8192, description="Query + passage tokens; the pair is truncated beyond."
+    )
+    device: Literal["auto", "cpu", "cuda"] = Field(default="auto", description="auto: cuda when available.")
+    batch_size: int = Field(default=16, ge=1, le=1024, description="Pairs per cross-encoder batch.")
+    fallback_to_bi_encoder: bool = Field(
+        default=True,
+        description="When the cross-encoder cannot load, rerank with the bi-encoder (and say so) instead of "
+        "failing.",
+    )
+    cache_max_bytes: int = Field(
+        default=64 * 2**20,
+        ge=0,
+        le=2**40,
+        description="The bi-encoder's passage-vector cache, bounded by bytes of vectors as well as by its "
+        "4096 entries; 0 = off.",
+    )
 
     @classmethod
     def offline(cls) -> RerankSettings:

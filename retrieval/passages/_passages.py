@@ -59,16 +59,34 @@ __all__ = [
 class PassageSettings(BaseModel):
     """Passage retrieval knobs (defaults follow CoMeta's two-stage setup: dense top-30, rerank to top-8)."""
 
-    candidates: int = Field(default=30, ge=1, le=10_000)  # dense top-N handed to the reranker
-    top_k: int = Field(default=8, ge=1, le=1_000)  # passages selected after rerank
-    context_tokens: int = Field(default=3_000, ge=1, le=1_000_000)  # budget for selected + expanded text
-    expand_radius: int = Field(default=1, ge=0, le=1_000)  # 0 = no expansion; large = whole section
-    encode_batch_size: int = Field(default=32, ge=1, le=4_096)
-    # Documents whose passages + passage vectors are kept across requests (LRU); 0 turns the cache off.
-    cache_documents: int = Field(default=512, ge=0, le=1_000_000)
-    # ... and the bytes of their passage texts + vectors: 256 MiB holds 512 full texts of ~90 passages at 768
-    # dimensions, so the document count binds first unless full texts are unusually long; 0 turns it off.
-    cache_max_bytes: int = Field(default=256 * 2**20, ge=0, le=2**40)
+    candidates: int = Field(
+        default=30, ge=1, le=10_000, description="Dense top-N passages handed to the reranker."
+    )
+    top_k: int = Field(default=8, ge=1, le=1_000, description="Passages selected after rerank.")
+    context_tokens: int = Field(
+        default=3_000, ge=1, le=1_000_000, description="Token budget for selected + expanded text."
+    )
+    expand_radius: int = Field(
+        default=1,
+        ge=0,
+        le=1_000,
+        description="Neighbours pulled either side; 0 = none; large = whole section.",
+    )
+    encode_batch_size: int = Field(default=32, ge=1, le=4_096, description="Passages per encoder batch.")
+    cache_documents: int = Field(
+        default=512,
+        ge=0,
+        le=1_000_000,
+        description="Documents whose passages + passage vectors are kept across requests (LRU); 0 = off.",
+    )
+    cache_max_bytes: int = Field(
+        default=256 * 2**20,
+        ge=0,
+        le=2**40,
+        description="Bytes of passage texts + vectors that cache may hold: 256 MiB holds 512 full texts of "
+        "~90 passages at 768 dimensions, so the document count binds first unless full texts are unusually "
+        "long; 0 = off.",
+    )
 
 
 class CountsTokens(Protocol):
