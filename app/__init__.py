@@ -8,6 +8,7 @@ from ._limits import (
     SlidingWindowLimiter,
     build_request_limiter,
 )
+from ._progress import progress_bar
 
 __version__ = "0.1.0"
 
@@ -21,4 +22,5 @@ __all__ = [
     "SourcesSettings",
     "UserDocument",
     "build_request_limiter",
+    "progress_bar",
 ]

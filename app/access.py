@@ -70,14 +70,28 @@ class Policy(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str = Field(min_length=1, max_length=100)
-    collections: list[str] = Field(default_factory=lambda: ["*"], min_length=1)  # names or globs
-    action: Literal["search", "retrieve"]
-    subject: dict[str, list[str]] = Field(default_factory=dict)
-    document: dict[str, list[str]] = Field(default_factory=dict)
-    same: dict[str, str] = Field(default_factory=dict)
-    # A policy never lets an unauthenticated caller in unless it says so explicitly.
-    authenticated: bool = True
+    id: str = Field(min_length=1, max_length=100, description="Unique name of the rule.")
+    collections: list[str] = Field(
+        default_factory=lambda: ["*"], min_length=1, description="Collection names or globs it covers."
+    )
+    action: Literal["search", "retrieve"] = Field(description="What it allows.")
+    subject: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description='Subject attribute -> allowed values ("*" = any value, but present).',
+    )
+    document: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description='Document attribute -> allowed values ("*" = any value, but present).',
+    )
+    same: dict[str, str] = Field(
+        default_factory=dict,
+        description="Subject attribute -> document attribute whose values must be equal (retrieve only).",
+    )
+    authenticated: bool = Field(
+        default=True,
+        description="Whether the caller must be authenticated: a policy never lets an unauthenticated caller "
+        "in unless it says so explicitly.",
+    )
 
     @field_validator("subject", "document", mode="before")
     @classmethod
@@ -93,20 +107,32 @@ class Policy(BaseModel):
 class AccessSettings(BaseModel):
     """``COMETA_ACCESS__*``. No key configured = bearer tokens cannot be verified and are refused (401)."""
 
-    jwt_secret: SecretStr | None = None  # HS256 shared secret
-    jwt_public_key: str | None = None  # PEM text (RS256/ES256...)
-    jwt_public_key_file: Path | None = None  # PEM file
-    jwks_file: Path | None = None  # OIDC JWKS document saved to disk (no network fetch)
-    algorithms: list[str] = Field(default_factory=lambda: ["RS256", "ES256"])  # for public keys / JWKS
-    issuer: str | None = None
-    audience: str | None = None
-    leeway_s: float = Field(default=30.0, ge=0, le=600)
-    require_exp: bool = True
-    # True: collection sources need a verified token (401 without one); False: anonymous callers get
-    # public collections only (policies with ``authenticated: false`` aside).
-    require_token: bool = False
-    policies_file: Path | None = None
-    policies: list[Policy] | None = None  # inline, e.g. COMETA_ACCESS__POLICIES='[{...}]'
+    jwt_secret: SecretStr | None = Field(default=None, description="HS256 shared secret.")
+    jwt_public_key: str | None = Field(
+        default=None, description="PEM text of the public key (RS256/ES256...)."
+    )
+    jwt_public_key_file: Path | None = Field(default=None, description="PEM file of the public key.")
+    jwks_file: Path | None = Field(
+        default=None, description="OIDC JWKS document saved to disk (no network fetch)."
+    )
+    algorithms: list[str] = Field(
+        default_factory=lambda: ["RS256", "ES256"], description="Accepted algorithms for public keys / JWKS."
+    )
+    issuer: str | None = Field(default=None, description="Required iss claim; None = not checked.")
+    audience: str | None = Field(default=None, description="Required aud claim; None = not checked.")
+    leeway_s: float = Field(default=30.0, ge=0, le=600, description="Clock skew tolerated on exp/nbf/iat.")
+    require_exp: bool = Field(default=True, description="Refuse tokens without an exp claim.")
+    require_token: bool = Field(
+        default=False,
+        description="True: collection sources need a verified token (401 without one); False: anonymous "
+        "callers get public collections only (policies with authenticated: false aside).",
+    )
+    policies_file: Path | None = Field(
+        default=None, description='Policies as JSON: a list or {"policies": [...]}.'
+    )
+    policies: list[Policy] | None = Field(
+        default=None, description="Inline policies, e.g. COMETA_ACCESS__POLICIES='[{...}]'."
+    )
 
     @field_validator("algorithms")
     @classmethod

@@ -102,12 +102,20 @@ _STOP = frozenset(
 
 
 class AnswerSettings(BaseModel):
+    """How answers are written from the evidence (``COMETA_ANSWER__*``)."""
+
     model_config = ConfigDict(extra="forbid")
 
-    max_passages: int = Field(default=8, ge=1, le=200)  # selected passages (neighbours ride along)
-    max_context_chars: int = Field(default=12_000, ge=200, le=1_000_000)
-    extractive_sentences: int = Field(default=3, ge=1, le=50)
-    max_tokens: int = Field(default=700, ge=16, le=32_000)
+    max_passages: int = Field(
+        default=8, ge=1, le=200, description="Selected passages in the context (neighbours ride along)."
+    )
+    max_context_chars: int = Field(
+        default=12_000, ge=200, le=1_000_000, description="Budget of the context text."
+    )
+    extractive_sentences: int = Field(
+        default=3, ge=1, le=50, description="Sentences of the extractive answer (no LLM)."
+    )
+    max_tokens: int = Field(default=700, ge=16, le=32_000, description="Completion tokens of the LLM answer.")
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from retrieval import CometaError, EutilsError, PubmedRecord
 
 from . import __version__
 from ._api_models import AskRequest, AskResponse
+from ._progress import progress_bar
 from .collections_cli import collections_app
 from .container import Container
 from .pipeline import SearchOutcome, build_eutils_client, build_eutils_transport
@@ -350,16 +351,25 @@ def index_build(
     try:
         encoder = load_encoder(dense)
         if source == "bundled":
-            index = ensure_bundled_index(
-                dense, encoder, corpus_dir=settings.local_server.corpus_dir, progress=True
-            )
+            with progress_bar("indexing the bundled corpus") as on_progress:
+                index = ensure_bundled_index(
+                    dense, encoder, corpus_dir=settings.local_server.corpus_dir, on_progress=on_progress
+                )
             console.print(f"bundled-corpus index ready: {len(index)} vectors ({encoder.name})")
         else:
             index = open_index(dense, encoder, create=True)
             if source == "baseline":
-                stats = build_from_baseline(paths or [], encoder, index, batch_size=dense.encode_batch_size)
+                with progress_bar(f"indexing {len(paths or [])} PubMed path(s)") as on_progress:
+                    stats = build_from_baseline(
+                        paths or [],
+                        encoder,
+                        index,
+                        batch_size=dense.encode_batch_size,
+                        on_progress=on_progress,
+                    )
             else:
-                stats = import_medcpt_embeddings((paths or [])[0], index)
+                with progress_bar("importing MedCPT embeddings") as on_progress:
+                    stats = import_medcpt_embeddings((paths or [])[0], index, on_progress=on_progress)
             index.save()
             console.print(
                 f"added {stats.added}, skipped {stats.skipped} in {stats.seconds:.1f} s "

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from app._progress import progress_bar
 from app.settings import Settings, get_settings
 from retrieval import CometaError
 from retrieval.collections import (
@@ -111,9 +112,10 @@ def add(
         if updates:
             base = store.get(name).meta if store.exists(name) else CollectionMeta(name=name)
             meta = CollectionMeta.model_validate({**base.model_dump(), **updates})
-        report = store.add(
-            name, paths, meta, attributes=_parse_attrs(attr), progress=not as_json and len(paths) > 0
-        )
+        with progress_bar(f"ingesting into {name}", min_total=2) as on_progress:
+            report = store.add(
+                name, paths, meta, attributes=_parse_attrs(attr), on_progress=None if as_json else on_progress
+            )
     except ValidationError as exc:
         raise _fail(ValueError(exc.errors()[0]["msg"]), 2) from exc
     except CometaError as exc:
@@ -190,12 +192,7 @@ def show(
             f"{escape(d.source_name)}){' ' + escape(attrs) if attrs else ''}"
         )
         for s in d.sections:
-            pages = (
-                ""
-                if s.page_start is None
-                else f" p.{s.page_start}"
-                + (f"-{s.page_end}" if s.page_end not in (None, s.page_start) else "")
-            )
+            pages = f" {s.ref.pages}" if s.ref.pages else ""
             console.print(
                 f"  {escape(s.section_id)}{pages}  {escape(s.heading)}  [dim]{len(s.body):,} chars[/dim]"
             )
@@ -261,8 +258,11 @@ def search(
         coll = _store(root).get(name)
         encoder = load_encoder(settings.dense)
         reranker = load_reranker(settings.rerank, encoder=encoder)
-        retriever = CollectionRetriever(coll, encoder, reranker, search_settings, progress=not as_json)
-        evidence = asyncio.run(retriever.search(question, top_docs=top_docs))
+        with progress_bar("encoding the chunks", min_total=65) as on_progress:
+            retriever = CollectionRetriever(
+                coll, encoder, reranker, search_settings, on_progress=None if as_json else on_progress
+            )
+            evidence = asyncio.run(retriever.search(question, top_docs=top_docs))
     except CometaError as exc:
         raise _fail(exc) from exc
     except ValueError as exc:

@@ -78,7 +78,7 @@ class Container:
         self.ncbi_limiter: RateLimiter | None = None
         if pipeline is None:
             self.transport = build_eutils_transport(settings)
-            self.store = open_store(settings.eutils.cache_settings())
+            self.store = open_store(settings.eutils.cache)
             self.ncbi_limiter = open_limiter(settings.eutils)
             client = build_eutils_client(
                 settings, self.transport, store=self.store, limiter=self.ncbi_limiter
@@ -100,7 +100,7 @@ class Container:
         self.client = pipeline.client
         self.llm = pipeline.llm
         self.models = pipeline.models
-        self.answerer = answerer or Answerer(self.llm)
+        self.answerer = answerer or Answerer(self.llm, settings.answer)
         self.judge = judge if judge is not None else build_judge(self.llm, self.api)
         self.asker = Asker(pipeline, self.answerer, self.judge, phi=self.phi)
         # The API's per-key rate limit (in memory, or shared through Redis: connects on first use).

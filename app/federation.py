@@ -49,13 +49,18 @@ _NAME = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 
 
 class NodeSettings(BaseModel):
-    name: str = Field(pattern=_NAME)
-    url: str
-    timeout_s: float = Field(default=10.0, gt=0, le=300)  # the whole exchange with this node
-    # Sent as the bearer token only when the caller presented none (a node-level identity): the remote
-    # node then decides on this node's rights, so they should not exceed an anonymous caller's.
-    service_token: SecretStr | None = None
-    api_key: SecretStr | None = None  # that node's X-API-Key, when it requires one
+    name: str = Field(pattern=_NAME, description="How sources name this node (node/collection).")
+    url: str = Field(description="The node's base URL (http:// or https://).")
+    timeout_s: float = Field(default=10.0, gt=0, le=300, description="The whole exchange with this node.")
+    service_token: SecretStr | None = Field(
+        default=None,
+        description="Sent as the bearer token only when the caller presented none (a node-level identity): "
+        "the remote node then decides on this node's rights, so they should not exceed an anonymous "
+        "caller's.",
+    )
+    api_key: SecretStr | None = Field(
+        default=None, description="That node's X-API-Key, when it requires one."
+    )
 
     @field_validator("url")
     @classmethod
@@ -68,10 +73,14 @@ class NodeSettings(BaseModel):
 class FederationSettings(BaseModel):
     """``COMETA_FEDERATION__*``: ``NODES='[{"name": "b", "url": "http://10.0.0.2:8000"}]'``."""
 
-    nodes: list[NodeSettings] = Field(default_factory=list)
-    connect_timeout_s: float = Field(default=2.0, gt=0, le=60)
-    max_response_bytes: int = Field(default=16_000_000, ge=10_000)
-    rrf_k: float = Field(default=60.0, ge=0)
+    nodes: list[NodeSettings] = Field(default_factory=list, description="The other nodes this one may ask.")
+    connect_timeout_s: float = Field(default=2.0, gt=0, le=60, description="To connect to a node.")
+    max_response_bytes: int = Field(
+        default=16_000_000, ge=10_000, description="Larger node responses are refused."
+    )
+    rrf_k: float = Field(
+        default=60.0, ge=0, description="Reciprocal rank fusion constant k of the ranking across sources."
+    )
 
     @field_validator("nodes")
     @classmethod

@@ -13,6 +13,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.access import AccessSettings
+from app.answer import AnswerSettings
 from app.federation import FederationSettings
 from llm import LLMSettings
 from retrieval import AdaptESettings, EutilsSettings, LocalServerSettings
@@ -34,23 +35,52 @@ class Settings(BaseSettings):
         extra="ignore",
     )
 
-    eutils: EutilsSettings = Field(default_factory=EutilsSettings)
-    local_server: LocalServerSettings = Field(default_factory=LocalServerSettings)
-    llm: LLMSettings = Field(default_factory=LLMSettings)
-    adapte: AdaptESettings = Field(default_factory=AdaptESettings)
-    dense: DenseSettings = Field(default_factory=DenseSettings)
-    evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)
-    rerank: RerankSettings = Field(default_factory=RerankSettings)
-    passages: PassageSettings = Field(default_factory=PassageSettings)
-    api: ApiSettings = Field(default_factory=ApiSettings)
-    # Institutional collections, asking across sources, access policies, other nodes (issue 9).
-    collections: CollectionSettings = Field(default_factory=CollectionSettings)
-    sources: SourcesSettings = Field(default_factory=SourcesSettings)
-    access: AccessSettings = Field(default_factory=AccessSettings)
-    federation: FederationSettings = Field(default_factory=FederationSettings)
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
-    # Question text is PHI: logs carry only its hash unless this is switched on explicitly.
-    debug_log_questions: bool = False
+    eutils: EutilsSettings = Field(
+        default_factory=EutilsSettings, description="How E-utilities is reached (COMETA_EUTILS__*)."
+    )
+    local_server: LocalServerSettings = Field(
+        default_factory=LocalServerSettings,
+        description="The NCBI-compatible local E-utilities server (COMETA_LOCAL_SERVER__*).",
+    )
+    llm: LLMSettings = Field(default_factory=LLMSettings, description="The LLM (COMETA_LLM__*).")
+    adapte: AdaptESettings = Field(
+        default_factory=AdaptESettings,
+        description="Adaptive execution of the Boolean ladder (COMETA_ADAPTE__*).",
+    )
+    dense: DenseSettings = Field(
+        default_factory=DenseSettings, description="Dense encoder and vector index (COMETA_DENSE__*)."
+    )
+    evidence: EvidenceSettings = Field(
+        default_factory=EvidenceSettings, description="Fusion and evidence policy (COMETA_EVIDENCE__*)."
+    )
+    rerank: RerankSettings = Field(
+        default_factory=RerankSettings, description="The passage reranker (COMETA_RERANK__*)."
+    )
+    passages: PassageSettings = Field(
+        default_factory=PassageSettings, description="Passage retrieval and its cache (COMETA_PASSAGES__*)."
+    )
+    answer: AnswerSettings = Field(
+        default_factory=AnswerSettings, description="How answers are written (COMETA_ANSWER__*)."
+    )
+    api: ApiSettings = Field(default_factory=ApiSettings, description="The HTTP service (COMETA_API__*).")
+    collections: CollectionSettings = Field(
+        default_factory=CollectionSettings, description="Institutional collections (COMETA_COLLECTIONS__*)."
+    )
+    sources: SourcesSettings = Field(
+        default_factory=SourcesSettings, description="Asking across sources (COMETA_SOURCES__*)."
+    )
+    access: AccessSettings = Field(
+        default_factory=AccessSettings,
+        description="Tokens and collection access policies (COMETA_ACCESS__*).",
+    )
+    federation: FederationSettings = Field(
+        default_factory=FederationSettings, description="Other CoMeta nodes (COMETA_FEDERATION__*)."
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(default="INFO", description="Log level.")
+    debug_log_questions: bool = Field(
+        default=False,
+        description="Question text is PHI: logs carry only its hash unless this is switched on explicitly.",
+    )
 
     def offline(self) -> Settings:
         """The offline default: the bundled corpus served in-process by the local E-utilities server.

@@ -47,13 +47,7 @@ from retrieval.ncbi import EutilsError
 from retrieval.passages import PassageContext
 from retrieval.understand import hash_text, scrub
 
-from ._api_models import (
-    AskRequest,
-    AskResponse,
-    CitationOut,
-    SourceResultOut,
-    SourceStatusOut,
-)
+from ._api_models import AskRequest, AskResponse, CitationOut, SourceResultOut, SourceStatusOut
 from .access import ANONYMOUS, AccessEngine, Subject, TokenVerifier, bearer_token, load_policies
 from .answer import (
     NOT_ADDRESSED,

@@ -19,7 +19,7 @@ from pydantic import SecretStr
 
 from eval.retrieval import load_items
 from retrieval import AdaptE, EutilsSettings, FaultSettings, LocalServerSettings, MeshVocabulary
-from retrieval.eutils import LOCAL_BASE_URL, EutilsClient
+from retrieval.eutils import LOCAL_BASE_URL, CacheSettings, EutilsClient
 from retrieval.ncbi import create_eutils_app, eutils_transport
 from retrieval.understand import QueryUnderstander
 
@@ -43,7 +43,7 @@ async def run(limit: int) -> None:
             settings = EutilsSettings(
                 base_url=LOCAL_BASE_URL,
                 api_key=SecretStr(api_key) if api_key else None,
-                cache_max_entries=0,
+                cache=CacheSettings(max_entries=0),
             )
             async with EutilsClient(settings, transport=eutils_transport(app)) as client:
                 adapte = AdaptE(client, vocabulary=vocabulary, speculative=speculative)

@@ -167,8 +167,8 @@ async def run(args: argparse.Namespace) -> None:
         "COMETA_API__RATE_LIMIT_PER_MINUTE": "0",
         "COMETA_LOG_LEVEL": "WARNING",
         # The flat cache spellings: read by every version of the client settings.
-        "COMETA_EUTILS__CACHE_TTL_S": "3600",
-        "COMETA_EUTILS__CACHE_MAX_ENTRIES": "4096" if args.cache else "0",
+        "COMETA_EUTILS__CACHE__TTL_S": "3600",
+        "COMETA_EUTILS__CACHE__MAX_ENTRIES": "4096" if args.cache else "0",
     }
     print(f"machine: {machine_line()}")
     cache = "on" if args.cache else "off"

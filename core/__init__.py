@@ -1,11 +1,28 @@
 """The leaf package: what every stage shares and nothing else.
 
-The root of the one error tree (:class:`CometaError`) and the protocols the stages type against
-(:class:`Encoder`, :class:`Reranker`, :class:`TokenCounter`). It imports no other CoMeta package; every other
-package may import it.
+The root of the one error tree (:class:`CometaError`), the protocols the stages type against
+(:class:`Encoder`, :class:`Reranker`, :class:`TokenCounter`), the one byte-bounded LRU (:class:`SizedLRU`) and
+the one text normalisation (:func:`words`, :data:`STOPWORDS`, :func:`light_stem`).
+It imports no other CoMeta package; every other package may import it.
 """
 
+from ._cache import SizedLRU
 from ._errors import CometaError
-from ._protocols import Encoder, FloatArray, Reranker, RerankerKind, TokenCounter
+from ._protocols import Encoder, FloatArray, OnProgress, Reranker, RerankerKind, TokenCounter
+from ._text import STOPWORDS, content_words, fold_accents, light_stem, words
 
-__all__ = ["CometaError", "Encoder", "FloatArray", "Reranker", "RerankerKind", "TokenCounter"]
+__all__ = [
+    "STOPWORDS",
+    "CometaError",
+    "Encoder",
+    "FloatArray",
+    "OnProgress",
+    "Reranker",
+    "RerankerKind",
+    "SizedLRU",
+    "TokenCounter",
+    "content_words",
+    "fold_accents",
+    "light_stem",
+    "words",
+]

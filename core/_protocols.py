@@ -6,16 +6,20 @@ importing one another; the implementations live in ``retrieval.embed`` and ``seg
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Encoder", "FloatArray", "Reranker", "RerankerKind", "TokenCounter"]
+__all__ = ["Encoder", "FloatArray", "OnProgress", "Reranker", "RerankerKind", "TokenCounter"]
 
 
 FloatArray = npt.NDArray[np.float32]
+
+# How long-running library work reports progress: ``(done, total)`` after each step, ``total`` 0 when unknown.
+# Library code never draws; the CLI turns these calls into a bar.
+OnProgress = Callable[[int, int], None]
 
 
 @runtime_checkable
@@ -40,7 +44,7 @@ class Encoder(Protocol):
     def encode_queries(self, texts: Sequence[str], batch_size: int = 32) -> FloatArray: ...
 
     def encode_documents(
-        self, docs: Sequence[tuple[str, str]], batch_size: int = 32, progress: bool = False
+        self, docs: Sequence[tuple[str, str]], batch_size: int = 32, on_progress: OnProgress | None = None
     ) -> FloatArray: ...
 
 

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from app import progress_bar
 from core import CometaError
 from llm import LLMSettings
 
@@ -382,22 +383,16 @@ def run_metadata(suite: str, opts: RunOptions) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def progress(total: int, description: str) -> Iterator[Callable[[int], None]]:
-    """A rich progress bar on stderr; yields ``advance(n)``. Silent when stderr is not a terminal."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    console = Console(stderr=True)
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, console=console, disable=not console.is_terminal) as bar:
-        task = bar.add_task(description, total=total)
+    """The CLI's bar (:func:`app.progress_bar`) over ``total`` items; yields ``advance(n)``, which counts the
+    items done and reports ``(done, total)`` to it. Silent when stderr is not a terminal."""
+    with progress_bar(description) as on_progress:
+        done = 0
+        on_progress(done, total)
 
         def advance(n: int = 1) -> None:
-            bar.advance(task, n)
+            nonlocal done
+            done += n
+            on_progress(done, total)
 
         yield advance
 
@@ -642,7 +637,7 @@ class AskRunner:
         elif self.answerer is None:
             from app.answer import Answerer
 
-            self.answerer = Answerer(self.pipeline.llm)
+            self.answerer = Answerer(self.pipeline.llm, self.pipeline.settings.answer)
         if self.pipeline is not None and self.answerer is not None:
             from app.asker import Asker
             from app.privacy import PhiPolicy

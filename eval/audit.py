@@ -411,7 +411,7 @@ async def _in_process(
         judge = CrossSourceJudge(
             judge_llm, max_sources=max(2, min(8, len(sources))), concurrency=settings.api.judge_concurrency
         )
-        answerer = Answerer(judge_llm)
+        answerer = Answerer(judge_llm, settings.answer)
         # The auditor's JWT, if any: this node's policies decide what it may read, as for /ask.
         bearer = os.environ.get("COMETA_EVAL_BEARER")
         try:

@@ -35,6 +35,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
+from core import words
 from eval.mirage import DATASETS, MCQItem, find_benchmark, load_mirage, sha256_file, write_repo_copy
 from llm import LLMClient, LLMError, LLMSettings, build_llm
 from prompts import load_prompt
@@ -96,13 +97,13 @@ COMMON_TERMS: tuple[str, ...] = (
 # is dropped, whatever its other tree numbers.
 EXCLUDED_BRANCHES: tuple[str, ...] = ("Cysts", "Paraneoplastic Syndromes")
 _ACRONYM = re.compile(r"[A-Z]{2,}")
-_TOKEN = re.compile(r"\w+")
 
 
 def _tokens(text: str) -> tuple[str, ...]:
-    # Any non-word character separates words, so "non-small-cell" == "non small cell" and a term can
-    # only match whole words: the word-boundary rule falls out of the tokenisation.
-    return tuple(_TOKEN.findall(text))
+    # Any character but a letter or digit separates words, so "non-small-cell" == "non small cell" and a
+    # term can only match whole words: the word-boundary rule falls out of the tokenisation. Case is kept
+    # for the acronym rule (accents are not: "Dubé" == "Dube").
+    return tuple(words(text, lower=False))
 
 
 def _mixed(toks: tuple[str, ...]) -> tuple[str, ...]:

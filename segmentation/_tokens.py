@@ -39,7 +39,8 @@ class OffsetTokenCounter(TokenCounter, Protocol):
 
 
 class WhitespaceTokenCounter:
-    """One token per whitespace-separated word: deterministic and dependency-free, for tests."""
+    """One token per whitespace-separated word: deterministic and dependency-free, for tests and wherever no
+    encoder tokenizer is given."""
 
     def __init__(self, max_length: int = 512) -> None:
         if max_length < 1:

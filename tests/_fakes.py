@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ValidationError
 
+from core import OnProgress
 from llm import LLMOutputInvalid, LLMResult, Message, TextStream
 
 __all__ = ["BrokenStream", "Reply", "ScriptedLLM", "VectorEncoder", "pieces", "sequenced"]
@@ -169,7 +170,7 @@ class VectorEncoder:
         return np.stack([self._vec(t) for t in texts]).astype(np.float32)
 
     def encode_documents(
-        self, docs: Sequence[tuple[str, str]], batch_size: int = 32, progress: bool = False
+        self, docs: Sequence[tuple[str, str]], batch_size: int = 32, on_progress: OnProgress | None = None
     ) -> npt.NDArray[np.float32]:
         self.doc_calls += 1
         self.doc_texts += len(docs)

@@ -20,7 +20,7 @@ from retrieval import (
     ServerError,
     TransportError,
 )
-from retrieval.eutils import EutilsClient, MemoryStore, track_degradation
+from retrieval.eutils import CacheSettings, EutilsClient, MemoryStore, track_degradation
 
 from .conftest import BIOPYTHON_SAMPLES, KLORTHO_SAMPLES
 
@@ -356,7 +356,7 @@ async def test_negative_elink_answers_are_served_stale_too() -> None:
 
 
 async def test_failures_are_recorded_for_the_pipeline_even_without_a_cache() -> None:
-    client = make_client(Recorder([httpx.Response(502)]), max_attempts=2, cache_max_entries=0)
+    client = make_client(Recorder([httpx.Response(502)]), max_attempts=2, cache=CacheSettings(max_entries=0))
     assert client.store is None
     with track_degradation() as record, pytest.raises(ServerError):
         await client.esearch("x")

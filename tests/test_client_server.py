@@ -8,7 +8,7 @@ import pytest
 from pydantic import SecretStr
 
 from retrieval import BadRequest, EutilsSettings, FaultSettings, LocalServerSettings, MalformedResponse
-from retrieval.eutils import LOCAL_BASE_URL, EutilsClient
+from retrieval.eutils import LOCAL_BASE_URL, CacheSettings, EutilsClient
 from retrieval.ncbi import create_eutils_app, eutils_transport, load_corpus
 
 
@@ -35,7 +35,9 @@ def max_in_window(times: list[float], window: float = 1.0) -> int:
 async def test_twenty_concurrent_callers_never_exceed_the_rate(api_key: str | None, rate: int) -> None:
     server = LocalServerSettings(rate_limit=True)
     key = SecretStr(api_key) if api_key else None
-    client, app = client_for(server, api_key=key, cache_max_entries=0, requests_per_second=None)
+    client, app = client_for(
+        server, api_key=key, cache=CacheSettings(max_entries=0), requests_per_second=None
+    )
     terms = [f"neoplasms[mh] AND {1990 + i}[dp]" for i in range(20)]
     results = await asyncio.gather(*(client.esearch(t) for t in terms))
     assert len(results) == 20
@@ -53,7 +55,7 @@ async def test_client_recovers_when_server_answers_429() -> None:
     client, _ = client_for(
         server,
         requests_per_second=50,
-        cache_max_entries=0,
+        cache=CacheSettings(max_entries=0),
         backoff_base_s=0.3,
         max_attempts=10,
         retry_budget_s=30.0,
@@ -120,7 +122,10 @@ async def test_invalid_db_and_bad_query_are_bad_requests() -> None:
 )
 async def test_faults_are_retried_to_success(faults: FaultSettings) -> None:
     client, _ = client_for(
-        LocalServerSettings(faults=faults), backoff_base_s=0.01, max_attempts=8, cache_max_entries=0
+        LocalServerSettings(faults=faults),
+        backoff_base_s=0.01,
+        max_attempts=8,
+        cache=CacheSettings(max_entries=0),
     )
     for year in range(2005, 2013):
         result = await client.esearch(f"cancer AND {year}[dp]")

@@ -19,7 +19,7 @@ import pytest
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from core import Encoder, FloatArray
+from core import Encoder, FloatArray, OnProgress, light_stem
 from retrieval import CometaError
 from retrieval.collections import (
     Collection,
@@ -32,7 +32,6 @@ from retrieval.collections import (
     InstDocument,
     InstEvidence,
     InvalidCollectionName,
-    light_stem,
     parse_document,
     parse_html,
     parse_markdown,
@@ -273,8 +272,10 @@ def test_reingest_is_idempotent_and_detects_updates(handbooks: dict[str, Path], 
     (src / "notes.txt").write_text("not a handbook")  # unsupported: skipped in a directory walk
     store = CollectionStore(tmp_path / "store")
 
-    first = store.add("northbridge", [src])
+    calls: list[tuple[int, int]] = []
+    first = store.add("northbridge", [src], on_progress=lambda done, total: calls.append((done, total)))
     assert (first.added, first.unchanged, first.updated, first.failed) == (["northbridge-kidney"], [], [], {})
+    assert calls == [(1, 1)]  # one supported file in the walk
     again = store.add("northbridge", [src])
     assert (again.added, again.unchanged, again.updated) == ([], ["northbridge-kidney"], [])
 
@@ -475,10 +476,10 @@ class _Counting:
         return self.inner.encode_queries(texts, batch_size)
 
     def encode_documents(
-        self, docs: Sequence[tuple[str, str]], batch_size: int = 32, progress: bool = False
+        self, docs: Sequence[tuple[str, str]], batch_size: int = 32, on_progress: OnProgress | None = None
     ) -> FloatArray:
         self.documents += len(docs)
-        return self.inner.encode_documents(docs, batch_size, progress)
+        return self.inner.encode_documents(docs, batch_size, on_progress)
 
 
 def test_chunk_vectors_cached_and_rebuilt_when_documents_change(

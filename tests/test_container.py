@@ -59,3 +59,10 @@ async def test_the_sources_service_gets_its_models_injected() -> None:
     async with Pipeline(settings, use_llm=False, use_dense=False, use_passages=False) as pipeline:
         with pytest.raises(ValueError, match="needs an encoder, or the models"):
             SourcesService(settings, pipeline)
+
+
+async def test_answer_settings_reach_the_answerer() -> None:
+    settings = offline(enabled=False)
+    settings = settings.model_copy(update={"answer": settings.answer.model_copy(update={"max_tokens": 321})})
+    async with Container(settings, use_llm=False) as c:
+        assert c.answerer.settings.max_tokens == 321

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
-from rich.console import Console
 
+from core import OnProgress
 from retrieval.embed import (
     BuildProgress,
     DenseHit,
@@ -59,7 +59,7 @@ class HashEncoder:
         return np.stack([self._vec(t) for t in texts]) if texts else np.zeros((0, self._dim), np.float32)
 
     def encode_documents(
-        self, docs: Sequence[tuple[str, str]], batch_size: int = 32, progress: bool = False
+        self, docs: Sequence[tuple[str, str]], batch_size: int = 32, on_progress: OnProgress | None = None
     ) -> npt.NDArray[np.float32]:
         self.encoded += len(docs)
         return self.encode_queries([t for t, _ in docs])  # query == title finds the document
@@ -70,13 +70,10 @@ def record(pmid: int, title: str | None = None, abstract: str = "some abstract")
     return PubmedRecord(pmid=str(pmid), title=f"title {pmid}" if title is None else title, abstract=sections)
 
 
-QUIET = Console(quiet=True)
-
-
 def test_retriever_hits_and_async() -> None:
     enc = HashEncoder()
     index = FaissIndex(enc.name, enc.dim, kind="flat")
-    build_from_records([record(i) for i in range(1, 21)], enc, index, progress=False, checkpoint_every=10**9)
+    build_from_records([record(i) for i in range(1, 21)], enc, index, checkpoint_every=10**9)
     retriever = DenseRetriever(enc, index)
     hits = retriever.search("title 7", 5)
     assert hits[0] == DenseHit(pmid="7", score=pytest.approx(1.0, abs=1e-5), rank=1)
@@ -99,8 +96,17 @@ def test_build_skips_empty_and_repeated_records() -> None:
     enc = HashEncoder()
     index = FaissIndex(enc.name, enc.dim, kind="flat")
     records = [record(1), record(2, title="", abstract=""), record(3, title=""), record(1), record(4)]
-    stats = build_from_records(records, enc, index, progress=True, console=QUIET, checkpoint_every=10**9)
+    calls: list[tuple[int, int]] = []
+    stats = build_from_records(
+        records,
+        enc,
+        index,
+        block_size=2,
+        checkpoint_every=10**9,
+        on_progress=lambda d, t: calls.append((d, t)),
+    )
     assert (stats.added, stats.skipped, stats.total, len(index)) == (3, 2, 3, 3)
+    assert calls == [(2, 5), (4, 5), (5, 5)]  # records seen, after every block
     assert stats.seconds > 0 and stats.docs_per_s > 0
 
 
@@ -128,7 +134,7 @@ def test_build_is_resumable_after_interrupt(tmp_path: Path) -> None:
     encoded_before = enc.encoded
 
     resumed = FaissIndex.load(tmp_path, writable=True)
-    stats = build_from_records(records, enc, resumed, batch_size=4, progress=False, checkpoint_every=64)
+    stats = build_from_records(records, enc, resumed, batch_size=4, checkpoint_every=64)
     assert (stats.added, stats.skipped, stats.total) == (300 - on_disk, on_disk, 300)
     assert enc.encoded - encoded_before == 300 - on_disk  # checkpointed documents are not re-encoded
     final = FaissIndex.load(tmp_path)
@@ -140,7 +146,7 @@ def test_build_from_baseline_files(tmp_path: Path) -> None:
     (tmp_path / "b.xml").write_text(xml)
     enc = HashEncoder()
     index = FaissIndex(enc.name, enc.dim, kind="flat", directory=tmp_path / "idx")
-    stats = build_from_baseline([tmp_path], enc, index, progress=False)
+    stats = build_from_baseline([tmp_path], enc, index)
     assert (stats.added, stats.skipped) == (2, 1)
     assert FaissIndex.read_meta(tmp_path / "idx").build["source"] == "pubmed-baseline"
     assert DenseRetriever(enc, index).search("Beta", 1)[0].pmid == "12"
@@ -165,12 +171,10 @@ def _write_chunks(directory: Path, sizes: list[int], dim: int = 768) -> tuple[li
 def test_import_medcpt_embeddings(tmp_path: Path) -> None:
     ids, vecs = _write_chunks(tmp_path, [50, 30])
     index = FaissIndex(MEDCPT, 768, kind="flat", directory=tmp_path / "idx")
-    stats = import_medcpt_embeddings(tmp_path, index, block_size=16, progress=False)
+    stats = import_medcpt_embeddings(tmp_path, index, block_size=16)
     assert (stats.added, stats.skipped, len(index)) == (80, 0, 80)
     assert index.search(vecs[57:58], 1)[0][0][0] == ids[57]
-    again = import_medcpt_embeddings(
-        tmp_path, FaissIndex.load(tmp_path / "idx", writable=True), progress=False
-    )
+    again = import_medcpt_embeddings(tmp_path, FaissIndex.load(tmp_path / "idx", writable=True))
     assert (again.added, again.skipped, again.total) == (0, 80, 80)
     assert FaissIndex.read_meta(tmp_path / "idx").build["source"] == "ncbi-medcpt-embeddings"
 
@@ -183,10 +187,10 @@ def test_import_medcpt_refuses_other_spaces_and_bad_files(tmp_path: Path) -> Non
         import_medcpt_embeddings(tmp_path, FaissIndex("st:some-768-model", 768))
     (tmp_path / "pmids_chunk_0.json").write_text(json.dumps([1, 2]))
     with pytest.raises(ValueError, match="lists 2 PMIDs"):
-        import_medcpt_embeddings(tmp_path, FaissIndex(MEDCPT, 768), progress=False)
+        import_medcpt_embeddings(tmp_path, FaissIndex(MEDCPT, 768))
     (tmp_path / "pmids_chunk_0.json").unlink()
     with pytest.raises(FileNotFoundError):
-        import_medcpt_embeddings(tmp_path, FaissIndex(MEDCPT, 768), progress=False)
+        import_medcpt_embeddings(tmp_path, FaissIndex(MEDCPT, 768))
 
 
 def _pubmed_xml(rows: list[tuple[int, str, str]]) -> str:

@@ -109,6 +109,16 @@ def test_medcpt_deterministic_and_batch_invariant(tiny: MedCPTEncoder) -> None:
     np.testing.assert_allclose(a, c, atol=1e-5)  # length-sorted, padded batches change nothing
 
 
+def test_medcpt_reports_progress_per_batch_without_changing_vectors(tiny: MedCPTEncoder) -> None:
+    docs = [(words(i % 7 + 1, i), words(3 * i + 1, 2 * i)) for i in range(9)]
+    calls: list[tuple[int, int]] = []
+    got = tiny.encode_documents(
+        docs, batch_size=4, on_progress=lambda done, total: calls.append((done, total))
+    )
+    assert calls == [(4, 9), (8, 9), (9, 9)]
+    np.testing.assert_array_equal(got, tiny.encode_documents(docs, batch_size=4))
+
+
 def test_load_encoder_medcpt_from_local_dirs(tiny_dirs: tuple[Path, Path]) -> None:
     q, a = tiny_dirs
     settings = DenseSettings(encoder="medcpt", query_model=str(q), article_model=str(a), device="cpu")
@@ -150,6 +160,20 @@ def test_minilm_offline_default(minilm: SentenceTransformerEncoder) -> None:
     np.testing.assert_allclose(np.linalg.norm(docs, axis=1), 1.0, atol=1e-5)
     scores = docs @ q[0]
     assert scores[0] > scores[1] + 0.2
+
+
+def test_minilm_reports_progress_per_batch_without_changing_vectors(
+    minilm: SentenceTransformerEncoder,
+) -> None:
+    docs = [("", words(i % 7 + 1, i)) for i in range(9)]
+    calls: list[tuple[int, int]] = []
+    got = minilm.encode_documents(
+        docs, batch_size=4, on_progress=lambda done, total: calls.append((done, total))
+    )
+    assert calls == [(4, 9), (8, 9), (9, 9)]
+    np.testing.assert_array_equal(got, minilm.encode_documents(docs, batch_size=4))
+    minilm.encode_queries(["no progress for queries"])
+    assert len(calls) == 3  # the hook went away with the call
 
 
 def test_minilm_rejects_max_length_beyond_positions() -> None:

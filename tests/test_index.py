@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core import words
 from retrieval.ncbi import (
     AbstractSection,
     LiteratureIndex,
@@ -20,7 +21,6 @@ from retrieval.ncbi import (
     PublicationType,
     PubmedRecord,
     SearchHits,
-    tokenize,
 )
 from retrieval.query import QuerySyntaxError
 from retrieval.vocab import MESH_DIR, MeshVocabulary
@@ -114,7 +114,7 @@ def test_container_api(index: LiteratureIndex) -> None:
 
 
 def test_tokenize() -> None:
-    assert tokenize("Sjögren's COVID-19 α_beta") == ["sjogren", "s", "covid", "19", "α", "beta"]
+    assert words("Sjögren's COVID-19 α_beta") == ["sjogren", "s", "covid", "19", "α", "beta"]
 
 
 def test_default_order_is_descending_pmid(index: LiteratureIndex) -> None:

@@ -261,6 +261,23 @@ async def test_cache_evicts_the_least_recently_used_document() -> None:
     assert seg.calls == 4 and enc.doc_calls == 3 and r.cache.stats.evictions == 2
 
 
+async def test_cache_is_bounded_by_bytes_as_well_as_documents() -> None:
+    enc, seg = FakeEncoder(), CountingSegmenter()
+    docs = [doc(str(n), [("section", "Body", f"Tumor pain {n}. Scan diet {n}")]) for n in range(3)]
+    one = PassageRetriever(seg, enc, None)
+    await one.retrieve("pain", docs[:1])
+    weight = one.cache.stats.nbytes  # one document: two passage texts and two 8-dimension vectors
+    assert weight > 2 * len(VOCAB) * 4
+    r = PassageRetriever(seg, enc, None, PassageSettings(cache_max_bytes=2 * weight))
+    ref = summary(await PassageRetriever(seg, enc, None).retrieve("pain", docs))
+    assert summary(await r.retrieve("pain", docs)) == ref
+    st = r.cache.stats
+    assert st.size < 3 and st.evictions > 0 and st.nbytes <= st.max_bytes == 2 * weight
+    tiny = PassageRetriever(seg, enc, None, PassageSettings(cache_max_bytes=weight - 1))
+    assert summary(await tiny.retrieve("pain", docs)) == ref  # a document with its vectors never fits
+    assert 0 < tiny.cache.stats.nbytes < weight  # (its passages alone do)
+
+
 async def test_cache_key_covers_text_document_id_and_segmenter_settings() -> None:
     enc = FakeEncoder()
     r = PassageRetriever(CountingSegmenter("a"), enc, None)

@@ -130,6 +130,18 @@ def test_bi_encoder_reranker_scores_by_inner_product() -> None:
     assert rr.rerank("aaa", []) == []
 
 
+def test_bi_encoder_cache_is_bounded_by_bytes_without_changing_scores() -> None:
+    texts = ["aaa", "bbb", "ab", "abc"]
+    ref = BiEncoderReranker(FakeEncoder()).rerank("aab", texts)
+    enc = FakeEncoder()
+    small = BiEncoderReranker(enc, cache_max_bytes=2 * 26 * 4)  # room for two 26-dimension float32 vectors
+    assert small.rerank("aab", texts) == ref == small.rerank("aab", texts)
+    assert enc.doc_calls == 2  # each call encodes what is not cached in one batch: all, then the two evicted
+    settings = RerankSettings.offline().model_copy(update={"cache_max_bytes": 0})
+    uncached = load_reranker(settings, encoder=enc)
+    assert uncached.rerank("aab", texts) == ref
+
+
 def test_load_reranker_choices_and_offline_fallback(tiny_ce: Path) -> None:
     enc = FakeEncoder()
     offline = load_reranker(RerankSettings.offline(), encoder=enc)

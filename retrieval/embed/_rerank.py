@@ -19,7 +19,6 @@ from __future__ import annotations
 import importlib
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -27,7 +26,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from core import CometaError, Encoder, FloatArray, Reranker, RerankerKind
+from core import CometaError, Encoder, FloatArray, Reranker, RerankerKind, SizedLRU
 
 from ._encoders import EncoderUnavailable, _hub_offline, _load_pretrained, _model_label, resolve_device
 
@@ -63,12 +62,28 @@ class RerankSettings(BaseModel):
     dense encoder itself (the offline default: ``RerankSettings.offline()``).
     """
 
-    model: str = MEDCPT_CROSS_ENCODER
-    max_length: int = Field(default=512, ge=8, le=8192)  # query + passage tokens, pair truncated beyond
-    device: Literal["auto", "cpu", "cuda"] = "auto"
-    batch_size: int = Field(default=16, ge=1, le=1024)
-    # When the cross-encoder cannot load, rerank with the bi-encoder (and say so) instead of failing.
-    fallback_to_bi_encoder: bool = True
+    model: str = Field(
+        default=MEDCPT_CROSS_ENCODER,
+        description='A cross-encoder hub id or local folder, or "bi-encoder" to rerank with the dense '
+        "encoder.",
+    )
+    max_length: int = Field(
+        default=512, ge=8, le=8192, description="Query + passage tokens; the pair is truncated beyond."
+    )
+    device: Literal["auto", "cpu", "cuda"] = Field(default="auto", description="auto: cuda when available.")
+    batch_size: int = Field(default=16, ge=1, le=1024, description="Pairs per cross-encoder batch.")
+    fallback_to_bi_encoder: bool = Field(
+        default=True,
+        description="When the cross-encoder cannot load, rerank with the bi-encoder (and say so) instead of "
+        "failing.",
+    )
+    cache_max_bytes: int = Field(
+        default=64 * 2**20,
+        ge=0,
+        le=2**40,
+        description="The bi-encoder's passage-vector cache, bounded by bytes of vectors as well as by its "
+        "4096 entries; 0 = off.",
+    )
 
     @classmethod
     def offline(cls) -> RerankSettings:
@@ -167,15 +182,22 @@ class BiEncoderReranker:
     """
 
     def __init__(
-        self, encoder: Encoder, *, note: str | None = None, batch_size: int = 32, cache_size: int = 4096
+        self,
+        encoder: Encoder,
+        *,
+        note: str | None = None,
+        batch_size: int = 32,
+        cache_size: int = 4096,
+        cache_max_bytes: int = 64 * 2**20,
     ) -> None:
         self._encoder = encoder
         self._batch_size = batch_size
         self._note = note or "bi-encoder rerank (no cross-encoder configured)"
         # Passage vectors by text: the same candidates recur across questions (and across an evaluation's
         # queries), and re-encoding them is the whole cost of this reranker.
-        self._cache: OrderedDict[str, FloatArray] = OrderedDict()
-        self._cache_size = cache_size
+        self._cache: SizedLRU[str, FloatArray] = SizedLRU(
+            cache_size, cache_max_bytes, lambda v: int(v.nbytes)
+        )
         self._lock = threading.Lock()
 
     @property
@@ -206,24 +228,15 @@ class BiEncoderReranker:
             return []
         q = self._encoder.encode_queries([query], batch_size=1)[0]
         with self._lock:
-            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+            found = {t: v for t in dict.fromkeys(texts) if (v := self._cache.get(t)) is not None}
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
         if missing:
             vecs = self._encoder.encode_documents([("", t) for t in missing], batch_size=self._batch_size)
             with self._lock:
                 for t, v in zip(missing, vecs, strict=True):
-                    self._cache[t] = v
-                    self._cache.move_to_end(t)
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
-        with self._lock:
-            found = {t: self._cache.get(t) for t in texts}
-        vectors = []
-        for t in texts:
-            v = found[t]
-            if v is None:  # evicted by a concurrent call between the two steps: encode it alone
-                v = self._encoder.encode_documents([("", t)], batch_size=1)[0]
-            vectors.append(v)
-        return self.score(q, vectors)
+                    found[t] = v
+                    self._cache.put(t, v)  # may not keep it (bounds): this call scores with it anyway
+        return self.score(q, [found[t] for t in texts])
 
 
 def load_reranker(settings: RerankSettings, *, encoder: Encoder | None = None) -> Reranker:
@@ -234,7 +247,11 @@ def load_reranker(settings: RerankSettings, *, encoder: Encoder | None = None) -
     if settings.model == BI_ENCODER:
         if encoder is None:
             raise RerankerUnavailable("the bi-encoder reranker needs the dense encoder", model=BI_ENCODER)
-        return BiEncoderReranker(encoder, note="bi-encoder rerank: configured (offline default)")
+        return BiEncoderReranker(
+            encoder,
+            note="bi-encoder rerank: configured (offline default)",
+            cache_max_bytes=settings.cache_max_bytes,
+        )
     try:
         return CrossEncoderReranker(
             settings.model,
@@ -249,4 +266,5 @@ def load_reranker(settings: RerankSettings, *, encoder: Encoder | None = None) -
         return BiEncoderReranker(
             encoder,
             note=f"{where}bi-encoder rerank, cross-encoder {settings.model!r} unavailable ({exc})",
+            cache_max_bytes=settings.cache_max_bytes,
         )

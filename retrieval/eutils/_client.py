@@ -219,7 +219,7 @@ class EutilsClient:
         self._rng = rng or random.Random()
         self._sleep = sleep
         self._clock = clock  # injectable with ``sleep`` so retry-budget tests need not wait
-        cache = self.settings.cache_settings()
+        cache = self.settings.cache
         # A store passed in is shared (tests, several clients of one process) and stays open on aclose.
         self._owns_store = store is None
         self.store = store if store is not None else open_store(cache)

@@ -24,16 +24,34 @@ class CacheSettings(BaseModel):
     longer, to be served only when E-utilities fails (stale-if-error, marked in the answer's warnings).
     """
 
-    backend: Literal["memory", "sqlite", "redis"] = "memory"
-    # sqlite: a file path (None = ~/.cache/cometa/eutils-cache.sqlite3); redis: redis://host:port/db.
-    url: str | None = None
-    ttl_s: float = Field(default=3600.0, ge=0)
-    max_stale_s: float = Field(default=86_400.0, ge=0)
-    max_entries: int = Field(default=4096, ge=0)  # memory: LRU size; sqlite: rows kept; 0 disables the cache
-    # Key prefix in shared stores; the E-utilities base URL is hashed into every key as well, so a
-    # corpus-backed deployment and a live-NCBI one can share a Redis without mixing answers.
-    namespace: str = Field(default="cometa", pattern=r"^[A-Za-z0-9_.-]+$")
-    timeout_s: float = Field(default=1.0, gt=0)  # per Redis/SQLite operation; a slow cache is a miss
+    backend: Literal["memory", "sqlite", "redis"] = Field(
+        default="memory", description="Where cached responses live: this process, a SQLite file, or Redis."
+    )
+    url: str | None = Field(
+        default=None,
+        description="sqlite: a file path (None = ~/.cache/cometa/eutils-cache.sqlite3); redis: redis://host:port/db.",
+    )
+    ttl_s: float = Field(default=3600.0, ge=0, description="Seconds an entry is fresh.")
+    max_stale_s: float = Field(
+        default=86_400.0,
+        ge=0,
+        description="Seconds an expired entry is kept longer, served only when E-utilities fails "
+        "(stale-if-error).",
+    )
+    max_entries: int = Field(
+        default=4096, ge=0, description="memory: LRU size; sqlite: rows kept; 0 disables the cache."
+    )
+    namespace: str = Field(
+        default="cometa",
+        pattern=r"^[A-Za-z0-9_.-]+$",
+        description=(
+            "Key prefix in shared stores; the E-utilities base URL is hashed into every key as well, so a "
+            "corpus-backed deployment and a live-NCBI one can share a Redis without mixing answers."
+        ),
+    )
+    timeout_s: float = Field(
+        default=1.0, gt=0, description="Per Redis/SQLite operation; a slow cache is a miss."
+    )
 
 
 class EutilsSettings(BaseModel):
@@ -44,46 +62,71 @@ class EutilsSettings(BaseModel):
     client code path is identical either way.
     """
 
-    backend: Literal["http", "local"] = "http"
-    base_url: str = NCBI_EUTILS_URL
-    tool: str = Field(default="cometa", pattern=r"^\S+$")
-    email: str | None = None
-    api_key: SecretStr | None = None
-    # None = NCBI's published limits: 3 req/s without a key, 10 with one.
-    requests_per_second: float | None = Field(default=None, gt=0)
-    # Spacing margin: network jitter can bunch requests that left evenly spaced, and NCBI counts per second.
-    rate_safety: float = Field(default=0.95, gt=0, le=1)
-    timeout_s: float = Field(default=10.0, gt=0)
-    connect_timeout_s: float = Field(default=5.0, gt=0)
-    max_attempts: int = Field(default=5, ge=1, le=20)
-    retry_budget_s: float = Field(default=15.0, gt=0)
-    backoff_base_s: float = Field(default=0.5, ge=0)
-    backoff_max_s: float = Field(default=8.0, ge=0)
-    cache: CacheSettings = Field(default_factory=CacheSettings)
-    # Deprecated flat spellings of ``cache.ttl_s`` / ``cache.max_entries``; they win when set.
-    cache_ttl_s: float | None = Field(default=None, ge=0)
-    cache_max_entries: int | None = Field(default=None, ge=0)
-    # ``local``: one strict-spacing limiter per process and key; ``redis``: one per key across all replicas
-    # (an atomic slot reservation in Redis), so N replicas together stay under NCBI's 3 or 10 req/s.
-    limiter: Literal["local", "redis"] = "local"
-    limiter_url: str | None = None  # None = cache.url when the cache is Redis, else redis://localhost:6379/0
-    # Redis unreachable: ``local`` falls back to a per-process limiter at rate / limiter_fallback_replicas
-    # (logged, counted); ``error`` raises LimiterUnavailable (an EutilsError: 503 or stale-if-error).
-    limiter_on_error: Literal["local", "error"] = "local"
-    limiter_fallback_replicas: int = Field(default=1, ge=1)
-    limiter_timeout_s: float = Field(default=1.0, gt=0)
-    efetch_batch_size: int = Field(default=200, ge=1, le=10_000)
-    post_min_ids: int = Field(default=200, ge=1)
-    post_min_term_chars: int = Field(default=1000, ge=1)
-
-    def cache_settings(self) -> CacheSettings:
-        """``cache`` with the deprecated flat fields applied."""
-        update: dict[str, float | int] = {}
-        if self.cache_ttl_s is not None:
-            update["ttl_s"] = self.cache_ttl_s
-        if self.cache_max_entries is not None:
-            update["max_entries"] = self.cache_max_entries
-        return self.cache.model_copy(update=update) if update else self.cache
+    backend: Literal["http", "local"] = Field(
+        default="http", description="http: talk HTTP to base_url; local: serve the bundled corpus in-process."
+    )
+    base_url: str = Field(default=NCBI_EUTILS_URL, description="E-utilities base URL (backend http).")
+    tool: str = Field(
+        default="cometa", pattern=r"^\S+$", description="The tool name NCBI asks every client to send."
+    )
+    email: str | None = Field(default=None, description="A contact address NCBI asks every client to send.")
+    api_key: SecretStr | None = Field(default=None, description="NCBI API key: 10 requests/s instead of 3.")
+    requests_per_second: float | None = Field(
+        default=None, gt=0, description="None = NCBI's published limits: 3 req/s without a key, 10 with one."
+    )
+    rate_safety: float = Field(
+        default=0.95,
+        gt=0,
+        le=1,
+        description=(
+            "Spacing margin: network jitter can bunch requests that left evenly spaced, and NCBI counts per "
+            "second."
+        ),
+    )
+    timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="Seconds one request may take, whole exchange (within the retry budget).",
+    )
+    connect_timeout_s: float = Field(default=5.0, gt=0, description="To establish a connection.")
+    max_attempts: int = Field(default=5, ge=1, le=20, description="Tries per call, the first one included.")
+    retry_budget_s: float = Field(
+        default=15.0, gt=0, description="Seconds all attempts of one call may take together."
+    )
+    backoff_base_s: float = Field(
+        default=0.5,
+        ge=0,
+        description="Retry delay cap after the first failure; it doubles per attempt (jittered).",
+    )
+    backoff_max_s: float = Field(default=8.0, ge=0, description="Largest retry delay cap.")
+    cache: CacheSettings = Field(default_factory=CacheSettings, description="The response cache.")
+    limiter: Literal["local", "redis"] = Field(
+        default="local",
+        description=(
+            "local: one strict-spacing limiter per process and key; redis: one per key across all replicas "
+            "(an atomic slot reservation in Redis), so N replicas together stay under NCBI's 3 or 10 req/s."
+        ),
+    )
+    limiter_url: str | None = Field(
+        default=None, description="None = cache.url when the cache is Redis, else redis://localhost:6379/0."
+    )
+    limiter_on_error: Literal["local", "error"] = Field(
+        default="local",
+        description=(
+            "Redis unreachable: local falls back to a per-process limiter at rate / "
+            "limiter_fallback_replicas (logged, counted); error raises LimiterUnavailable (an EutilsError: "
+            "503 or stale-if-error)."
+        ),
+    )
+    limiter_fallback_replicas: int = Field(
+        default=1, ge=1, description="Replicas sharing the rate when the Redis limiter falls back to local."
+    )
+    limiter_timeout_s: float = Field(default=1.0, gt=0, description="Per Redis limiter call.")
+    efetch_batch_size: int = Field(default=200, ge=1, le=10_000, description="PMIDs per EFetch request.")
+    post_min_ids: int = Field(default=200, ge=1, description="Id lists longer than this are sent by POST.")
+    post_min_term_chars: int = Field(
+        default=1000, ge=1, description="Search terms at least this long are sent by POST."
+    )
 
     def redis_limiter_url(self) -> str:
         if self.limiter_url:

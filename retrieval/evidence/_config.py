@@ -14,14 +14,23 @@ __all__ = [
 class EvidenceSettings(BaseModel):
     """Fusion and metadata policy (CHSDR stage 4): RRF, filters and retrieval depth per document class."""
 
-    rrf_k: int = Field(default=60, ge=1)
-    boolean_weight: float = Field(default=1.0, ge=0)
-    dense_weight: float = Field(default=1.0, ge=0)
-    max_candidates: int = Field(default=50, ge=1, le=10_000)  # fused PMIDs fetched in one EFetch batch
-    require_abstract: bool = True
-    exclude_retracted: bool = True
-    # Depth per class (CoMeta Table 2 default): D1 PubMed abstract (primary research), D2 PMC review
-    # (Review, Systematic Review, Meta-Analysis, Practice Guideline with a PMCID), D3 other PMC full text.
-    depth_d1: Literal["abstract", "fulltext"] = "abstract"
-    depth_d2: Literal["abstract", "fulltext"] = "fulltext"
-    depth_d3: Literal["abstract", "fulltext"] = "abstract"
+    rrf_k: int = Field(default=60, ge=1, description="Reciprocal rank fusion constant k.")
+    boolean_weight: float = Field(default=1.0, ge=0, description="RRF weight of the Boolean (Adapt-E) arm.")
+    dense_weight: float = Field(default=1.0, ge=0, description="RRF weight of the dense arm.")
+    max_candidates: int = Field(
+        default=50, ge=1, le=10_000, description="Fused PMIDs fetched in one EFetch batch."
+    )
+    require_abstract: bool = Field(default=True, description="Drop records without an abstract.")
+    exclude_retracted: bool = Field(default=True, description="Drop retracted publications.")
+    depth_d1: Literal["abstract", "fulltext"] = Field(
+        default="abstract",
+        description="Depth of D1, PubMed primary research (CoMeta Table 2 default: the abstract).",
+    )
+    depth_d2: Literal["abstract", "fulltext"] = Field(
+        default="fulltext",
+        description="Depth of D2, PMC reviews (Review, Systematic Review, Meta-Analysis, Practice Guideline "
+        "with a PMCID; default: the full text).",
+    )
+    depth_d3: Literal["abstract", "fulltext"] = Field(
+        default="abstract", description="Depth of D3, other PMC full texts (default: the abstract)."
+    )

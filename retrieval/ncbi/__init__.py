@@ -6,7 +6,7 @@ from ._corpus import BUNDLED_CORPUS_DIR, Corpus, clear_corpus_cache, load_corpus
 from ._envelopes import parse_einfo, parse_elink_pubmed_pmc, parse_esearch
 from ._errors import BadRequest, EutilsError, MalformedResponse, RateLimited, ServerError, TransportError
 from ._esummary import parse_esummary
-from ._index import LiteratureIndex, SearchHits, tokenize
+from ._index import LiteratureIndex, SearchHits
 from ._models import (
     AbstractSection,
     DbField,
@@ -88,5 +88,4 @@ __all__ = [
     "pubmed_article_xml",
     "pubmed_articleset",
     "read_jats_front",
-    "tokenize",
 ]

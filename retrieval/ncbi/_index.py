@@ -28,11 +28,11 @@ import bisect
 import datetime
 import math
 import re
-import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from core import words as tokenize  # renamed: the engine's own variables called ``words`` are word lists
 from retrieval.query import (
     DATE_FIELDS,
     FIELD_NAMES,
@@ -50,7 +50,7 @@ from retrieval.vocab import MeshVocabulary
 
 from ._models import PubmedRecord
 
-__all__ = ["LiteratureIndex", "SearchHits", "tokenize"]
+__all__ = ["LiteratureIndex", "SearchHits"]
 
 MAX_WILDCARD_EXPANSIONS = 600  # PubMed's documented cap on truncation variants
 
@@ -63,7 +63,6 @@ _FIELD_ZONES: dict[str, tuple[str, ...]] = {
     "tw": ("ti", "ab", "kw", "mh", "pt"),
 }
 _ZONE_GAP = 64  # position jump between sections/headings: phrases and proximity never bridge them
-_TOKEN = re.compile(r"[^\W_]+")
 _SEASONS = {"spring": 4, "summer": 7, "fall": 10, "autumn": 10, "winter": 1}
 _LANGUAGES = {
     "english": "eng",
@@ -105,8 +104,9 @@ _SORTS = {
     "journalname": "journal",
     "journal_name": "journal",
 }
-# PubMed's stopword list: dropped from untagged, unquoted, unmapped words (reported as PhraseIgnored).
-_STOPWORDS = frozenset(
+# PubMed's stopword list, not core.STOPWORDS: PubMed drops exactly these from untagged, unquoted, unmapped
+# words (reported as PhraseIgnored), and the local engine must search what PubMed would search.
+_PUBMED_STOPWORDS = frozenset(
     """a about again all almost also although always among an and another any are as at be because been
     before being between both but by can could did do does done due during each either enough especially etc
     for found from further had has have having here how however i if in into is it its itself just kg km made
@@ -117,14 +117,6 @@ _STOPWORDS = frozenset(
 )
 _BM25_K1, _BM25_B = 1.2, 0.75
 _LAST = "\uffff"  # sorts records without author/journal after all others
-
-
-def tokenize(text: str) -> list[str]:
-    """Lower-cased letter/digit runs with accents stripped: ``"Sjögren's"`` -> ``['sjogren', 's']``."""
-    if not text.isascii():  # the common ASCII case skips the (slow) decomposition
-        decomposed = unicodedata.normalize("NFKD", text)
-        text = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-    return _TOKEN.findall(text.lower())
 
 
 def _key(text: str) -> str:
@@ -661,7 +653,7 @@ class LiteratureIndex:
         segments: list[_Ev] = []
         maxw = min(self.vocabulary.max_phrase_words, 8)
         # Stopwords are dropped only when something else is left to search (a lone "the" is still searched).
-        drop_stopwords = any(w.lower() not in _STOPWORDS for w in words)
+        drop_stopwords = any(w.lower() not in _PUBMED_STOPWORDS for w in words)
         i = 0
         while i < len(words):
             for length in range(min(maxw, len(words) - i), 0, -1):
@@ -672,7 +664,7 @@ class LiteratureIndex:
                     i += length
                     break
             else:
-                if drop_stopwords and words[i].lower() in _STOPWORDS:
+                if drop_stopwords and words[i].lower() in _PUBMED_STOPWORDS:
                     ctx.ignored.append(words[i])
                     i += 1
                     continue

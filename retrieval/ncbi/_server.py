@@ -33,12 +33,13 @@ import random
 import re
 import secrets
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
 import httpx
+from cachetools import FIFOCache, LRUCache
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -182,40 +183,34 @@ def _uid(value: str, db: str) -> str | None:
 
 @dataclass
 class _Env:
-    sets: OrderedDict[int, tuple[str, tuple[str, ...]]] = field(default_factory=OrderedDict)
+    # The oldest query keys go first, however recently they were read.
+    sets: FIFOCache[int, tuple[str, tuple[str, ...]]]
     next_key: int = 1
 
 
 class HistoryServer:
-    """In-memory WebEnv -> query_key -> (db, ids), bounded in both dimensions (LRU)."""
+    """In-memory WebEnv -> query_key -> (db, ids), bounded in both dimensions (WebEnvs LRU, keys FIFO)."""
 
     def __init__(self, max_envs: int = 1000, max_keys: int = 100) -> None:
-        self._envs: OrderedDict[str, _Env] = OrderedDict()
+        self._envs: LRUCache[str, _Env] = LRUCache(maxsize=max_envs)
         self.max_envs = max_envs
         self.max_keys = max_keys
 
     def store(self, db: str, ids: Sequence[str], webenv: str | None = None) -> tuple[str, str]:
         """Append a set to ``webenv`` (a new environment when absent/unknown); returns (query_key, WebEnv)."""
-        env = self._envs.get(webenv) if webenv else None
+        env = self._envs.get(webenv) if webenv else None  # a hit marks the environment recently used
         if env is None or webenv is None:
             webenv = "MCID_" + secrets.token_hex(12)  # the 2025 form (esearch2.xml, epost1.xml)
-            env = self._envs[webenv] = _Env()
-            while len(self._envs) > self.max_envs:
-                self._envs.popitem(last=False)
-        self._envs.move_to_end(webenv)
+            env = self._envs[webenv] = _Env(FIFOCache(maxsize=self.max_keys))
         key = env.next_key
         env.next_key += 1
         env.sets[key] = (db, tuple(ids))
-        while len(env.sets) > self.max_keys:
-            env.sets.popitem(last=False)
         return str(key), webenv
 
     def get(self, webenv: str, query_key: str) -> tuple[str, tuple[str, ...]] | None:
-        env = self._envs.get(webenv)
-        if env is None or not query_key.strip().isdigit():
+        if webenv not in self._envs or not query_key.strip().isdigit():
             return None
-        self._envs.move_to_end(webenv)
-        return env.sets.get(int(query_key))
+        return self._envs[webenv].sets.get(int(query_key))  # reading marks the environment recently used
 
     def __contains__(self, webenv: object) -> bool:
         return webenv in self._envs

@@ -17,12 +17,12 @@ For one question and the documents the metadata stage kept:
 
 Every passage carries the scores of every stage it went through (``dense``; ``rerank`` when reranked).
 
-Repeated work is avoided without changing the ranking: a bounded LRU :class:`PassageCache` keeps each
-document's passages and passage vectors across requests, keyed by everything that determines them
-(encoder name and max lengths, token counter, segmenter settings, sha256 of the document's text units);
-all passages not cached are encoded in one call, as without a cache, so a cold request computes exactly
-what the uncached path computes. When the reranker is the bi-encoder over this retriever's encoder, it
-scores the passage vectors the dense stage already holds instead of encoding the candidates again.
+Repeated work is avoided without changing the ranking: an LRU :class:`PassageCache`, bounded by documents
+and bytes, keeps each document's passages and passage vectors across requests, keyed by everything that
+determines them (encoder name and max lengths, token counter, segmenter settings, sha256 of the document's
+text units); all passages not cached are encoded in one call, as without a cache, so a cold request computes
+exactly what the uncached path computes. When the reranker is the bi-encoder over this retriever's encoder,
+it scores the passage vectors the dense stage already holds instead of encoding the candidates again.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import sys
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
@@ -39,9 +39,9 @@ from typing import Literal, Protocol, runtime_checkable
 import numpy as np
 from pydantic import BaseModel, Field
 
-from core import Encoder, FloatArray, Reranker
+from core import Encoder, FloatArray, Reranker, SizedLRU
 from retrieval.evidence import DocClass, EvidenceDoc
-from segmentation import Chunk, Segmenter, SourceSection, SourceText
+from segmentation import Chunk, Segmenter, SourceSection, SourceText, WhitespaceTokenCounter
 
 __all__ = [
     "CacheStats",
@@ -51,7 +51,6 @@ __all__ = [
     "PassageContext",
     "PassageRetriever",
     "PassageSettings",
-    "TextCounter",
     "build_chunks",
     "doc_key",
 ]
@@ -60,13 +59,34 @@ __all__ = [
 class PassageSettings(BaseModel):
     """Passage retrieval knobs (defaults follow CoMeta's two-stage setup: dense top-30, rerank to top-8)."""
 
-    candidates: int = Field(default=30, ge=1, le=10_000)  # dense top-N handed to the reranker
-    top_k: int = Field(default=8, ge=1, le=1_000)  # passages selected after rerank
-    context_tokens: int = Field(default=3_000, ge=1, le=1_000_000)  # budget for selected + expanded text
-    expand_radius: int = Field(default=1, ge=0, le=1_000)  # 0 = no expansion; large = whole section
-    encode_batch_size: int = Field(default=32, ge=1, le=4_096)
-    # Documents whose passages + passage vectors are kept across requests (LRU); 0 turns the cache off.
-    cache_documents: int = Field(default=512, ge=0, le=1_000_000)
+    candidates: int = Field(
+        default=30, ge=1, le=10_000, description="Dense top-N passages handed to the reranker."
+    )
+    top_k: int = Field(default=8, ge=1, le=1_000, description="Passages selected after rerank.")
+    context_tokens: int = Field(
+        default=3_000, ge=1, le=1_000_000, description="Token budget for selected + expanded text."
+    )
+    expand_radius: int = Field(
+        default=1,
+        ge=0,
+        le=1_000,
+        description="Neighbours pulled either side; 0 = none; large = whole section.",
+    )
+    encode_batch_size: int = Field(default=32, ge=1, le=4_096, description="Passages per encoder batch.")
+    cache_documents: int = Field(
+        default=512,
+        ge=0,
+        le=1_000_000,
+        description="Documents whose passages + passage vectors are kept across requests (LRU); 0 = off.",
+    )
+    cache_max_bytes: int = Field(
+        default=256 * 2**20,
+        ge=0,
+        le=2**40,
+        description="Bytes of passage texts + vectors that cache may hold: 256 MiB holds 512 full texts of "
+        "~90 passages at 768 dimensions, so the document count binds first unless full texts are unusually "
+        "long; 0 = off.",
+    )
 
 
 class CountsTokens(Protocol):
@@ -81,13 +101,6 @@ class _ScoresVectors(Protocol):
     def encoder(self) -> Encoder: ...
 
     def score(self, query_vector: FloatArray, passage_vectors: Sequence[FloatArray]) -> list[float]: ...
-
-
-class TextCounter:
-    """Whitespace word count: the token count for abstracts when no encoder tokenizer counter is given."""
-
-    def count(self, text: str) -> int:
-        return len(text.split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,29 +177,37 @@ class CacheStats:
     evictions: int
     size: int
     capacity: int
+    nbytes: int  # passage texts + vectors held
+    max_bytes: int
+
+
+def _entry_bytes(entry: _Entry) -> int:
+    """What an entry weighs: its passage texts and vectors (the chunks' other fields are small and fixed)."""
+    texts = sum(sys.getsizeof(chunk.text) for chunk, _, _ in entry.built)
+    return texts + (0 if entry.vectors is None else int(entry.vectors.nbytes))
 
 
 class PassageCache:
     """Bounded, thread-safe LRU of per-document passages and passage vectors (see the module doc).
 
-    Values are immutable (tuples of frozen chunks, read-only arrays), so readers share them without copies.
-    Two requests missing the same document at once both compute it; the results are identical.
+    Bounded by documents (``capacity``) and by bytes (``max_bytes``); a document heavier than ``max_bytes``
+    alone is not cached. Values are immutable (tuples of frozen chunks, read-only arrays), so readers share
+    them without copies. Two requests missing the same document at once both compute it; the results are
+    identical.
     """
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, max_bytes: int = 256 * 2**20) -> None:
         self.capacity = capacity
-        self._data: OrderedDict[str, _Entry] = OrderedDict()
+        self.max_bytes = max_bytes
+        self._data: SizedLRU[str, _Entry] = SizedLRU(capacity, max_bytes, _entry_bytes)
         self._lock = threading.Lock()
         self._counts = {"segment_hits": 0, "segment_misses": 0, "vector_hits": 0, "vector_misses": 0}
-        self._evictions = 0
 
     def _get(self, key: str, what: Literal["segment", "vector"]) -> _Entry | None:
         with self._lock:
-            entry = self._data.get(key)
+            entry = self._data.get(key)  # a hit marks the document recently used
             hit = entry is not None and (what == "segment" or entry.vectors is not None)
             self._counts[f"{what}_{'hits' if hit else 'misses'}"] += 1
-            if entry is not None:
-                self._data.move_to_end(key)
             return entry if hit else None
 
     def built(self, key: str) -> _Built | None:
@@ -198,7 +219,7 @@ class PassageCache:
         return entry.vectors if entry else None
 
     def put(self, key: str, built: _Built, vectors: FloatArray | None = None) -> None:
-        if self.capacity <= 0:
+        if self.capacity <= 0 or self.max_bytes <= 0:
             return
         if vectors is not None:
             vectors = np.array(vectors, copy=True)
@@ -207,11 +228,7 @@ class PassageCache:
             old = self._data.get(key)
             if vectors is None and old is not None:
                 vectors = old.vectors  # never drop vectors when re-storing the passages alone
-            self._data[key] = _Entry(built, vectors)
-            self._data.move_to_end(key)
-            while len(self._data) > self.capacity:
-                self._data.popitem(last=False)
-                self._evictions += 1
+            self._data.put(key, _Entry(built, vectors))
 
     def clear(self) -> None:
         with self._lock:
@@ -226,9 +243,11 @@ class PassageCache:
                 segment_misses=c["segment_misses"],
                 vector_hits=c["vector_hits"],
                 vector_misses=c["vector_misses"],
-                evictions=self._evictions,
+                evictions=self._data.evictions,
                 size=len(self._data),
                 capacity=self.capacity,
+                nbytes=int(self._data.currsize),
+                max_bytes=self.max_bytes,
             )
 
 
@@ -240,7 +259,7 @@ def build_chunks(
     Abstract units become one chunk each (id ``{doc}#a{i}``); section units are segmented together as one
     SourceText, so the segmenter's ids and prev/next links run over the whole body.
     """
-    counter = counter or TextCounter()
+    counter = counter or WhitespaceTokenCounter()  # whitespace words when no encoder tokenizer is given
     key = doc_key(doc)
     out: list[tuple[Chunk, Literal["abstract", "section"], int]] = []
     sections = [u for u in doc.text_units if u.kind == "section" and u.text.strip()]
@@ -284,7 +303,7 @@ class PassageRetriever:
         self.reranker = reranker
         self.settings = settings or PassageSettings()
         self.counter = counter
-        self.cache = PassageCache(self.settings.cache_documents)
+        self.cache = PassageCache(self.settings.cache_documents, self.settings.cache_max_bytes)
         self._config_key = self._configuration()
 
     def _configuration(self) -> str:

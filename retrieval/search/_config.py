@@ -12,9 +12,17 @@ __all__ = [
 class AdaptESettings(BaseModel):
     """Adaptive execution of the Boolean ladder."""
 
-    min_hits: int = Field(default=10, ge=1, le=10_000)  # stop once this many PMIDs are collected
-    retmax: int = Field(default=50, ge=1, le=10_000)  # PMIDs taken from each tier
-    sort: str | None = "relevance"
-    # Send all tiers at once and cancel after early stop. Measured (bench/adapte.py, 150-400 ms latency):
-    # no gain at 3 req/s; 1.85x faster per question at 10 req/s with a key, for ~20% more ESearch calls.
-    speculative: bool = False
+    min_hits: int = Field(
+        default=10,
+        ge=1,
+        le=10_000,
+        description="Stop descending the ladder once this many PMIDs are collected.",
+    )
+    retmax: int = Field(default=50, ge=1, le=10_000, description="PMIDs taken from each tier.")
+    sort: str | None = Field(default="relevance", description="ESearch sort order; None = PubMed's default.")
+    speculative: bool = Field(
+        default=False,
+        description="Send all tiers at once and cancel after early stop. Measured (bench/adapte.py, 150-400 "
+        "ms latency): no gain at 3 req/s; 1.85x faster per question at 10 req/s with a key, for ~20% more "
+        "ESearch calls.",
+    )

@@ -1,11 +1,4 @@
-"""Institutional collections: a store of parsed handbooks and HERO-QA retrieval per document.
-
-**Store.** ``root/NAME/collection.json`` (the :class:`CollectionMeta`), ``root/NAME/documents/ID.json``
-(one parsed :class:`InstDocument` each) and ``root/NAME/index/`` (cached chunk vectors).
-Re-ingest is idempotent by content: a file whose sha256 is already in the collection is ``unchanged``
-(whatever its name, unless new attributes are given for it); a file whose id (its slugged stem) exists
-with other bytes is ``updated``; anything else is ``added``. Writes are atomic and serialised per
-collection by a lock file.
+"""HERO-QA retrieval over one institutional collection (:class:`CollectionRetriever`).
 
 **Retrieval** (HERO-QA, Source-Dependence Audit §4.2), per document:
 
@@ -31,19 +24,16 @@ Across a collection, documents are shortlisted by one collection-wide RRF over t
 (``doc_candidates_factor x top_docs`` of them, topped up in collection order when fewer match), run
 through steps 3-6 each, and returned best top rerank score first.
 
-BM25 uses ``bm25s`` with English stopwords and a light suffix stemmer (plural, -ing, -ed; no PyStemmer
-dependency). BM25 indexes are rebuilt in memory per retriever (milliseconds per handbook); chunk vectors,
-the expensive part, are cached under the collection's ``index/`` folder per encoder and rebuilt when
-the document set, the chunking settings or the encoder change.
+BM25 uses ``bm25s`` over ``core``'s words (two letters or more), English stopwords and light suffix
+stemmer (plural, -ing, -ed; no PyStemmer dependency). BM25 indexes are rebuilt in memory per retriever
+(milliseconds per handbook); chunk vectors, the expensive part, are cached under the collection's
+``index/`` folder per encoder and rebuilt when the document set, the chunking settings or the encoder
+change.
 """
 
 from __future__ import annotations
 
 import asyncio
-import builtins
-import contextlib
-import datetime as dt
-import fcntl
 import hashlib
 import importlib
 import json
@@ -51,49 +41,34 @@ import logging
 import math
 import os
 import re
-import shutil
 import tempfile
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from core import CometaError, Encoder, FloatArray, Reranker
+from core import Encoder, FloatArray, OnProgress, Reranker, content_words, light_stem
 from retrieval.search import ArmHit, rrf
 
-from ._config import CollectionSearchSettings, CollectionSettings
-from ._ingest import IngestError, InstDocument, Section, detect_format, iter_files, parse_document, slugify
+from ._config import CollectionSearchSettings
+from ._ingest import InstDocument, Section, SectionRef, slugify
+from ._store import Collection, atomic_write
 
 __all__ = [
     "ARM_BM25_CHUNKS",
     "ARM_BM25_HEADINGS",
     "ARM_BM25_SECTIONS",
     "ARM_DENSE",
-    "COLLECTION_NAME_PATTERN",
-    "Collection",
-    "CollectionError",
-    "CollectionMeta",
-    "CollectionNotFound",
     "CollectionRetriever",
-    "CollectionStore",
-    "IngestReport",
     "InstEvidence",
-    "InvalidCollectionName",
     "Route",
-    "SectionRef",
-    "default_collections_root",
-    "light_stem",
 ]
 
 logger = logging.getLogger(__name__)
-
-COLLECTION_NAME_PATTERN: Final = r"^[a-z0-9][a-z0-9_-]{0,63}$"
-_NAME_RE: Final = re.compile(COLLECTION_NAME_PATTERN)
 
 ARM_DENSE: Final = "dense"
 ARM_BM25_CHUNKS: Final = "bm25_chunks"
@@ -101,88 +76,6 @@ ARM_BM25_SECTIONS: Final = "bm25_sections"
 ARM_BM25_HEADINGS: Final = "bm25_headings"
 
 Route = Literal["whole", "chunks", "whole_fallback"]
-
-
-class CollectionError(CometaError):
-    """Base of the collection errors."""
-
-
-class CollectionNotFound(CollectionError, LookupError):
-    def __init__(self, name: str) -> None:
-        super().__init__(f"no collection named {name!r}")
-        self.name = name
-
-
-class InvalidCollectionName(CollectionError, ValueError):
-    def __init__(self, name: str) -> None:
-        super().__init__(
-            f"invalid collection name {name!r}: lower-case letters, digits, '_' and '-', starting with a "
-            "letter or digit, at most 64 characters"
-        )
-        self.name = name
-
-
-class CollectionMeta(BaseModel):
-    """Per-collection metadata, stored as ``collection.json``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(pattern=COLLECTION_NAME_PATTERN)
-    institution: str = ""
-    topic: str = ""  # organ or topic, e.g. "kidney transplant"
-    care_phase: str = ""  # e.g. "post-transplant"
-    version_date: str | None = None  # ISO date of the handbook version
-    private: bool = False  # private collections are default-deny (policies are enforced by the service)
-    description: str = ""
-
-    @field_validator("version_date")
-    @classmethod
-    def _iso_date(cls, value: str | None) -> str | None:
-        if value is None or value == "":
-            return None
-        try:
-            return dt.date.fromisoformat(value).isoformat()
-        except ValueError as exc:
-            raise ValueError(f"version_date must be an ISO date (YYYY-MM-DD), got {value!r}") from exc
-
-
-@dataclass
-class Collection:
-    meta: CollectionMeta
-    documents: list[InstDocument]
-    path: Path | None = None  # its folder in a store; None for an in-memory collection (no index cache)
-
-    @property
-    def name(self) -> str:
-        return self.meta.name
-
-    def document(self, doc_id: str) -> InstDocument | None:
-        return next((d for d in self.documents if d.doc_id == doc_id), None)
-
-
-@dataclass(frozen=True)
-class IngestReport:
-    added: list[str] = field(default_factory=list)  # doc ids
-    unchanged: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    failed: dict[str, str] = field(default_factory=dict)  # path -> reason
-
-
-@dataclass(frozen=True)
-class SectionRef:
-    section_id: str
-    heading: str
-    page_start: int | None
-    page_end: int | None
-
-    @property
-    def pages(self) -> str:
-        """``p.3``, ``pp.3-4`` or empty."""
-        if self.page_start is None:
-            return ""
-        if self.page_end is None or self.page_end == self.page_start:
-            return f"p.{self.page_start}"
-        return f"pp.{self.page_start}-{self.page_end}"
 
 
 @dataclass(frozen=True)
@@ -214,284 +107,9 @@ class InstEvidence:
         return "[" + " ".join(parts) + "]"
 
 
-# --------------------------------------------------------------------------------------------------
-# Store
-# --------------------------------------------------------------------------------------------------
-
-
-def default_collections_root(settings: CollectionSettings | None = None) -> Path:
-    """``settings.root``, else ``$XDG_DATA_HOME/cometa/collections`` (``~/.local/share/...``)."""
-    if settings is not None and settings.root is not None:
-        return settings.root.expanduser()
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "cometa" / "collections"
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-class CollectionStore:
-    """Collections on disk under ``root`` (see the module docstring for the layout and the rules)."""
-
-    def __init__(self, root: Path | None = None, *, max_file_bytes: int = 50_000_000) -> None:
-        self.root = Path(root).expanduser() if root is not None else default_collections_root()
-        self.max_file_bytes = max_file_bytes
-
-    @classmethod
-    def from_settings(cls, settings: CollectionSettings) -> CollectionStore:
-        return cls(default_collections_root(settings), max_file_bytes=settings.max_file_bytes)
-
-    def _dir(self, name: str) -> Path:
-        if not _NAME_RE.match(name):
-            raise InvalidCollectionName(name)
-        return self.root / name
-
-    @contextlib.contextmanager
-    def _locked(self, name: str) -> Iterator[Path]:
-        folder = self._dir(name)
-        folder.mkdir(parents=True, exist_ok=True)
-        with open(folder / ".lock", "a+b") as fh:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-            try:
-                yield folder
-            finally:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-
-    def exists(self, name: str) -> bool:
-        return (self._dir(name) / "collection.json").is_file()
-
-    def add(
-        self,
-        name: str,
-        paths: Sequence[Path],
-        meta: CollectionMeta | None = None,
-        *,
-        attributes: Mapping[str, str] | None = None,
-        progress: bool = False,
-    ) -> IngestReport:
-        """Ingest ``paths`` (files; directories are walked for supported types) into collection ``name``,
-        creating it if needed. ``meta`` replaces the stored metadata when given; ``attributes`` are set on
-        every document ingested by this call."""
-        if meta is not None and meta.name != name:
-            raise InvalidCollectionName(f"{name} (metadata names {meta.name!r})")
-        attrs = {str(k): str(v) for k, v in (attributes or {}).items()}
-        report = IngestReport()
-        with self._locked(name) as folder:
-            stored_meta = self._read_meta(folder)
-            new_meta = meta or stored_meta or CollectionMeta(name=name)
-            docs = {d.doc_id: d for d in self._read_docs(folder, name)}
-            by_sha = {d.sha256: d.doc_id for d in docs.values()}
-            changed: dict[str, InstDocument] = {}
-            files = list(iter_files([Path(p) for p in paths]))
-            bar = _progress(len(files), f"ingesting into {name}") if progress and len(files) > 1 else None
-            try:
-                for path, explicit in files:
-                    if bar is not None:
-                        bar.advance(bar.task_ids[0])
-                    key = str(path)
-                    try:
-                        doc = self._ingest_one(path, name, docs, by_sha, attrs if attributes else None)
-                    except IngestError as exc:
-                        if explicit or not isinstance(exc, _Unsupported):
-                            report.failed[key] = str(exc)
-                        continue
-                    if isinstance(doc, str):  # unchanged: the id it is stored under
-                        if doc not in report.unchanged:
-                            report.unchanged.append(doc)
-                        continue
-                    (report.updated if doc.doc_id in docs else report.added).append(doc.doc_id)
-                    docs[doc.doc_id] = doc
-                    by_sha[doc.sha256] = doc.doc_id
-                    changed[doc.doc_id] = doc
-            finally:
-                if bar is not None:
-                    bar.stop()
-            for doc in changed.values():
-                _atomic_write(folder / "documents" / f"{doc.doc_id}.json", json.dumps(doc.to_json()))
-            if changed or meta is not None or stored_meta is None:
-                _atomic_write(folder / "collection.json", new_meta.model_dump_json(indent=2))
-        return report
-
-    def _ingest_one(
-        self,
-        path: Path,
-        name: str,
-        docs: Mapping[str, InstDocument],
-        by_sha: Mapping[str, str],
-        attrs: Mapping[str, str] | None,
-    ) -> InstDocument | str:
-        if not path.exists():
-            raise IngestError(f"{path}: no such file or directory", path=str(path))
-        try:
-            fmt = detect_format(path)
-        except IngestError as exc:
-            raise _Unsupported(str(exc), path=str(path)) from exc
-        try:
-            size = path.stat().st_size
-            if size > self.max_file_bytes:
-                raise IngestError(f"{path.name}: {size:,} bytes exceeds the {self.max_file_bytes:,} limit")
-            data = path.read_bytes()
-        except OSError as exc:
-            raise IngestError(f"cannot read {path}: {exc.strerror or exc}", path=str(path)) from exc
-        sha = hashlib.sha256(data).hexdigest()
-        doc_id = slugify(path.stem) or sha[:12]
-        owner = docs.get(doc_id)
-        if owner is not None and owner.source_name != path.name:
-            doc_id = f"{doc_id}-{fmt}"  # a.md and a.html in one collection: two documents
-            owner = docs.get(doc_id)
-        known = by_sha.get(sha)
-        if known is not None:
-            same = docs[known]
-            if attrs is None or dict(same.attributes) == dict(attrs):
-                return known
-            # Same bytes, new attributes: the stored parse stays, only the attributes change.
-            return InstDocument(
-                same.doc_id, name, same.title, same.source_name, same.format, sha, same.sections, dict(attrs)
-            )
-        keep = dict(owner.attributes) if owner is not None and attrs is None else dict(attrs or {})
-        return parse_document(path, name, doc_id=doc_id, attributes=keep, data=data)
-
-    def list(self) -> list[CollectionMeta]:
-        if not self.root.is_dir():
-            return []
-        out = []
-        for folder in sorted(self.root.iterdir()):
-            if folder.is_dir() and _NAME_RE.match(folder.name):
-                meta = self._read_meta(folder)
-                if meta is not None:
-                    out.append(meta)
-        return out
-
-    def get(self, name: str) -> Collection:
-        folder = self._dir(name)
-        meta = self._read_meta(folder)
-        if meta is None:
-            raise CollectionNotFound(name)
-        return Collection(meta=meta, documents=self._read_docs(folder, name), path=folder)
-
-    def remove(self, name: str) -> None:
-        folder = self._dir(name)
-        if not (folder / "collection.json").is_file():
-            raise CollectionNotFound(name)
-        shutil.rmtree(folder)
-
-    def set_meta(self, meta: CollectionMeta) -> None:
-        """Replace an existing collection's metadata."""
-        with self._locked(meta.name) as folder:
-            if self._read_meta(folder) is None:
-                raise CollectionNotFound(meta.name)
-            _atomic_write(folder / "collection.json", meta.model_dump_json(indent=2))
-
-    @staticmethod
-    def _read_meta(folder: Path) -> CollectionMeta | None:
-        path = folder / "collection.json"
-        if not path.is_file():
-            return None
-        try:
-            return CollectionMeta.model_validate_json(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
-            raise CollectionError(f"collection {folder.name}: unreadable collection.json: {exc}") from exc
-
-    @staticmethod
-    def _read_docs(folder: Path, name: str) -> builtins.list[InstDocument]:
-        docs_dir = folder / "documents"
-        if not docs_dir.is_dir():
-            return []
-        docs = []
-        for path in sorted(docs_dir.glob("*.json")):
-            try:
-                doc = InstDocument.from_json(json.loads(path.read_text(encoding="utf-8")))
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                raise CollectionError(f"collection {name}: damaged document file {path.name}: {exc}") from exc
-            docs.append(doc if doc.collection == name else _rename(doc, name))
-        return docs
-
-
-class _Unsupported(IngestError):
-    """A file of an unsupported type: skipped silently during a directory walk."""
-
-
-def _rename(doc: InstDocument, name: str) -> InstDocument:
-    return InstDocument(
-        doc.doc_id, name, doc.title, doc.source_name, doc.format, doc.sha256, doc.sections, doc.attributes
-    )
-
-
-def _progress(total: int, description: str) -> Any:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), transient=True)
-    bar.add_task(description, total=total)
-    bar.start()
-    return bar
-
-
-# --------------------------------------------------------------------------------------------------
-# Chunks and indexes
-# --------------------------------------------------------------------------------------------------
-
-_STEM_KEEP: Final = frozenset({"this", "his", "its", "was", "has", "does", "is", "us", "bus", "plus"})
-
-
-def light_stem(word: str) -> str:
-    """A small English suffix stemmer (plural, -ing, -ed; final doubled consonant and ``e`` dropped),
-    applied alike to documents and queries: ``travelling``/``travels``/``traveled`` -> ``travel``."""
-    w = word.lower()
-    if len(w) <= 3 or w in _STEM_KEEP:
-        return w
-    if w.endswith("ies") and len(w) > 4:
-        w = w[:-3] + "y"
-    elif w.endswith("sses"):
-        w = w[:-2]
-    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
-        w = w[:-1]
-    if w.endswith("ing") and len(w) > 5:
-        w = w[:-3]
-    elif w.endswith("ed") and len(w) > 4:
-        w = w[:-2]
-    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiou":
-        w = w[:-1]
-    if len(w) > 3 and w.endswith("e"):
-        w = w[:-1]
-    return w
-
-
-def _stem_all(words: list[str]) -> list[str]:
-    return [light_stem(w) for w in words]
-
-
-# English function words, question words and patient-question fillers. bm25s's own "en" list is Lucene's
-# 33 words, which keeps "when", "can", "my"...: harmless to BM25 ranking, but they would dominate the
-# coverage check ("my" is absent from every handbook, which says "your").
-_STOPWORDS: Final = frozenset(
-    """a about above after again against all am an and any are as at be because been before being below
-    between both but by can could did do does doing down during each few for from further had has have
-    having he her here hers herself him himself his how i if in into is it its itself just let me more
-    most my myself no nor not now of off on once only or other our ours ourselves out over own same she
-    should so some such than that the their theirs them themselves then there these they this those
-    through to too under until up very was we were what when where which while who whom why will with
-    would you your yours yourself yourselves may might must shall ok okay please im ive id dont cant
-    get got go going able also really still ever""".split()
-)
-
-
 def _tokens(texts: Sequence[str]) -> list[list[str]]:
-    """Lower-cased word tokens, stopwords removed, light-stemmed: one rule for BM25 and coverage."""
-    bm25s: Any = importlib.import_module("bm25s")  # untyped library: one dynamic import, no mypy override
-    out = bm25s.tokenize(
-        list(texts), stopwords=sorted(_STOPWORDS), stemmer=_stem_all, return_ids=False, show_progress=False
-    )
-    return [list(t) for t in out]
+    """Words of two letters or more, stopwords removed, light-stemmed: one rule for BM25 and coverage."""
+    return [[light_stem(w) for w in content_words(t, min_length=2)] for t in texts]
 
 
 class _BM25:
@@ -557,13 +175,15 @@ class CollectionRetriever:
         reranker: Reranker | None,
         settings: CollectionSearchSettings | None = None,
         *,
-        progress: bool = False,
+        on_progress: OnProgress | None = None,
     ) -> None:
+        """``on_progress(chunks encoded, chunks)`` follows the encoding of the chunk index, when it is built
+        rather than loaded from the collection's cache."""
         self.collection = collection
         self.encoder = encoder
         self.reranker = reranker
         self.settings = settings or CollectionSearchSettings()
-        self._progress = progress
+        self._on_progress = on_progress
         self._index: _Index | None = None
         self._lock = threading.Lock()
 
@@ -635,9 +255,9 @@ class CollectionRetriever:
             with os.fdopen(fd, "wb") as fh:
                 np.save(fh, vectors, allow_pickle=False)
             os.replace(tmp, folder / "vectors.npy")
-            _atomic_write(folder / "chunks.json", json.dumps(spans))
+            atomic_write(folder / "chunks.json", json.dumps(spans))
             # meta.json last: it is what marks the cache valid.
-            _atomic_write(
+            atomic_write(
                 folder / "meta.json",
                 json.dumps({"fingerprint": fingerprint, "encoder": self.encoder.name, "chunks": len(spans)}),
             )
@@ -672,7 +292,7 @@ class CollectionRetriever:
                 self.encoder.encode_documents(
                     [("", c.text) for c in chunks],
                     batch_size=self.settings.encode_batch_size,
-                    progress=self._progress and len(chunks) > 64,
+                    on_progress=self._on_progress,
                 )
                 if chunks
                 else np.zeros((0, self.encoder.dim), dtype=np.float32)
@@ -902,10 +522,7 @@ class CollectionRetriever:
                 continue
             pieces[c.section] = merged
             used += grow
-        refs = tuple(
-            SectionRef(sec.section_id, sec.heading, sec.page_start, sec.page_end)
-            for sec in (doc.sections[si] for si in pieces)
-        )
+        refs = tuple(doc.sections[si].ref for si in pieces)
         parts = []
         for si in sorted(pieces):
             a, b = pieces[si]
@@ -929,8 +546,8 @@ class _ArmScores:
 
 
 def _render_section(sec: Section, body: str | None = None) -> str:
-    ref = SectionRef(sec.section_id, sec.heading, sec.page_start, sec.page_end)
-    head = sec.heading + (f" ({ref.pages})" if ref.pages else "")
+    pages = sec.ref.pages
+    head = sec.heading + (f" ({pages})" if pages else "")
     text = sec.body if body is None else body
     return f"## {head}\n{text}" if head else text
 
