@@ -1,6 +1,8 @@
-"""CoMeta service layer: settings, CLI, orchestration and (later) the FastAPI app."""
+"""The service layer: settings, the composition root, the Asker (one question flow), answering and judging,
+sources and federation, the HTTP API and the CLI (docs/architecture.md has the map)."""
 
-from ._api_models import ApiSettings, AskRequest, SourcesSettings, UserDocument
+from app.schemas import AskRequest, UserDocument
+
 from ._limits import (
     RateLimiterUnavailable,
     RedisWindowLimiter,
@@ -9,6 +11,7 @@ from ._limits import (
     build_request_limiter,
 )
 from ._progress import progress_bar
+from .settings import ApiSettings, SourcesSettings
 
 __version__ = "0.1.0"
 

@@ -28,7 +28,7 @@ from core import CometaError
 from retrieval.eutils import LoopBoundRedis
 
 if TYPE_CHECKING:
-    from ._api_models import ApiSettings
+    from .settings import ApiSettings
 
 __all__ = [
     "RATE_LIMITER_ERRORS",

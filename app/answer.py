@@ -36,8 +36,10 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 
+from app.schemas import AnswerMode
+from app.settings import AnswerSettings
 from llm import LLMClient, LLMError, LLMOutputInvalid, LLMResult, Message
 from prompts import load_prompt
 from retrieval.collections import InstEvidence
@@ -45,14 +47,11 @@ from retrieval.evidence import EvidenceDoc
 from retrieval.passages import PassageContext
 from segmentation import split_sentences
 
-from .schemas import AnswerMode
-
 __all__ = [
     "INSUFFICIENT_TEXT",
     "NOT_ADDRESSED",
     "Answer",
     "AnswerMode",
-    "AnswerSettings",
     "Answerer",
     "ChoiceOutput",
     "Citation",
@@ -99,23 +98,6 @@ _STOP = frozenset(
     "its may me my of on or our should so than that the their them then there these they this to was we "
     "what when where which who will with would you your after long much many any get go going".split()
 )
-
-
-class AnswerSettings(BaseModel):
-    """How answers are written from the evidence (``COMETA_ANSWER__*``)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    max_passages: int = Field(
-        default=8, ge=1, le=200, description="Selected passages in the context (neighbours ride along)."
-    )
-    max_context_chars: int = Field(
-        default=12_000, ge=200, le=1_000_000, description="Budget of the context text."
-    )
-    extractive_sentences: int = Field(
-        default=3, ge=1, le=50, description="Sentences of the extractive answer (no LLM)."
-    )
-    max_tokens: int = Field(default=700, ge=16, le=32_000, description="Completion tokens of the LLM answer.")
 
 
 @dataclass(frozen=True, slots=True)

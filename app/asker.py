@@ -25,20 +25,28 @@ from typing import Any
 
 from prometheus_client import Counter, Histogram
 
+from app.schemas import (
+    AskRequest,
+    AskResponse,
+    CitationOut,
+    EvidenceDocOut,
+    JudgeAnswerIn,
+    JudgeReportOut,
+    PassageOut,
+    QueryOut,
+    UserDocument,
+)
+from app.sources import InvalidToken, SourcesService, Subject, parse_sources, response_json
 from core import CometaError
 from retrieval.evidence import EvidenceDoc, TextUnit, pubmed_url
 from retrieval.passages import PassageContext
 from retrieval.search import Provenance
 from retrieval.understand import hash_text
 
-from ._api_models import AskRequest, AskResponse, CitationOut, JudgeAnswerIn, UserDocument
-from .access import InvalidToken, Subject
 from .answer import Answer, Answerer
 from .judge import CrossSourceJudge, JudgeReport, SourceAnswer
 from .pipeline import Pipeline
 from .privacy import PhiPolicy
-from .schemas import EvidenceDocOut, JudgeReportOut, PassageOut, QueryOut
-from .sources import SourcesService, parse_sources, response_json
 
 __all__ = [
     "ANSWERS",

@@ -27,19 +27,18 @@ from functools import cached_property
 
 import httpx
 
+from app.sources import SourcesService
 from llm import LLMClient, build_llm
 from retrieval.eutils import CacheStore, RateLimiter, open_limiter, open_store
 from retrieval.understand import QueryUnderstander
 
-from ._api_models import ApiSettings
 from ._limits import RequestLimiter, build_request_limiter
 from .answer import Answerer
 from .asker import Asker
 from .judge import CrossSourceJudge
 from .pipeline import Models, Pipeline, build_eutils_client, build_eutils_transport
 from .privacy import PhiPolicy
-from .settings import Settings
-from .sources import SourcesService
+from .settings import ApiSettings, Settings
 
 __all__ = ["Container", "build_judge"]
 

@@ -31,13 +31,13 @@ from typing import Any, Literal, get_args
 from cachetools import LRUCache
 from pydantic import BaseModel, field_validator
 
+from app.schemas import Label, Significance
 from llm import LLMClient, LLMError, LLMOutputInvalid
 from prompts import load_prompt
 from retrieval.evidence import EvidenceDoc
 from retrieval.passages import PassageContext
 
 from .answer import NOT_ADDRESSED, EvidenceContext, build_evidence_context, strip_reasoning
-from .schemas import Label, Significance
 
 __all__ = [
     "LABELS",

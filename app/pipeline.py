@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from app.schemas import SearchOut
 from core import CometaError, Encoder, Reranker
 from llm import LLMClient, build_llm
 from retrieval import AdaptE, AdaptEResult, EutilsClient, MeshVocabulary, create_eutils_app, eutils_transport
@@ -29,7 +30,6 @@ from retrieval.understand import QueryUnderstander, Understanding
 from segmentation import SEOSSegmenter, counter_for
 
 from .privacy import PhiPolicy
-from .schemas import SearchOut
 from .settings import Settings
 
 __all__ = [

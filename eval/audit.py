@@ -375,11 +375,17 @@ async def _in_process(
     llm: LLMClient | None,
     service: SourcesService | None,
 ) -> list[str]:
-    from app.access import ANONYMOUS, InvalidToken
     from app.answer import Answerer
     from app.judge import CrossSourceJudge
     from app.pipeline import Pipeline
-    from app.sources import SourcesService, UnknownSource, parse_sources, response_json
+    from app.sources import (
+        ANONYMOUS,
+        InvalidToken,
+        SourcesService,
+        UnknownSource,
+        parse_sources,
+        response_json,
+    )
     from llm import build_llm
     from retrieval.embed import load_encoder, load_reranker
 

@@ -602,7 +602,8 @@ def _build_systems(
     max_context_chars: int = 12_000,
     http: Any | None = None,
 ) -> dict[str, AnswerFn]:
-    from app.answer import Answerer, AnswerSettings, build_evidence_context
+    from app.answer import Answerer, build_evidence_context
+    from app.settings import AnswerSettings
 
     # The context budget is the judge's too: a small model's window must hold the evidence and the answer.
     settings = AnswerSettings(max_tokens=max_tokens, max_context_chars=max_context_chars)

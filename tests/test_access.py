@@ -17,12 +17,11 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from pydantic import SecretStr, ValidationError
 
-from app.access import (
+from app.settings import AccessSettings, Policy
+from app.sources import (
     ANONYMOUS,
     AccessEngine,
-    AccessSettings,
     InvalidToken,
-    Policy,
     PolicyError,
     Subject,
     TokenVerifier,

@@ -11,13 +11,13 @@ from pydantic import BaseModel
 from app.answer import (
     INSUFFICIENT_TEXT,
     Answerer,
-    AnswerSettings,
     ChoiceOutput,
     build_evidence_context,
     extractive_answer,
     parse_citation_ids,
     verify_citations,
 )
+from app.settings import AnswerSettings
 from llm import LLMUnavailable
 from retrieval.collections import InstEvidence, SectionRef
 from retrieval.evidence import EvidenceDoc, TextUnit

@@ -17,13 +17,12 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from app._api_models import ApiSettings
 from app.answer import Answerer
 from app.api import create_app
 from app.asker import Asker
 from app.pipeline import Pipeline
 from app.privacy import PhiPolicy
-from app.settings import Settings
+from app.settings import ApiSettings, Settings
 from app.sources import SourcesService
 from eval._runner import AskRunner, RunOptions
 from llm import LLMUnavailable

@@ -19,7 +19,6 @@ import redis as redis_sync
 from fastapi import FastAPI
 from prometheus_client import REGISTRY
 
-import app.api
 from app import (
     ApiSettings,
     RateLimiterUnavailable,
@@ -111,8 +110,7 @@ async def test_memory_limit_zero_is_off_and_many_clients_stay_bounded() -> None:
     assert len(limiter._hits) == 1
 
 
-def test_the_old_import_path_still_works() -> None:
-    assert app.api.SlidingWindowLimiter is SlidingWindowLimiter
+def test_sliding_window_limiter_is_a_request_limiter() -> None:
     assert isinstance(SlidingWindowLimiter(1), RequestLimiter)
 
 

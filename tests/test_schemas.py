@@ -13,12 +13,11 @@ from typing import Any
 
 import pytest
 
-from app._api_models import AskResponse
 from app.answer import Citation
-from app.federation import FusedItem, SourceStatus, evidence_from_json, evidence_to_json
 from app.judge import JudgeReport, PairJudgement, SourceAnswer
 from app.pipeline import SearchOutcome
 from app.schemas import (
+    AskResponse,
     CollectionEvidenceOut,
     EvidenceDocOut,
     FusedEvidenceOut,
@@ -28,7 +27,15 @@ from app.schemas import (
     SearchOut,
     SourceEvidenceOut,
 )
-from app.sources import AcrossOutcome, SourceOutcome, response_json
+from app.sources import (
+    AcrossOutcome,
+    FusedItem,
+    SourceOutcome,
+    SourceStatus,
+    evidence_from_json,
+    evidence_to_json,
+    response_json,
+)
 from retrieval import AdaptEResult, QueryPlan, TierResult
 from retrieval.collections import InstEvidence, SectionRef
 from retrieval.embed import DenseHit

@@ -27,24 +27,26 @@ import pytest
 import pytest_asyncio
 from pydantic import SecretStr
 
-from app._api_models import ApiSettings, SourcesSettings
-from app.access import AccessSettings, Policy
 from app.answer import Answerer, build_evidence_context, extractive_answer
 from app.api import create_app
-from app.federation import (
-    FederationClient,
+from app.judge import LABELS, NOT_ADDRESSED, CrossSourceJudge
+from app.pipeline import Pipeline
+from app.settings import (
+    AccessSettings,
+    ApiSettings,
     FederationSettings,
     NodeSettings,
+    Policy,
+    Settings,
+    SourcesSettings,
+)
+from app.sources import (
+    FederationClient,
+    SourcesService,
+    UnknownSource,
     evidence_from_json,
     evidence_to_json,
     fuse_sources,
-)
-from app.judge import LABELS, NOT_ADDRESSED, CrossSourceJudge
-from app.pipeline import Pipeline
-from app.settings import Settings
-from app.sources import (
-    SourcesService,
-    UnknownSource,
     parse_sources,
     response_json,
 )

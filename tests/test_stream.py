@@ -25,16 +25,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from app.answer import (
-    INSUFFICIENT_TEXT,
-    WARN_LLM_INTERRUPTED,
-    Answer,
-    Answerer,
-    AnswerSettings,
-)
+from app.answer import INSUFFICIENT_TEXT, WARN_LLM_INTERRUPTED, Answer, Answerer
 from app.api import create_app
 from app.pipeline import Pipeline
-from app.settings import Settings
+from app.settings import AnswerSettings, Settings
 from llm import (
     LLMRequestRejected,
     LLMResult,

@@ -10,7 +10,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from app.answer import AnswerSettings
+from app.settings import AnswerSettings
 from eval import (
     EvalInputError,
     ItemLog,

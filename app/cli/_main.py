@@ -17,15 +17,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from app import __version__, progress_bar
+from app.container import Container
+from app.pipeline import SearchOutcome, build_eutils_client, build_eutils_transport
+from app.schemas import AskRequest, AskResponse
+from app.settings import Settings, get_settings
 from retrieval import CometaError, EutilsError, PubmedRecord
 
-from . import __version__
-from ._api_models import AskRequest, AskResponse
-from ._progress import progress_bar
-from .collections_cli import collections_app
-from .container import Container
-from .pipeline import SearchOutcome, build_eutils_client, build_eutils_transport
-from .settings import Settings, get_settings
+from ._collections import collections_app
 
 __all__ = ["app", "main"]
 
@@ -391,7 +390,7 @@ def serve(
 
     import uvicorn
 
-    from .api import create_app
+    from app.api import create_app
 
     settings = _settings(offline)
     # The API logs one JSON object per line (request ids, question hashes): no extra formatting.
@@ -410,7 +409,3 @@ def _record_json(record: PubmedRecord) -> dict[str, Any]:
 
 def main() -> None:
     app()
-
-
-if __name__ == "__main__":
-    main()

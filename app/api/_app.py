@@ -35,32 +35,27 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Histogram,
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from core import CometaError
-from llm import LLMError
-from retrieval.ncbi import EutilsError
-from retrieval.understand import hash_text
-
-from . import __version__
-from ._api_models import (
-    ApiSettings,
+from app import RateLimiterUnavailable, SlidingWindowLimiter, __version__
+from app.answer import Answerer
+from app.asker import Asker, SourceDenied, caller_of
+from app.container import Container
+from app.judge import CrossSourceJudge
+from app.pipeline import Pipeline
+from app.schemas import (
     AskRequest,
     AskResponse,
     CollectionSearchRequest,
     ErrorResponse,
+    JudgeReportOut,
     JudgeRequest,
     SearchRequest,
 )
-from ._limits import RateLimiterUnavailable, SlidingWindowLimiter
-from .access import InvalidToken, Subject
-from .answer import Answerer
-from .asker import Asker, SourceDenied, caller_of
-from .container import Container
-from .federation import evidence_to_json
-from .judge import CrossSourceJudge
-from .pipeline import Pipeline
-from .schemas import JudgeReportOut
-from .settings import Settings
-from .sources import SourcesService, UnknownSource
+from app.settings import ApiSettings, Settings
+from app.sources import InvalidToken, SourcesService, Subject, UnknownSource, evidence_to_json
+from core import CometaError
+from llm import LLMError
+from retrieval.ncbi import EutilsError
+from retrieval.understand import hash_text
 
 __all__ = [
     "API_LATENCY",
@@ -323,7 +318,7 @@ def create_app(
 ) -> FastAPI:
     """The service. The lifespan builds the process's :class:`~app.container.Container` from ``settings``
     and closes it on shutdown; ``pipeline``/``answerer``/``judge`` inject prebuilt parts (tests)."""
-    from .settings import get_settings
+    from app.settings import get_settings
 
     settings = settings or get_settings()
     api = api_settings or settings.api

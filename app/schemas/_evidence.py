@@ -23,14 +23,13 @@ from retrieval.evidence import Depth, DocClass
 from retrieval.understand import QueryPlan
 
 if TYPE_CHECKING:
+    from app.judge import JudgeReport
+    from app.pipeline import SearchOutcome
+    from app.sources import FusedItem
     from retrieval.collections import InstEvidence, SectionRef
     from retrieval.evidence import EvidenceDoc
     from retrieval.passages import Passage, PassageContext
     from retrieval.search import Provenance
-
-    from .federation import FusedItem
-    from .judge import JudgeReport
-    from .pipeline import SearchOutcome
 
 __all__ = [
     "AnswerMode",

@@ -30,6 +30,29 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from app.answer import (
+    NOT_ADDRESSED,
+    Answerer,
+    Citation,
+    build_evidence_context,
+    content_terms,
+    extractive_answer,
+)
+from app.judge import CrossSourceJudge, JudgeReport, SourceAnswer, SourceAnswerer, has_absent_prefix
+from app.pipeline import Models, Pipeline
+from app.privacy import PhiPolicy
+from app.schemas import (
+    AnswerMode,
+    AskRequest,
+    AskResponse,
+    CitationOut,
+    FusedEvidenceOut,
+    JudgeReportOut,
+    SourceEvidenceOut,
+    SourceResultOut,
+    SourceStatusOut,
+)
+from app.settings import Settings
 from core import CometaError, Encoder, Reranker
 from prompts import load_prompt
 from retrieval.collections import (
@@ -47,22 +70,8 @@ from retrieval.ncbi import EutilsError
 from retrieval.passages import PassageContext
 from retrieval.understand import hash_text, scrub
 
-from ._api_models import AskRequest, AskResponse, CitationOut, SourceResultOut, SourceStatusOut
-from .access import ANONYMOUS, AccessEngine, Subject, TokenVerifier, bearer_token, load_policies
-from .answer import (
-    NOT_ADDRESSED,
-    Answerer,
-    Citation,
-    build_evidence_context,
-    content_terms,
-    extractive_answer,
-)
-from .federation import FederationClient, SourceStatus, fuse_sources
-from .judge import CrossSourceJudge, JudgeReport, SourceAnswer, SourceAnswerer, has_absent_prefix
-from .pipeline import Models, Pipeline
-from .privacy import PhiPolicy
-from .schemas import AnswerMode, FusedEvidenceOut, JudgeReportOut, SourceEvidenceOut
-from .settings import Settings
+from ._access import ANONYMOUS, AccessEngine, Subject, TokenVerifier, bearer_token, load_policies
+from ._federation import FederationClient, SourceStatus, fuse_sources
 
 __all__ = [
     "PUBMED",

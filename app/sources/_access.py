@@ -20,26 +20,23 @@ read), so a remote caller's token is forwarded and judged here, never trusted fr
 
 from __future__ import annotations
 
-import fnmatch
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import jwt
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import ValidationError
 
+from app.settings import AccessSettings, Policy
 from core import CometaError
 
 __all__ = [
     "ANONYMOUS",
     "AccessEngine",
     "AccessError",
-    "AccessSettings",
     "Decision",
     "InvalidToken",
-    "Policy",
     "PolicyError",
     "Subject",
     "TokenVerifier",
@@ -49,7 +46,6 @@ __all__ = [
 
 # Registered JWT claims describe the token, not the person: they are not subject attributes.
 _REGISTERED = frozenset({"exp", "nbf", "iat", "iss", "aud", "jti"})
-_ASYMMETRIC = ("RS256", "RS384", "RS512", "ES256", "ES384", "ES512", "PS256", "PS384", "PS512", "EdDSA")
 
 
 class AccessError(CometaError):
@@ -62,93 +58,6 @@ class InvalidToken(AccessError):
 
 class PolicyError(AccessError):
     """The policy file or inline policies cannot be read: a configuration error, raised at start-up."""
-
-
-class Policy(BaseModel):
-    """One allow rule. ``subject``/``document``: attribute -> allowed values (``"*"`` = any value, but
-    present). ``same``: subject attribute -> document attribute whose values must be equal (retrieve only)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: str = Field(min_length=1, max_length=100, description="Unique name of the rule.")
-    collections: list[str] = Field(
-        default_factory=lambda: ["*"], min_length=1, description="Collection names or globs it covers."
-    )
-    action: Literal["search", "retrieve"] = Field(description="What it allows.")
-    subject: dict[str, list[str]] = Field(
-        default_factory=dict,
-        description='Subject attribute -> allowed values ("*" = any value, but present).',
-    )
-    document: dict[str, list[str]] = Field(
-        default_factory=dict,
-        description='Document attribute -> allowed values ("*" = any value, but present).',
-    )
-    same: dict[str, str] = Field(
-        default_factory=dict,
-        description="Subject attribute -> document attribute whose values must be equal (retrieve only).",
-    )
-    authenticated: bool = Field(
-        default=True,
-        description="Whether the caller must be authenticated: a policy never lets an unauthenticated caller "
-        "in unless it says so explicitly.",
-    )
-
-    @field_validator("subject", "document", mode="before")
-    @classmethod
-    def _listify(cls, value: Any) -> Any:
-        if isinstance(value, Mapping):
-            return {k: [v] if isinstance(v, str) else v for k, v in value.items()}
-        return value
-
-    def covers(self, collection: str, action: str) -> bool:
-        return action == self.action and any(fnmatch.fnmatchcase(collection, p) for p in self.collections)
-
-
-class AccessSettings(BaseModel):
-    """``COMETA_ACCESS__*``. No key configured = bearer tokens cannot be verified and are refused (401)."""
-
-    jwt_secret: SecretStr | None = Field(default=None, description="HS256 shared secret.")
-    jwt_public_key: str | None = Field(
-        default=None, description="PEM text of the public key (RS256/ES256...)."
-    )
-    jwt_public_key_file: Path | None = Field(default=None, description="PEM file of the public key.")
-    jwks_file: Path | None = Field(
-        default=None, description="OIDC JWKS document saved to disk (no network fetch)."
-    )
-    algorithms: list[str] = Field(
-        default_factory=lambda: ["RS256", "ES256"], description="Accepted algorithms for public keys / JWKS."
-    )
-    issuer: str | None = Field(default=None, description="Required iss claim; None = not checked.")
-    audience: str | None = Field(default=None, description="Required aud claim; None = not checked.")
-    leeway_s: float = Field(default=30.0, ge=0, le=600, description="Clock skew tolerated on exp/nbf/iat.")
-    require_exp: bool = Field(default=True, description="Refuse tokens without an exp claim.")
-    require_token: bool = Field(
-        default=False,
-        description="True: collection sources need a verified token (401 without one); False: anonymous "
-        "callers get public collections only (policies with authenticated: false aside).",
-    )
-    policies_file: Path | None = Field(
-        default=None, description='Policies as JSON: a list or {"policies": [...]}.'
-    )
-    policies: list[Policy] | None = Field(
-        default=None, description="Inline policies, e.g. COMETA_ACCESS__POLICIES='[{...}]'."
-    )
-
-    @field_validator("algorithms")
-    @classmethod
-    def _asymmetric_only(cls, value: list[str]) -> list[str]:
-        # Mixing HS* with public-key algorithms would let a public key double as an HMAC secret.
-        bad = [a for a in value if a not in _ASYMMETRIC]
-        if bad:
-            raise ValueError(f"algorithms are for public keys; use jwt_secret for HS256 (got {bad})")
-        return value
-
-    @property
-    def verifies_tokens(self) -> bool:
-        return any(
-            x is not None
-            for x in (self.jwt_secret, self.jwt_public_key, self.jwt_public_key_file, self.jwks_file)
-        )
 
 
 @dataclass(frozen=True)

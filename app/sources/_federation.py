@@ -21,21 +21,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 import httpx
-from pydantic import BaseModel, Field, SecretStr, field_validator
 
+from app.schemas import CollectionEvidenceOut
+from app.settings import FederationSettings, NodeSettings
 from retrieval.search import ArmHit, rrf
-
-from .schemas import CollectionEvidenceOut
 
 if TYPE_CHECKING:  # settings import this module: keep the collection stack out of that import
     from retrieval.collections import InstEvidence
 
 __all__ = [
     "FederationClient",
-    "FederationSettings",
     "FusedItem",
     "NodeAnswer",
-    "NodeSettings",
     "SourceStatus",
     "Status",
     "evidence_from_json",
@@ -45,50 +42,6 @@ __all__ = [
 
 Status = Literal["ok", "denied", "failed", "timeout"]
 T = TypeVar("T")
-_NAME = r"^[a-z0-9][a-z0-9_-]{0,63}$"
-
-
-class NodeSettings(BaseModel):
-    name: str = Field(pattern=_NAME, description="How sources name this node (node/collection).")
-    url: str = Field(description="The node's base URL (http:// or https://).")
-    timeout_s: float = Field(default=10.0, gt=0, le=300, description="The whole exchange with this node.")
-    service_token: SecretStr | None = Field(
-        default=None,
-        description="Sent as the bearer token only when the caller presented none (a node-level identity): "
-        "the remote node then decides on this node's rights, so they should not exceed an anonymous "
-        "caller's.",
-    )
-    api_key: SecretStr | None = Field(
-        default=None, description="That node's X-API-Key, when it requires one."
-    )
-
-    @field_validator("url")
-    @classmethod
-    def _http(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError("node url must start with http:// or https://")
-        return value.rstrip("/")
-
-
-class FederationSettings(BaseModel):
-    """``COMETA_FEDERATION__*``: ``NODES='[{"name": "b", "url": "http://10.0.0.2:8000"}]'``."""
-
-    nodes: list[NodeSettings] = Field(default_factory=list, description="The other nodes this one may ask.")
-    connect_timeout_s: float = Field(default=2.0, gt=0, le=60, description="To connect to a node.")
-    max_response_bytes: int = Field(
-        default=16_000_000, ge=10_000, description="Larger node responses are refused."
-    )
-    rrf_k: float = Field(
-        default=60.0, ge=0, description="Reciprocal rank fusion constant k of the ranking across sources."
-    )
-
-    @field_validator("nodes")
-    @classmethod
-    def _unique(cls, value: list[NodeSettings]) -> list[NodeSettings]:
-        names = [n.name for n in value]
-        if len(set(names)) != len(names):
-            raise ValueError("node names must be unique")
-        return value
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from .schemas import (
+from ._evidence import (
     AnswerMode,
     EvidenceDocOut,
     FusedEvidenceOut,
@@ -22,11 +22,10 @@ from .schemas import (
 )
 
 if TYPE_CHECKING:
-    from .answer import Citation
+    from app.answer import Citation
 
 __all__ = [
     "MAX_QUESTION_CHARS",
-    "ApiSettings",
     "AskRequest",
     "AskResponse",
     "CitationOut",
@@ -37,78 +36,12 @@ __all__ = [
     "SearchRequest",
     "SourceResultOut",
     "SourceStatusOut",
-    "SourcesSettings",
     "UserDocument",
 ]
 
 MAX_QUESTION_CHARS = 4000
 # NCBI's mindate/maxdate syntax: YYYY, YYYY/MM or YYYY/MM/DD.
 _DATE = re.compile(r"^\d{4}(/(0[1-9]|1[0-2])(/(0[1-9]|[12]\d|3[01]))?)?$")
-
-
-class ApiSettings(BaseModel):
-    """The service's own knobs (``COMETA_API__*``).
-
-    ``api_keys`` empty = authentication disabled: the offline/dev default. Any production deployment must
-    set at least one key (``COMETA_API__API_KEYS='["..."]'``).
-    """
-
-    api_keys: list[SecretStr] = Field(
-        default_factory=list, description="Accepted X-API-Key values; empty = authentication disabled."
-    )
-    rate_limit_per_minute: int = Field(
-        default=60, ge=0, description="Requests per API key (per client IP without auth); 0 = off."
-    )
-    rate_limit_backend: Literal["memory", "redis"] = Field(
-        default="memory",
-        description="memory: per process (N replicas = N x the limit); redis: one window shared by every "
-        "replica.",
-    )
-    rate_limit_url: str | None = Field(
-        default=None, description="redis://host:port/db; unset = the E-utilities limiter's Redis."
-    )
-    rate_limit_timeout_s: float = Field(
-        default=0.5, gt=0, le=10, description="Per Redis call, on every request."
-    )
-    rate_limit_on_error: Literal["allow", "deny"] = Field(
-        default="allow", description="Redis down: admit (warn + count) or answer 503."
-    )
-    max_body_bytes: int = Field(default=256 * 1024, ge=1024, description="Larger request bodies get 413.")
-    cors_origins: list[str] = Field(
-        default_factory=list, description="Origins allowed by CORS; empty = none."
-    )
-    ready_timeout_s: float = Field(default=3.0, gt=0, description="/readyz E-utilities probe timeout.")
-    judge_max_sources: int = Field(default=4, ge=2, le=8, description="Sources the judge compares at most.")
-    judge_concurrency: int = Field(
-        default=4,
-        ge=1,
-        le=16,
-        description="Per-source answers written at once (the judge's and the multi-source /ask's).",
-    )
-
-
-class SourcesSettings(BaseModel):
-    """``COMETA_SOURCES__*``: asking across sources (``/ask`` with ``sources``; ``app.sources``)."""
-
-    top_docs: int = Field(
-        default=3, ge=1, le=10, description="Documents per collection (HERO-QA: a few, read whole)."
-    )
-    context_chars: int = Field(
-        default=24_000, ge=1000, le=400_000, description="Context of one per-source answer."
-    )
-    extractive_sentences: int = Field(
-        default=2, ge=1, le=10, description="Sentences per source when there is no LLM."
-    )
-    excerpt_chars: int = Field(
-        default=400, ge=0, le=5000, description="Evidence text echoed in /ask responses."
-    )
-    answer_max_tokens: int = Field(
-        default=320,
-        ge=16,
-        le=4096,
-        description="Completion tokens of a per-source answer: the prompt asks for about 120 words, and the "
-        "cap keeps a rambling (base) model from writing pages.",
-    )
 
 
 # A source: "pubmed", a local collection, "node/collection" or "node/*" (all the caller may search there).

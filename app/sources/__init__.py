@@ -1,0 +1,52 @@
+"""Asking across sources: PubMed, this node's institutional collections and other nodes' (federation),
+each answered on its own behind attribute-based access policies, then compared by the judge."""
+
+from ._access import (
+    ANONYMOUS,
+    AccessEngine,
+    InvalidToken,
+    PolicyError,
+    Subject,
+    TokenVerifier,
+    bearer_token,
+    load_policies,
+)
+from ._federation import (
+    FederationClient,
+    FusedItem,
+    SourceStatus,
+    evidence_from_json,
+    evidence_to_json,
+    fuse_sources,
+)
+from ._service import (
+    AcrossOutcome,
+    SourceOutcome,
+    SourcesService,
+    UnknownSource,
+    parse_sources,
+    response_json,
+)
+
+__all__ = [
+    "ANONYMOUS",
+    "AccessEngine",
+    "AcrossOutcome",
+    "FederationClient",
+    "FusedItem",
+    "InvalidToken",
+    "PolicyError",
+    "SourceOutcome",
+    "SourceStatus",
+    "SourcesService",
+    "Subject",
+    "TokenVerifier",
+    "UnknownSource",
+    "bearer_token",
+    "evidence_from_json",
+    "evidence_to_json",
+    "fuse_sources",
+    "load_policies",
+    "parse_sources",
+    "response_json",
+]
