@@ -9,12 +9,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
 import httpx
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from tests._paths import REPO
 
 
 def free_port() -> int:

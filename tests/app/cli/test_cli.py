@@ -1,0 +1,123 @@
+"""The ``cometa`` CLI: the README's demo search, and ``cometa eutils serve`` as a real process over HTTP."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from app.cli import app
+from retrieval.ncbi import parse_esearch, parse_pmc_articles, parse_pubmed_articles
+from tests._paths import REPO
+from tests._procs import free_port, serve
+
+
+def test_offline_search_json_matches_the_corpus() -> None:
+    result = CliRunner().invoke(
+        app, ["eutils", "search", "--offline", "--json", "neoplasms[mh] AND 2010:2015[dp]"]
+    )
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["count"] >= len(payload["pmids"]) == 10
+    assert payload["query_translation"].startswith('"neoplasms"[MeSH Terms] AND 2010/01/01:2015/12/31')
+    assert [r["pmid"] for r in payload["records"]] == payload["pmids"]
+    assert all(2010 <= r["pub_date"]["year"] <= 2015 for r in payload["records"])
+
+
+def test_bad_query_exits_cleanly_with_a_message() -> None:
+    result = CliRunner().invoke(app, ["eutils", "search", "--offline", "(cancer AND"])
+    assert result.exit_code == 2
+    assert "BadRequest" in result.output and "Traceback" not in result.output
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[str]:
+    port = free_port()
+    for base in serve(["eutils", "serve", "--port", str(port)], "/entrez/eutils/einfo.fcgi", port=port):
+        yield base + "/entrez/eutils/"
+
+
+def test_served_readme_curl_examples(served: str) -> None:
+    # The exact requests the README shows with curl.
+    r = httpx.get(
+        served + "esearch.fcgi?db=pubmed&term=neoplasms[mh]+AND+2010:2015[dp]&retmode=json", timeout=5
+    )
+    assert r.status_code == 200 and r.headers["content-type"].startswith("application/json")
+    result = parse_esearch(r.content)
+    assert result.count == 70 and len(result.ids) == 20
+    r = httpx.get(served + "efetch.fcgi?db=pubmed&id=21645374&retmode=xml", timeout=5)
+    (record,) = parse_pubmed_articles(r.content)
+    assert record.pmid == "21645374" and record.has_abstract
+    r = httpx.get(served + "elink.fcgi?dbfrom=pubmed&db=pmc&linkname=pubmed_pmc&id=23149571", timeout=5)
+    assert b"<LinkName>pubmed_pmc</LinkName>" in r.content and b"<Id>3574550</Id>" in r.content
+    r = httpx.get(served + "efetch.fcgi?db=pmc&id=3574550", timeout=5)
+    (article,) = parse_pmc_articles(r.content)
+    assert article.pmcid == "PMC3574550" and article.sections
+
+
+def test_served_post_and_unknown_path(served: str) -> None:
+    r = httpx.post(
+        served + "esearch.fcgi", data={"db": "pubmed", "term": "cancer", "retmode": "json"}, timeout=5
+    )
+    assert parse_esearch(r.content).count > 0
+    assert httpx.get(served + "nosuch.fcgi", timeout=5).status_code == 404
+
+
+def test_search_json_runs_the_ladder_and_keeps_phi_out() -> None:
+    narrative = (
+        "Hi I'm Linda Parker (555-201-7788). My mom has a mass on her pancreas and her CA 19 9 came back "
+        "really high, is the whipple pointless?"
+    )
+    result = CliRunner().invoke(app, ["search", "--offline", "--json", narrative])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["pmids"] and all(p.isdigit() for p in payload["pmids"])
+    assert payload["rewriter"]["path"] == "deterministic"
+    tiers = payload["tiers"]
+    assert tiers and {"query", "count", "latency_ms", "used"} <= set(tiers[0])
+    assert payload["evidence"][0]["pmid"] == payload["pmids"][0]
+    assert {"class", "depth", "provenance", "url"} <= set(payload["evidence"][0])
+    # The top hit is the corpus article on exactly this dilemma.
+    assert "19459018" in payload["pmids"][:3]
+    for secret in ("Linda", "Parker", "555-201-7788"):
+        assert secret not in result.stdout
+    assert {"NAME", "PHONE"} <= set(payload["rewriter"]["phi_removed"])
+
+
+def test_ask_json_is_the_api_answer() -> None:
+    narrative = "Hi I'm Linda Parker. My mom has a mass on her pancreas: is the whipple pointless?"
+    result = CliRunner().invoke(
+        app, ["ask", "--offline", "--no-dense", "--json", "--max-documents", "3", narrative]
+    )
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["request_id"] == "cli" and payload["mode"] == "extractive"  # offline: no LLM
+    assert len(payload["evidence"]) <= 3 and payload["citations"]
+    assert {c["pmid"] for c in payload["citations"]} <= {d["pmid"] for d in payload["evidence"]}
+    assert payload["query"]["rewriter"]["path"] == "deterministic"
+    assert "Linda" not in result.stdout and "Parker" not in result.stdout
+
+
+def test_search_rejects_half_a_date_window() -> None:
+    result = CliRunner().invoke(app, ["search", "--offline", "--mindate", "2010", "cancer"])
+    assert result.exit_code == 2 and "go together" in result.output
+
+
+def test_index_build_from_baseline_resumes(tmp_path: Path) -> None:
+    sample = REPO / "retrieval" / "corpus" / "pubmed" / "ncbi_samples.xml"
+    args = ["index", "build", "--offline", "--source", "baseline", "--index-dir", str(tmp_path), str(sample)]
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert "added 13, skipped 0" in first.output and "docs/s" in first.output
+    second = CliRunner().invoke(app, args)
+    assert second.exit_code == 0, second.output
+    assert "added 0, skipped 13" in second.output and "index holds 13 vectors" in second.output
+
+
+def test_index_build_needs_inputs_for_baseline() -> None:
+    result = CliRunner().invoke(app, ["index", "build", "--offline", "--source", "baseline"])
+    assert result.exit_code == 2 and "needs input PATHS" in result.output

@@ -1,0 +1,180 @@
+"""eval.chunking: the hit rule and MRR@5 by hand, the committed query fixture, a tiny harness run."""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from eval.chunking import (
+    FIXTURE,
+    EvalDoc,
+    GoldQuery,
+    Passage,
+    Row,
+    build_passages,
+    evaluate,
+    hit_and_rr,
+    is_hit,
+    load_eval_corpus,
+    load_queries,
+    markdown_table,
+)
+from retrieval.embed import BiEncoderReranker
+from retrieval.ncbi import iter_pubmed_articles, parse_pmc_articles
+from segmentation import FixedTokenSegmenter, WhitespaceTokenCounter
+from tests._fakes import VectorEncoder
+from tests._paths import REPO
+
+CORPUS = REPO / "retrieval" / "corpus"
+Q = GoldQuery("q", "?", "PMC1", 2, "Results", 100, 200, "x" * 100)
+
+
+def p(doc: str = "PMC1", unit: int | str = 2, start: int = 0, end: int = 0) -> Passage:
+    return Passage(doc, unit, start, end, "", 0)  # type: ignore[arg-type]
+
+
+def test_hit_rule_needs_half_the_gold_span_in_the_same_unit() -> None:
+    assert is_hit(p(start=100, end=200), Q)  # the whole span
+    assert is_hit(p(start=150, end=400), Q)  # exactly half (50 of 100 characters)
+    assert not is_hit(p(start=151, end=400), Q)  # 49 characters
+    assert is_hit(p(start=0, end=150), Q)
+    assert not is_hit(p(start=0, end=149), Q)
+    assert not is_hit(p(start=200, end=300), Q)  # adjacent, no overlap
+    assert not is_hit(p(unit=3, start=100, end=200), Q)  # other section, same offsets
+    assert not is_hit(p(doc="PMC2", start=100, end=200), Q)
+    assert not is_hit(p(unit="abstract", start=0, end=1000), Q)
+
+
+def test_mrr_at_5_by_hand() -> None:
+    miss, hit = p(start=0, end=10), p(start=100, end=200)
+    assert hit_and_rr([hit, miss], Q) == (True, 1.0)
+    assert hit_and_rr([miss, miss, hit, hit], Q) == (True, pytest.approx(1 / 3))
+    assert hit_and_rr([miss] * 4 + [hit], Q) == (True, pytest.approx(0.2))
+    assert hit_and_rr([miss] * 5 + [hit], Q) == (False, 0.0)  # rank 6 is outside @5
+    assert hit_and_rr([], Q) == (False, 0.0)
+
+
+def _unit_texts() -> dict[tuple[str, int | str], str]:
+    texts: dict[tuple[str, int | str], str] = {}
+    for path in sorted((CORPUS / "pmc").glob("*.xml")):
+        for art in parse_pmc_articles(path.read_bytes()):
+            texts[(art.pmcid, "abstract")] = art.abstract_text
+            for i, s in enumerate(art.sections):
+                texts[(art.pmcid, i)] = s.text
+    for rec in iter_pubmed_articles(CORPUS / "pubmed" / "pubmedqa_pqal.xml"):
+        texts[(f"PMID:{rec.pmid}", "abstract")] = rec.abstract_text
+    return texts
+
+
+def test_fixture_is_well_formed_and_every_gold_span_is_verbatim_at_its_offsets() -> None:
+    raw = [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines() if line.strip()]
+    queries = load_queries()
+    assert 50 <= len(queries) == len(raw) <= 80
+    assert len({q.id for q in queries}) == len(queries)
+    assert len({q.question for q in queries}) == len(queries)
+    assert all("assistant LLM" in o["generator"] and "verbatim" in o["generator"] for o in raw)
+    texts = _unit_texts()
+    pmc_docs = {q.doc_id for q in queries if q.doc_id.startswith("PMC")}
+    assert len(pmc_docs) == 4
+    assert len({q.doc_id for q in queries if q.doc_id.startswith("PMID:")}) >= 10
+    for q in queries:
+        text = texts[(q.doc_id, q.unit)]
+        assert text[q.start : q.end] == q.gold, q.id
+        assert q.question.endswith("?") and len(q.gold) >= 20
+        # Questions paraphrase: never a copy of the gold sentence.
+        assert q.question.rstrip("?").lower() not in q.gold.lower()
+
+
+class HashEncoder(VectorEncoder):
+    """Hashed bag of words, L2-normalised: fast and deterministic stand-in for the dense encoder."""
+
+    name = "hash"
+    dim = 512
+    query_max_length = 512
+    doc_max_length = 512
+
+    def _vec(self, text: str) -> np.ndarray:
+        v = np.zeros(self.dim, dtype=np.float32)
+        for w in re.findall(r"[a-z0-9]+", text.lower()):
+            v[zlib.crc32(w.encode()) % self.dim] += 1.0
+        n = float(np.linalg.norm(v))
+        return v / n if n else v
+
+
+def test_tiny_harness_run_over_three_queries() -> None:
+    queries = [q for q in load_queries() if q.doc_id == "PMC2994229"][:2]
+    queries += [next(q for q in load_queries() if q.doc_id.startswith("PMID:"))]
+    docs = load_eval_corpus(queries, distractors=("8738894",))
+    assert {d.doc_id for d in docs} >= {"PMC2994229", queries[2].doc_id, "PMID:8738894"}
+    counter = WhitespaceTokenCounter(512)
+    segmenters = {
+        "fixed-64-0": FixedTokenSegmenter(counter, 64, 0),
+        "fixed-64-16": FixedTokenSegmenter(counter, 64, 16),
+    }
+    enc = HashEncoder()
+    rows = evaluate(segmenters, docs, queries, enc, counter, BiEncoderReranker(enc))  # type: ignore[arg-type]
+    assert [(r.segmenter, r.retriever) for r in rows] == [
+        (s, r) for s in segmenters for r in ("bm25", "dense", "dense+rerank")
+    ]
+    for r in rows:
+        assert isinstance(r, Row) and r.queries == 3
+        assert 0.0 <= r.mrr_at_5 <= r.hit_at_5 <= 1.0
+        assert r.section_chunks > 0 and 0 < r.mean_chunk_tokens <= 64
+    # The abstract question's passage is the whole abstract: lexical retrieval finds it.
+    assert all(r.hit_at_5 >= 1 / 3 for r in rows if r.retriever == "bm25")
+    table = markdown_table(rows)
+    assert table.splitlines()[0].startswith("| Segmenter | Chunks | Mean tokens | bm25 Hit@5")
+    assert len(table.splitlines()) == 2 + len(segmenters)
+
+
+def test_build_passages_keeps_abstracts_whole_and_offsets_exact() -> None:
+    doc = EvalDoc("PMC9", "An abstract. Two sentences.", ())
+    counter = WhitespaceTokenCounter(512)
+    (only,) = build_passages(FixedTokenSegmenter(counter, 2, 0), [doc], counter)
+    assert only.unit == "abstract" and only.text == doc.abstract and (only.start, only.end) == (0, 27)
+    docs = load_eval_corpus([], distractors=())
+    full = next(d for d in docs if d.doc_id == "PMC2994229")
+    for passage in build_passages(FixedTokenSegmenter(counter, 100, 20), [full], counter):
+        source = full.abstract if passage.unit == "abstract" else full.sections[int(passage.unit)].text
+        assert source[passage.start : passage.end] == passage.text
+
+
+def test_run_chunking_suite_resumes_per_segmenter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    import eval.chunking as chunking
+    from eval import ITEMS_FILE, EvalInputError, RunOptions
+
+    enc = HashEncoder()
+    counter = WhitespaceTokenCounter(512)
+    loads: list[int] = []
+
+    def fake_models(_params: object) -> tuple[object, object, object]:
+        loads.append(1)
+        return enc, counter, BiEncoderReranker(enc)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(chunking, "_encoder_and_reranker", fake_models)
+    opts = RunOptions(out_dir=tmp_path, limit=6, seed=3, subsets=("fixed-512-0", "sentence-window-3"))
+    result = asyncio.run(chunking.run_chunking(opts))
+    rows = result.metrics
+    assert set(rows) == {f"{s}/{r}" for s in opts.subsets for r in ("bm25", "dense", "dense+rerank")}
+    assert all(r["queries"] == 6 and 0.0 <= r["mrr_at_5"] <= r["hit_at_5"] <= 1.0 for r in rows.values())
+    # The bi-encoder reranks with the dense encoder itself: it cannot change the dense ranking's hits.
+    for seg in opts.subsets:
+        assert rows[f"{seg}/dense+rerank"]["hit_at_5"] == rows[f"{seg}/dense"]["hit_at_5"]
+    assert [p.filename for p in result.plots] == ["chunking_hit_at_5.png", "chunking_mrr_at_5.png"]
+    assert result.tables[0].header[:3] == ["Segmenter", "Chunks", "Mean tokens"]
+    assert [r[0] for r in result.tables[0].rows] == list(opts.subsets)
+    lines = (tmp_path / ITEMS_FILE).read_text(encoding="utf-8").splitlines()
+    assert [json.loads(x)["key"] for x in lines] == list(opts.subsets)
+    # Rerun: both segmenters come back from items.jsonl, no model is loaded again, same numbers.
+    again = asyncio.run(chunking.run_chunking(opts))
+    assert len(loads) == 1 and again.metrics == rows
+    assert any("read back" in n for n in again.notes)
+    with pytest.raises(EvalInputError, match="unknown segmenters"):
+        asyncio.run(chunking.run_chunking(RunOptions(out_dir=tmp_path / "x", subsets=("nope",))))
