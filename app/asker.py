@@ -3,7 +3,7 @@
 ``POST /ask`` and ``/ask/stream``, ``cometa ask`` and the in-process evaluation suites all run an
 :class:`Asker`. :meth:`Asker.events` streams ``stage`` (understand/retrieve/answer/judge started|finished),
 ``evidence``, ``token`` (provisional deltas, when streaming), ``answer`` (the checked final answer),
-``judge`` (when asked) and last ``result`` (the :class:`~app._api_models.AskResponse` JSON);
+``judge`` (when asked) and last ``result`` (the :class:`~app.schemas.AskResponse` JSON);
 :meth:`Asker.ask` returns that response. A request naming sources beyond PubMed is answered per source by
 :class:`~app.sources.SourcesService` (not streamed).
 

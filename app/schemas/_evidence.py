@@ -8,8 +8,8 @@ OpenAPI (``/docs``) documents every field. Field order is the JSON key order. No
 The vocabulary every layer shares lives here too: :data:`AnswerMode` (how an answer was made) and the
 judge's :data:`Label` and :data:`Significance`.
 
-Kept light (``app.settings`` imports it through ``app._api_models``): the collection stack is imported
-only where collection evidence is rebuilt.
+Kept light (it sits below every other app module): the collection stack is imported only where collection
+evidence is rebuilt.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 1. Each source is retrieved on its own: PubMed by the existing :class:`~app.pipeline.Pipeline`; a local
    collection by a :class:`~retrieval.collections.CollectionRetriever` on the process's dense encoder and
    reranker, behind this node's access policies (the gate, then the per-document filter); a remote one by
-   the owning node (``app.federation``), which applies its own policies to the forwarded token.
+   the owning node (``_federation``), which applies its own policies to the forwarded token.
 2. Each source is answered on its own with the ``NOT ADDRESSED`` rule by the judge's
    :class:`~app.judge.SourceAnswerer`, from the one evidence context of ``app.answer``; with no LLM the
    answers are extractive (:func:`~app.answer.extractive_answer`: the best-matching sentences, cited) and
