@@ -63,6 +63,10 @@ OfflineOpt = Annotated[
         "--live: COMETA_EUTILS__BASE_URL (NCBI by default).",
     ),
 ]
+QuestionArg = Annotated[str, typer.Argument(help="The patient's question or narrative, as typed.")]
+DenseOpt = Annotated[
+    bool, typer.Option("--dense/--no-dense", help="Fuse the dense (semantic) arm with the Boolean arm.")
+]
 
 
 def _settings(offline: bool) -> Settings:
@@ -173,14 +177,12 @@ async def _search(
 
 @app.command("search")
 def search(
-    question: Annotated[str, typer.Argument(help="The patient's question or narrative, as typed.")],
+    question: QuestionArg,
     offline: OfflineOpt = False,
     use_llm: Annotated[
         bool, typer.Option("--llm/--no-llm", help="Use the configured LLM rewriter (falls back if it fails).")
     ] = True,
-    use_dense: Annotated[
-        bool, typer.Option("--dense/--no-dense", help="Fuse the dense (semantic) arm with the Boolean arm.")
-    ] = True,
+    use_dense: DenseOpt = True,
     mindate: Annotated[str | None, typer.Option(help="YYYY[/MM[/DD]]; needs --maxdate")] = None,
     maxdate: Annotated[str | None, typer.Option(help="YYYY[/MM[/DD]]; needs --mindate")] = None,
     show: Annotated[int, typer.Option(min=1, max=200, help="Evidence documents to show.")] = 10,
@@ -269,14 +271,12 @@ async def _run_search(
 
 @app.command("ask")
 def ask(
-    question: Annotated[str, typer.Argument(help="The patient's question or narrative, as typed.")],
+    question: QuestionArg,
     offline: OfflineOpt = False,
     use_llm: Annotated[
         bool, typer.Option("--llm/--no-llm", help="Use the configured LLM (else: extractive answers).")
     ] = True,
-    use_dense: Annotated[
-        bool, typer.Option("--dense/--no-dense", help="Fuse the dense (semantic) arm with the Boolean arm.")
-    ] = True,
+    use_dense: DenseOpt = True,
     judge: Annotated[bool, typer.Option("--judge", help="Judge agreement across the sources (LLM).")] = False,
     max_documents: Annotated[
         int, typer.Option(min=1, max=50, help="Evidence documents to answer from.")

@@ -1,0 +1,161 @@
+"""Dependencies of the routes: the container and what it holds, API-key and rate-limit checks, the
+one mapping from exceptions to honest HTTP failures."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import math
+from collections.abc import Mapping
+from typing import Annotated, Any, cast
+
+from fastapi import Depends, Request
+from prometheus_client import Counter, Histogram
+
+from app import RateLimiterUnavailable
+from app.asker import Asker
+from app.container import Container
+from app.judge import CrossSourceJudge
+from app.pipeline import Pipeline
+from app.settings import Settings
+from app.sources import SourcesService
+from core import CometaError
+from llm import LLMError
+from retrieval.ncbi import EutilsError
+from retrieval.understand import hash_text
+
+log = logging.getLogger("cometa.api")
+
+API_REQUESTS = Counter(
+    "cometa_api_requests_total",
+    "HTTP requests served, by route, method and status",
+    ["route", "method", "status"],
+)
+API_LATENCY = Histogram(
+    "cometa_api_request_seconds",
+    "Latency of HTTP requests, by route",
+    ["route"],
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
+)
+API_REJECTED = Counter(
+    "cometa_api_rejected_total", "Requests refused before the handler ran, by reason", ["reason"]
+)
+
+_UNAUTHORIZED = {"WWW-Authenticate": 'Bearer error="invalid_token"'}
+
+
+# --- dependencies -------------------------------------------------------------------------------------
+
+
+class ApiError(Exception):
+    """An honest, expected failure: rendered as ``{"error", "reason"}`` with ``status``."""
+
+    def __init__(
+        self, status: int, error: str, reason: str | None = None, headers: Mapping[str, str] | None = None
+    ) -> None:
+        super().__init__(error)
+        self.status = status
+        self.error = error
+        self.reason = reason
+        self.headers = dict(headers or {})
+
+
+def get_container(request: Request) -> Container:
+    container = getattr(request.app.state, "container", None)
+    if container is None:  # only when the lifespan did not run (a test forgot it)
+        raise ApiError(503, "service starting", "dependencies are not initialised")
+    return cast(Container, container)
+
+
+ContainerDep = Annotated[Container, Depends(get_container)]
+
+
+def get_pipeline(container: ContainerDep) -> Pipeline:
+    return container.pipeline
+
+
+def get_judge(container: ContainerDep) -> CrossSourceJudge | None:
+    return container.judge
+
+
+def get_asker(container: ContainerDep) -> Asker:
+    return container.asker
+
+
+def service_of(request: Request) -> SourcesService:
+    """This node's collections, access decisions and federation (``app.state.sources``)."""
+    service = getattr(request.app.state, "sources", None)
+    if not isinstance(service, SourcesService):
+        raise ApiError(503, "service starting", "collections are not initialised")
+    return service
+
+
+def _request_id(request: Request) -> str:
+    return str(getattr(request.state, "request_id", "") or "")
+
+
+async def authorize(request: Request, container: ContainerDep) -> str:
+    """``X-API-Key`` check (skipped when no keys are configured), then the per-key rate limit."""
+    keys = container.api.api_keys
+    given = request.headers.get("x-api-key")
+    if keys:
+        ok = given is not None and any(
+            hmac.compare_digest(given.encode(), k.get_secret_value().encode()) for k in keys
+        )
+        if not ok:
+            API_REJECTED.labels("auth").inc()
+            raise ApiError(401, "unauthorized", "missing or invalid X-API-Key header")
+        ident = "key:" + hash_text(cast(str, given))
+    else:
+        ident = "ip:" + (request.client.host if request.client else "unknown")
+    try:
+        limiter = container.request_limiter
+        retry = await limiter.check(ident)
+    except RateLimiterUnavailable as exc:  # shared limiter down and rate_limit_on_error=deny
+        API_REJECTED.labels("rate_limit_unavailable").inc()
+        raise ApiError(503, "rate limiter unavailable", str(exc)[:300]) from exc
+    if retry is not None:
+        API_REJECTED.labels("rate_limit").inc()
+        raise ApiError(
+            429,
+            "rate limited",
+            f"more than {limiter.limit} requests per {limiter.window_s:.0f} s",
+            headers={"Retry-After": str(math.ceil(retry))},
+        )
+    return ident
+
+
+PipelineDep = Annotated[Pipeline, Depends(get_pipeline)]
+JudgeDep = Annotated[CrossSourceJudge | None, Depends(get_judge)]
+AskerDep = Annotated[Asker, Depends(get_asker)]
+AuthDep = Annotated[str, Depends(authorize)]
+
+
+def _question_log(settings: Settings, question: str) -> dict[str, str]:
+    if settings.debug_log_questions:
+        return {"question": question}
+    return {"question_hash": hash_text(question)}
+
+
+def _error_payload(exc: BaseException, request_id: str) -> tuple[int, dict[str, Any]]:
+    """One mapping from exceptions to honest HTTP failures, for handlers and the SSE stream alike."""
+    if isinstance(exc, ApiError):
+        return exc.status, {"error": exc.error, "reason": exc.reason, "request_id": request_id}
+    if isinstance(exc, EutilsError):
+        reason = f"{type(exc).__name__}: {exc}"[:300]  # a summary, not a payload dump
+        return 503, {"error": "NCBI unavailable", "reason": reason, "request_id": request_id}
+    if isinstance(exc, LLMError):
+        return 503, {"error": "LLM unavailable", "reason": type(exc).__name__, "request_id": request_id}
+    if isinstance(exc, CometaError):
+        return 500, {"error": "retrieval failed", "reason": type(exc).__name__, "request_id": request_id}
+    return 500, {"error": "internal error", "reason": None, "request_id": request_id}
+
+
+def _log_failure(exc: BaseException, request_id: str, settings: Settings | None) -> None:
+    # Exception messages can quote the question: only the type, unless question logging is on.
+    debug = bool(settings and settings.debug_log_questions)
+    log.error(
+        json.dumps({"event": "request_failed", "request_id": request_id, "exception": type(exc).__name__}),
+        exc_info=exc if debug else None,
+    )
