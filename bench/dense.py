@@ -155,7 +155,7 @@ def rss_file():
         if line.startswith('RssFile'):
             return int(line.split()[1]) * 1024
 base = rss(); base_file = rss_file()
-from retrieval.embed._vector import FaissIndex
+from retrieval.embed import FaissIndex
 t = time.perf_counter(); idx = FaissIndex.load({str(directory)!r}); load_s = time.perf_counter() - t
 after_load = rss()
 q = np.load({str(queries_path)!r})

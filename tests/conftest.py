@@ -33,7 +33,7 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     import redis
 
-    from ._procs import free_port
+    from tests._procs import free_port
 
     binary = shutil.which("redis-server") or "/usr/bin/redis-server"
     if not Path(binary).exists():

@@ -24,7 +24,7 @@ from app.pipeline import Pipeline
 from app.privacy import PhiPolicy
 from app.settings import ApiSettings, Settings
 from app.sources import SourcesService
-from eval._runner import AskRunner, RunOptions
+from eval import AskRunner, RunOptions
 from llm import LLMUnavailable
 from tests._fakes import Reply, ScriptedLLM
 from tests.app.sources.test_sources import BowEncoder, build_store, node_settings
