@@ -36,9 +36,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from rich.progress import Progress
-
 from app.pipeline import Pipeline
+from core import OnProgress
 from llm import LLMSettings, build_llm
 from retrieval import EutilsClient, EutilsError
 from retrieval.understand import scrub
@@ -226,17 +225,16 @@ async def run_retrieval_eval(
     query_sets: Sequence[str],
     *,
     limit: int | None = None,
-    progress: bool = True,
+    on_progress: OnProgress | None = None,
 ) -> list[SystemScore]:
-    """``pipelines``: rewriter label -> Pipeline (e.g. ``{"deterministic": ..., "LLM: gemma": ...}``)."""
+    """``pipelines``: rewriter label -> Pipeline (e.g. ``{"deterministic": ..., "LLM: gemma": ...}``);
+    ``on_progress(done, total)`` after each question."""
     records: list[dict[str, Any]] = []
-    with Progress(disable=not progress, transient=True) as bar:
-        for query_set in query_sets:
-            items = load_items(query_set, limit)
-            task = bar.add_task(query_set, total=len(items))
-            for item in items:
-                records.append(await _item_record(pipelines, query_set, item))
-                bar.advance(task)
+    todo = [(query_set, item) for query_set in query_sets for item in load_items(query_set, limit)]
+    for done, (query_set, item) in enumerate(todo, start=1):
+        records.append(await _item_record(pipelines, query_set, item))
+        if on_progress is not None:
+            on_progress(done, len(todo))
     return scores_from_records(records)
 
 

@@ -39,7 +39,11 @@ def test_user_jsonl_question_file(tmp_path: Path) -> None:
 async def test_small_real_run_over_the_pipeline() -> None:
     settings = Settings().offline()
     async with Pipeline(settings, use_llm=False) as pipeline:
-        scores = await run_retrieval_eval({"deterministic": pipeline}, ["narrative"], limit=4, progress=False)
+        seen: list[tuple[int, int]] = []
+        scores = await run_retrieval_eval(
+            {"deterministic": pipeline}, ["narrative"], limit=4, on_progress=lambda d, t: seen.append((d, t))
+        )
+        assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]
     systems = [s.system for s in scores]
     assert systems == [
         "raw E-utilities",
