@@ -21,7 +21,9 @@ from app.schemas import (
     AskResponse,
     JudgeReportOut,
     JudgeRequest,
+    JudgeResponse,
     SearchRequest,
+    SearchResponse,
 )
 from app.settings import Settings
 from app.sources import InvalidToken, UnknownSource
@@ -121,7 +123,7 @@ def _install_routes(app: FastAPI, settings: Settings) -> None:
         headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
         return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
 
-    @app.post("/search", tags=["evidence"])
+    @app.post("/search", tags=["evidence"], responses={200: {"model": SearchResponse}})
     async def search(
         req: SearchRequest, request: Request, _auth: AuthDep, pipeline: PipelineDep
     ) -> JSONResponse:
@@ -134,7 +136,7 @@ def _install_routes(app: FastAPI, settings: Settings) -> None:
         )
         return JSONResponse({"request_id": request_id, **outcome.to_json()})
 
-    @app.post("/judge", tags=["judge"])
+    @app.post("/judge", tags=["judge"], responses={200: {"model": JudgeResponse}})
     async def judge_answers(
         req: JudgeRequest, request: Request, _auth: AuthDep, asker: AskerDep, judge: JudgeDep
     ) -> JSONResponse:

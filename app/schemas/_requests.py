@@ -18,6 +18,7 @@ from ._evidence import (
     JudgeReportOut,
     PassageOut,
     QueryOut,
+    SearchOut,
     SourceEvidenceOut,
 )
 
@@ -272,3 +273,15 @@ class ErrorResponse(BaseModel):
     reason: str | None = None
     request_id: str | None = None
     detail: list[dict[str, Any]] | None = None
+
+
+class SearchResponse(SearchOut):
+    """``POST /search``: the request id, then the search outcome (built by ``SearchOut``)."""
+
+    request_id: str
+
+
+class JudgeResponse(JudgeReportOut):
+    """``POST /judge``: the request id, then the judge report (built by ``JudgeReportOut``)."""
+
+    request_id: str

@@ -298,3 +298,17 @@ def test_openapi_documents_the_nested_payloads() -> None:
     assert {"rewriter", "tiers", "plan"} <= set(schemas["QueryOut"]["properties"])
     assert {"matrix", "counts", "pairs"} <= set(schemas["JudgeReportOut"]["properties"])
     assert {"cite", "excerpt", "sections"} <= set(schemas["SourceEvidenceOut"]["properties"])
+
+
+def test_the_service_documents_search_and_judge_bodies() -> None:
+    from app.api import create_app
+    from app.settings import Settings
+
+    spec = create_app(Settings().offline()).openapi()
+    for path, model in (("/search", "SearchResponse"), ("/judge", "JudgeResponse")):
+        body = spec["paths"][path]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
+        assert body == {"$ref": f"#/components/schemas/{model}"}
+        assert "request_id" in spec["components"]["schemas"][model]["properties"]
+    assert {"evidence", "tiers", "context"} <= set(
+        spec["components"]["schemas"]["SearchResponse"]["properties"]
+    )
