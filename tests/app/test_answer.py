@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 from typing import Any, TypeVar
 
 import pytest
@@ -20,45 +19,11 @@ from app.answer import (
 from app.settings import AnswerSettings
 from llm import LLMUnavailable
 from retrieval.collections import InstEvidence, SectionRef
-from retrieval.evidence import EvidenceDoc, TextUnit
 from retrieval.passages import Passage, PassageContext
+from tests._evidence import DOCS, TODAY
 from tests._fakes import ScriptedLLM
 
 M = TypeVar("M", bound=BaseModel)
-
-
-def make_doc(
-    pmid: str, abstract: str, *, year: int = 2022, types: tuple[str, ...] = ("Review",)
-) -> EvidenceDoc:
-    unit = TextUnit("abstract", abstract, "Abstract", ("Abstract",), "pubmed", 0)
-    return EvidenceDoc(
-        pmid=pmid,
-        pmcid=None,
-        title=f"Title {pmid}",
-        year=year,
-        journal="J",
-        publication_types=types,
-        doc_class="D1",
-        depth_used="abstract",
-        depth_fallback_reason=None,
-        license=None,
-        url=f"https://pubmed.ncbi.nlm.nih.gov/{pmid}/",
-        fused_rank=1,
-        rrf_score=0.1,
-        provenance=(),
-        text_units=(unit,),
-    )
-
-
-DOCS = [
-    make_doc("111", "Exercise reduces fatigue during chemotherapy in most trials. Effects were moderate."),
-    make_doc(
-        "222",
-        "Walking programmes improved quality of life in breast cancer survivors. Adherence varied.",
-        year=2012,
-    ),
-]
-TODAY = lambda: datetime.date(2026, 1, 1)  # noqa: E731
 
 
 def answerer(llm: ScriptedLLM | None, **settings: Any) -> Answerer:

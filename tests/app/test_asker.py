@@ -27,7 +27,7 @@ from app.sources import SourcesService
 from eval import AskRunner, RunOptions
 from llm import LLMUnavailable
 from tests._fakes import Reply, ScriptedLLM
-from tests.app.sources.test_sources import BowEncoder, build_store, node_settings
+from tests._handbooks import BowEncoder, build_store, node_settings
 
 PHI = {
     "name": "Linda Parker",

@@ -8,8 +8,8 @@ import pytest
 
 from app.judge import CrossSourceJudge, SourceAnswer, parse_label_fallback, parse_yes_no
 from llm import LLMTimeout
+from tests._evidence import make_doc
 from tests._fakes import Reply, ScriptedLLM
-from tests.app.test_answer import make_doc
 
 Q = "Should I stop aspirin before surgery?"
 

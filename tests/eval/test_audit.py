@@ -15,7 +15,7 @@ from app.sources import SourcesService
 from core import CometaError
 from eval import RunOptions, run_metadata, write_result
 from eval.audit import DEFAULT_QUESTIONS, aggregate, load_questions, run_audit
-from tests.app.sources.test_sources import ORDER, BowEncoder, build_store, handbook_llm, node_settings
+from tests._handbooks import ORDER, BowEncoder, build_store, handbook_llm, node_settings
 
 ASYNC = pytest.mark.asyncio(loop_scope="module")
 

@@ -40,9 +40,9 @@ from llm import (
 )
 from llm._base import _BaseLLM
 from llm._types import _Completion, _Rung
+from tests._evidence import DOCS, TODAY
 from tests._fakes import BrokenStream, ScriptedLLM, pieces
 from tests._procs import free_port
-from tests.app.test_answer import DOCS, TODAY
 
 MESSAGES = [{"role": "user", "content": "Does exercise help?"}]
 
