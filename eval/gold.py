@@ -140,15 +140,14 @@ class GoldSummary:
 
 
 def find_shared_data(explicit: Path | None = None) -> Path | None:
-    """``--from``, else ``$COMETA_SHARED_DIR/data``, else ``../shared/data`` next to the repository."""
-    candidates = [explicit] if explicit is not None else []
-    if shared := os.environ.get("COMETA_SHARED_DIR"):
-        candidates.append(Path(shared) / "data")
-    candidates.append(_REPO_ROOT.parent / "shared" / "data")
-    for path in candidates:
-        if path is not None and (path / "cohen2006").is_dir():
-            return path
-    return None
+    """``--from`` (only it, when given), else ``$COMETA_SHARED_DIR/data``, else ``../shared/data``."""
+    if explicit is not None:
+        candidates = [explicit]
+    else:
+        env = os.environ.get("COMETA_SHARED_DIR")
+        candidates = [Path(env) / "data"] if env else []
+        candidates.append(_REPO_ROOT.parent / "shared" / "data")
+    return next((path for path in candidates if (path / "cohen2006").is_dir()), None)
 
 
 def default_gold_dir() -> Path:
@@ -350,7 +349,8 @@ def _lay(text: str) -> tuple[str, list[str]]:
 def _phrase(text: str) -> str:
     text = " ".join(text.split()).strip(" .;,:")
     # Lower-case a capitalised first word ("Pain" -> "pain") but keep acronyms ("HbA1c", "IL-6").
-    if len(text) > 1 and text[0].isupper() and text[1].islower():
+    first = text.split(" ", 1)[0]
+    if len(first) > 1 and first[0].isupper() and first[1:].isalpha() and first[1:].islower():
         text = text[0].lower() + text[1:]
     return text
 
@@ -585,7 +585,7 @@ def build_gold(
     *,
     seed: int = 0,
     ei_items: int = 300,
-    fixture_dir: Path = FIXTURE_DIR,
+    fixture_dir: Path | None = None,
     on_progress: OnProgress | None = None,
 ) -> GoldSummary:
     """Build every set from ``shared`` (the shared ``data`` folder) and the fixtures into ``out_dir``.
@@ -593,6 +593,7 @@ def build_gold(
     Writes ``<set>.jsonl`` per set and ``MANIFEST.json`` (inputs' hashes, counts, overlap statistics);
     ``on_progress(done, total)`` while Evidence Inference articles are read (the slow part).
     """
+    fixture_dir = fixture_dir or FIXTURE_DIR  # looked up at call time: tests point it elsewhere
     if not (shared / "cohen2006").is_dir():
         raise GoldBuildError(f"{shared}: not the shared data folder (no cohen2006/)")
     reviews = _read_cohen(shared)
