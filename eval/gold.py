@@ -117,7 +117,7 @@ _LAY: tuple[tuple[str, str], ...] = (
     ("efficacy", "effectiveness"),
     ("incidence", "rate"),
 )
-_LAY_RE = [(re.compile(rf"\b{re.escape(a)}\b", re.IGNORECASE), b) for a, b in _LAY]
+_LAY_RE = [(a, re.compile(rf"\b{re.escape(a)}\b", re.IGNORECASE), b) for a, b in _LAY]
 
 _OFF_TOPIC_KINDS = frozenset({"gibberish", "non_medical", "chit_chat", "prompt_injection"})
 
@@ -339,10 +339,10 @@ def ei_units(article: PmcArticle) -> list[tuple[str | int, str, str]]:
 
 def _lay(text: str) -> tuple[str, list[str]]:
     used: list[str] = []
-    for pattern, plain in _LAY_RE:
+    for jargon, pattern, plain in _LAY_RE:
         if pattern.search(text):
             text = pattern.sub(plain, text)
-            used.append(pattern.pattern)
+            used.append(jargon)
     return text, used
 
 
@@ -439,7 +439,8 @@ def _locate(article: PmcArticle, evidence: str) -> dict[str, Any] | None:
 
 def _ei_items(
     shared: Path, *, seed: int, n_items: int, on_progress: OnProgress | None
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], int]:
+    """The sampled items and how many articles had a usable prompt before sampling."""
     by_article, _ = _ei_candidates(shared)
     archive = shared / "evidence_inference" / "pmc_xml_files.tar.gz"
     chosen: dict[str, dict[str, Any]] = {}
@@ -467,6 +468,7 @@ def _ei_items(
             cand, span = random.Random(f"ei-prompt:{digits}:{seed}").choice(usable)
             chosen[digits] = {"article": article, "cand": cand, "span": span}
     picked = sorted(chosen, key=int)
+    usable_articles = len(picked)
     if len(picked) > n_items:
         picked = sorted(random.Random(f"ei:{seed}").sample(picked, n_items), key=int)
     splits = assign_splits(
@@ -496,7 +498,7 @@ def _ei_items(
                 "evidence": entry["span"],
             }
         )
-    return items
+    return items, usable_articles
 
 
 # --- unanswerable --------------------------------------------------------------------------------------
@@ -600,8 +602,8 @@ def build_gold(
     sets: dict[str, list[dict[str, Any]]] = {
         "cohen-topic": _cohen_topics(reviews, fixture_dir, seed),
         "cohen-narrative": _cohen_narratives(reviews, fixture_dir, seed),
-        "ei": _ei_items(shared, seed=seed, n_items=ei_items, on_progress=on_progress),
     }
+    sets["ei"], usable_articles = _ei_items(shared, seed=seed, n_items=ei_items, on_progress=on_progress)
     sets["unanswerable"], world_hits = _unanswerable(shared, fixture_dir, seed)
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = GoldSummary(out_dir=out_dir, world_hits=world_hits)
@@ -619,6 +621,7 @@ def build_gold(
     manifest = {
         "seed": seed,
         "ei_items": ei_items,
+        "ei_usable_articles": usable_articles,
         "fixtures": inputs,
         "shared_inputs": {
             rel: _sha256(shared / rel)

@@ -93,7 +93,7 @@ def test_assign_splits_is_seeded_sized_and_order_free() -> None:
 def test_ei_question_templates_and_lay_words() -> None:
     q0, lay0 = ei_question("Tinzaparin", "placebo", "Mortality at 90 days.", 0)
     assert q0 == "Does tinzaparin compared with a placebo (dummy treatment) change death rate at 90 days?"
-    assert lay0 == ["\\bmortality\\b", "placebo"]
+    assert lay0 == ["mortality", "placebo"]
     q1, lay1 = ei_question("IL-11", "saline", "HbA1c", 1)
     assert q1 == "I was offered IL-11 instead of saline. Does that make any difference to HbA1c?"
     assert lay1 == []  # acronyms keep their case, nothing to lay-ify
