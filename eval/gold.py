@@ -419,19 +419,43 @@ def _ei_candidates(shared: Path) -> tuple[dict[str, list[dict[str, Any]]], dict[
     return by_article, prompts
 
 
+def _find_span(text: str, evidence: str) -> tuple[int, int] | None:
+    """(start, end) of ``evidence`` in ``text``: verbatim, else with every whitespace run read as one space
+    (the annotators' text and our parse lay out line breaks and spaces differently in a fifth of them)."""
+    start = text.find(evidence)
+    if start >= 0:
+        return start, start + len(evidence)
+    target = " ".join(evidence.split())
+    if not target:
+        return None
+    folded: list[str] = []
+    origin: list[int] = []  # folded index -> index in text
+    for match in re.finditer(r"\S+|\s+", text):
+        if match.group().isspace():
+            folded.append(" ")
+            origin.append(match.start())
+        else:
+            folded.append(match.group())
+            origin.extend(range(match.start(), match.end()))
+    hit = "".join(folded).find(target)
+    if hit < 0:
+        return None
+    return origin[hit], origin[hit + len(target) - 1] + 1
+
+
 def _locate(article: PmcArticle, evidence: str) -> dict[str, Any] | None:
-    units = ei_units(article)
     offset = 0
-    for unit, heading, text in units:
-        start = text.find(evidence)
-        if start >= 0:
+    for unit, heading, text in ei_units(article):
+        found = _find_span(text, evidence)
+        if found is not None:
+            start, end = found
             return {
                 "unit": unit,
                 "heading": heading,
                 "start": start,
-                "end": start + len(evidence),
+                "end": end,
                 "fulltext_start": offset + start,
-                "text": evidence,
+                "text": text[start:end],  # our parse's wording: the span passages are compared with
             }
         offset += len(text) + 2
     return None

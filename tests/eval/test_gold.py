@@ -104,6 +104,7 @@ def test_ei_question_templates_and_lay_words() -> None:
 
 _TITLE = "Oxycodone for postherpetic neuralgia: a randomized controlled trial"
 _EVIDENCE = "Pain scores were significantly lower with oxycodone than with placebo (P = 0.0001)."
+_SPLIT_EVIDENCE = _EVIDENCE.replace(" than ", "\n than  ")
 _JATS = f"""<?xml version="1.0"?>
 <article article-type="research-article"><front><article-meta>
 <article-id pub-id-type="pmid">{{pmid}}</article-id><article-id pub-id-type="pmc">{{pmc}}</article-id>
@@ -158,6 +159,7 @@ def mini(tmp_path: Path) -> tuple[Path, Path]:
             ["2", "902", "pain scores", "oxycodone", "placebo"],
             ["3", "903", "pain scores", "oxycodone", "placebo"],
             ["911", "903", "pain", "oxycodone", "placebo"],  # flagged upstream as incorrect
+            ["4", "904", "pain scores", "oxycodone", "placebo"],
         ],
     )
     ann_head = ["UserID", "PromptID", "PMCID", "Valid Label", "Valid Reasoning", "Label", "Annotations"]
@@ -182,10 +184,24 @@ def mini(tmp_path: Path) -> tuple[Path, Path]:
                 "1",
                 "2",
             ],
+            # The annotators' copy has other line breaks: found with whitespace folded, kept in our wording.
+            [
+                "0",
+                "4",
+                "904",
+                "True",
+                "True",
+                "significantly decreased",
+                _SPLIT_EVIDENCE,
+                "-1",
+                "0",
+                "5",
+                "90",
+            ],
         ],
     )
     with tarfile.open(ei / "pmc_xml_files.tar.gz", "w:gz") as tf:
-        for pmc, pmid in (("901", "5001"), ("902", "5002"), ("903", "5003")):
+        for pmc, pmid in (("901", "5001"), ("902", "5002"), ("903", "5003"), ("904", "5004")):
             data = _JATS.format(pmid=pmid, pmc=pmc).encode()
             info = tarfile.TarInfo(f"xml_files/PMC{pmc}.nxml")
             info.size = len(data)
@@ -244,6 +260,7 @@ def test_build_is_deterministic_and_joins_shared_at_build_time(
 ) -> None:
     shared, fixtures = mini
     first = build_gold(shared, tmp_path / "a", fixture_dir=fixtures, ei_items=2)
+    assert first.counts["ei"] == {"dev": 1, "test": 1}
     second = build_gold(shared, tmp_path / "b", fixture_dir=fixtures, ei_items=2)
     for name in [*(f"{s}.jsonl" for s in GOLD_SETS), "MANIFEST.json"]:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
@@ -256,8 +273,9 @@ def test_build_is_deterministic_and_joins_shared_at_build_time(
     assert all(n["title_share"] <= MAX_TITLE_SHARE for n in narratives)
     assert "title" not in narratives[0]
 
-    # Prompt 2's annotators disagree, prompt 3's evidence is nowhere in its article, 911 is flagged: only 1.
-    (ei_item,) = load_gold("ei", gold_dir=tmp_path / "a")
+    # Prompt 2's annotators disagree, prompt 3's evidence is nowhere in its article, 911 is flagged.
+    ei_item, folded = load_gold("ei", gold_dir=tmp_path / "a")
+    assert folded["id"] == "ei-4" and folded["evidence"]["text"] == _EVIDENCE
     assert ei_item["id"] == "ei-1" and ei_item["pmids"] == ["5001"] and ei_item["pmcid"] == "PMC901"
     assert ei_item["label"] == "decreased"
     assert ei_item["question"].endswith("?") and "oxycodone" in ei_item["question"]
