@@ -59,6 +59,7 @@ __all__ = [
     "load_gold",
     "main",
     "title_overlap",
+    "unanswerable_set",
 ]
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -566,21 +567,28 @@ def _world_hits(shared: Path, terms: Iterable[str]) -> Counter[str]:
     return hits
 
 
-def _unanswerable(shared: Path, fixture_dir: Path, seed: int) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    rows = _read_fixture("unanswerable.jsonl", fixture_dir)
+def unanswerable_set(
+    shared: Path | None = None, *, seed: int = 0, fixture_dir: Path | None = None
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """The unanswerable items (with their split) and, per out-of-world item, its hits in the world's sources
+    (``shared``; without it the world check is skipped and every ``world_hits`` is ``None``)."""
+    rows = _read_fixture("unanswerable.jsonl", fixture_dir or FIXTURE_DIR)
     by_kind: dict[str, list[str]] = {}
     for r in rows:
         by_kind.setdefault(r["kind"], []).append(r["id"])
     splits = _stratified_splits(by_kind, seed=seed, salt="unanswerable")
-    hits = _world_hits(shared, (t for r in rows for t in r.get("absent_terms", [])))
-    items, per_item = [], {}
+    terms = (t for r in rows for t in r.get("absent_terms", []))
+    hits = _world_hits(shared, terms) if shared is not None else None
+    items: list[dict[str, Any]] = []
+    per_item: dict[str, int] = {}
     for r in rows:
         category = "off_topic" if r["kind"] in _OFF_TOPIC_KINDS else "out_of_world"
-        n_hits = sum(hits[t.lower()] for t in r.get("absent_terms", []))
+        n_hits = sum(hits[t.lower()] for t in r.get("absent_terms", [])) if hits is not None else None
         if category == "out_of_world":
             if not r.get("absent_terms"):
                 raise GoldBuildError(f"unanswerable {r['id']}: an out-of-world item needs absent_terms")
-            per_item[r["id"]] = n_hits
+            if n_hits is not None:
+                per_item[r["id"]] = n_hits
         items.append(
             {
                 "id": r["id"],
@@ -628,7 +636,7 @@ def build_gold(
         "cohen-narrative": _cohen_narratives(reviews, fixture_dir, seed),
     }
     sets["ei"], usable_articles = _ei_items(shared, seed=seed, n_items=ei_items, on_progress=on_progress)
-    sets["unanswerable"], world_hits = _unanswerable(shared, fixture_dir, seed)
+    sets["unanswerable"], world_hits = unanswerable_set(shared, seed=seed, fixture_dir=fixture_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = GoldSummary(out_dir=out_dir, world_hits=world_hits)
     for name, items in sets.items():

@@ -29,6 +29,7 @@ from eval.gold import (
     ei_units,
     load_gold,
     title_overlap,
+    unanswerable_set,
 )
 from eval.retrieval import load_items
 from retrieval.ncbi import parse_pmc_articles
@@ -65,6 +66,19 @@ def test_fixtures_hold_only_written_text_and_ids() -> None:
     assert {"gibberish", "non_medical", "chit_chat", "prompt_injection", "nonexistent_drug"} <= set(kinds)
     assert min(kinds.values()) >= 3  # every kind can land in both splits
     assert all(r["absent_terms"] for r in unanswerable if r["category"] == "out_of_world")
+
+
+def test_unanswerable_kinds_are_in_both_splits_without_shared() -> None:
+    items, hits = unanswerable_set()  # no world check without ../shared
+    assert hits == {} and all(i["world_hits"] is None for i in items)
+    by_kind: dict[str, Counter[str]] = {}
+    for item in items:
+        by_kind.setdefault(item["kind"], Counter())[item["split"]] += 1
+    assert len(by_kind) == 9
+    assert all(c["dev"] >= 3 and c["test"] >= 7 for c in by_kind.values()), by_kind
+    assert Counter(i["split"] for i in items) == {"dev": 35, "test": 71}
+    assert items == unanswerable_set()[0]  # seeded
+    assert [i["split"] for i in items] != [i["split"] for i in unanswerable_set(seed=1)[0]]
 
 
 def test_title_overlap_counts_stemmed_content_words() -> None:
