@@ -678,12 +678,17 @@ def build_gold(
 
 def load_gold(name: str, split: str | None = None, gold_dir: Path | None = None) -> list[dict[str, Any]]:
     """The items of one built set (``cohen-topic``, ``cohen-narrative``, ``ei``, ``unanswerable``), all or
-    one ``split``. Built sets live in ``gold_dir`` (default :func:`default_gold_dir`)."""
+    one ``split``. Built sets live in ``gold_dir`` (default :func:`default_gold_dir`); the unanswerable set
+    is read from its fixture (seed 0, no world check) when it is not built."""
     if name not in GOLD_SETS:
         raise EvalInputError(f"unknown gold set {name!r}: one of {', '.join(GOLD_SETS)}")
     if split is not None and split not in SPLITS:
         raise EvalInputError(f"unknown split {split!r}: dev or test")
     path = (gold_dir or default_gold_dir()) / f"{name}.jsonl"
+    if not path.is_file() and name == "unanswerable":
+        # The one set that needs nothing from ../shared: its questions and splits come from the fixture
+        # alone (the world check is what a build adds).
+        return [i for i in unanswerable_set()[0] if split is None or i["split"] == split]
     if not path.is_file():
         raise EvalInputError(
             f"gold set {name!r} is not built ({path} missing): run `cometa eval build-gold "
