@@ -82,13 +82,13 @@ def test_unanswerable_kinds_are_in_both_splits_without_shared() -> None:
 
 
 def test_title_overlap_counts_stemmed_content_words() -> None:
-    title = "Efficacy of oxycodone in neuropathic pain: a randomized trial in postherpetic neuralgia."
+    title = "Oxycodone against neuropathic pain after herpes zoster: a randomized trial"  # made up
     assert title_overlap(title, title) == (1.0, 1.0)
     share, jaccard = title_overlap(
         "After shingles I still have burning nerve pain. Does oxycodone help?", title
     )
-    # title content words: efficacy oxycodone neuropathic pain randomized trial postherpetic neuralgia (8)
-    assert share == pytest.approx(2 / 8)
+    # title content words ("against" is a stopword): oxycodone neuropathic pain herpes zoster randomized trial
+    assert share == pytest.approx(2 / 7)
     assert 0 < jaccard < share
     assert title_overlap("anything", "") == (0.0, 0.0)
     assert title_overlap("the trials were randomised", "Trial randomized")[0] == 0.5  # stems, not spellings
