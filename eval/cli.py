@@ -196,7 +196,8 @@ _command(
     "retrieval",
     "run_retrieval",
     "CoMeta Tables 1/5: raw E-utilities vs Adapt-E vs dense vs hybrid; Hit@10, MRR@10, Recall@10, Hit0. "
-    "Subsets: standard, narrative, handwritten or a JSONL file. --llm adds the LLM-rewriter rows.",
+    "Subsets: standard, narrative, handwritten, the world's gold sets (cohen-topic, cohen-narrative, ei, "
+    "unanswerable; NAME@dev|test for one split) or a JSONL file. --llm adds the LLM-rewriter rows.",
 )
 _command(
     "chunking",
@@ -278,3 +279,51 @@ def build_cmmqa_command(
     if "narratives" in summary:
         _out.print(f"narratives: {summary['narratives']}", markup=False)
     _out.print(f"wrote {out / 'cmmqa.json'}", markup=False)
+
+
+@eval_app.command("build-gold")
+def build_gold_command(
+    source: Annotated[
+        Path | None,
+        typer.Option(
+            "--from", help="The shared data folder (default: $COMETA_SHARED_DIR/data or ../shared/data)."
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Output folder (default: $COMETA_GOLD_DIR or var/eval/gold).")
+    ] = None,
+    seed: SeedOpt = 0,
+    ei_items: Annotated[
+        int, typer.Option("--ei-items", min=1, help="Evidence Inference items (one prompt per article).")
+    ] = 300,
+) -> None:
+    """The world's gold sets (Cohen topics/narratives, Evidence Inference, unanswerable), dev/test split."""
+    from app import progress_bar
+
+    try:
+        gold = importlib.import_module("eval.gold")
+    except ImportError as exc:
+        _err.print(f"[red]error:[/red] gold-set builder unavailable: {type(exc).__name__}: {exc}")
+        raise typer.Exit(1) from exc
+    shared = gold.find_shared_data(source)
+    if shared is None:
+        where = source if source is not None else "$COMETA_SHARED_DIR/data or ../shared/data"
+        _err.print(f"[red]error:[/red] no shared data folder (cohen2006/ ...) at {where}", highlight=False)
+        raise typer.Exit(2)
+    target = out if out is not None else gold.default_gold_dir()
+    try:
+        with progress_bar("evidence inference articles") as on_progress:
+            summary = gold.build_gold(shared, target, seed=seed, ei_items=ei_items, on_progress=on_progress)
+    except EvalInputError as exc:
+        _err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(2) from exc
+    for name, counts in summary.counts.items():
+        _out.print(f"{name}: dev {counts['dev']}, test {counts['test']}", markup=False)
+    overlap = summary.overlap
+    _out.print(
+        f"cohen-narrative title overlap: mean share {overlap['title_share_mean']:.3f}, "
+        f"max {overlap['title_share_max']:.3f} (allowed {overlap['max_share_allowed']}), "
+        f"max Jaccard {overlap['jaccard_max']:.3f}",
+        markup=False,
+    )
+    _out.print(f"wrote {target}", markup=False)

@@ -6,6 +6,9 @@ Query sets (gold PMIDs where the set has them):
 * ``narrative``: the same questions rewritten as patient narratives with the CoMeta paper's prompt (A.6),
   committed in ``eval/fixtures/pubmedqa_cancer_narratives.jsonl``.
 * ``handwritten``: hand-written narratives (``eval/fixtures/handwritten_narratives.jsonl``), Hit0 only.
+* the world's gold sets (:mod:`eval.gold`, built by ``cometa eval build-gold``): ``cohen-topic``,
+  ``cohen-narrative``, ``ei``, ``unanswerable`` (no gold: Hit0 only), each optionally one split
+  (``ei@dev``, ``unanswerable@test``). Their gold PMIDs are in the world corpus, not the bundled one.
 * any JSONL file of ``{"question": ..., "pmids": [...]}`` lines (``--questions``).
 
 Systems: *raw E-utilities* sends the (PHI-scrubbed) text straight to ESearch, as a user of E-utilities
@@ -16,7 +19,8 @@ filtered by the metadata policy. Adapt-E and hybrid run once per rewriter (deter
 Everything goes through the same ``app.pipeline.Pipeline`` code as ``/ask``, against the local
 E-utilities server over the bundled corpus.
 
-    cometa eval retrieval [--subsets standard,narrative,handwritten,FILE.jsonl] [--limit N] [--llm embedded]
+    cometa eval retrieval [--subsets standard,narrative,handwritten,cohen-narrative,ei@test,FILE.jsonl]
+                          [--limit N] [--llm embedded]
     python -m eval.retrieval [--sets standard narrative handwritten FILE.jsonl] [--limit N] [--llm embedded]
 
 Both run :func:`run_retrieval` and write ``result.json``, ``report.md`` and Hit@10/Hit0 bar plots; a killed
@@ -59,6 +63,7 @@ from ._runner import (
     select_items,
     write_result,
 )
+from .gold import GOLD_SETS, load_gold
 
 __all__ = [
     "EvalItem",
@@ -102,8 +107,13 @@ class SystemScore:
 
 
 def load_items(query_set: str, limit: int | None = None) -> list[EvalItem]:
-    """``standard`` / ``narrative`` / ``handwritten`` or a path to a JSONL question file."""
-    if query_set in {"standard", "narrative"}:
+    """``standard`` / ``narrative`` / ``handwritten``, a gold set of :data:`eval.gold.GOLD_SETS` (``NAME`` or
+    ``NAME@dev|test``) or a path to a JSONL question file."""
+    name, _, split = query_set.partition("@")
+    if name in GOLD_SETS:
+        rows = load_gold(name, split or None)
+        items = [EvalItem(r["id"], r["question"], tuple(str(p) for p in r["pmids"])) for r in rows]
+    elif query_set in {"standard", "narrative"}:
         rows = _read_jsonl(FIXTURES / "pubmedqa_cancer_narratives.jsonl")
         key = "question" if query_set == "standard" else "narrative"
         items = [EvalItem(r["id"], r[key], tuple(str(p) for p in r["pmids"])) for r in rows]
@@ -334,8 +344,8 @@ async def run_retrieval(opts: RunOptions) -> SuiteResult:
             items = load_items(query_set)
         except (OSError, KeyError, json.JSONDecodeError) as exc:
             raise EvalInputError(
-                f"query set {query_set!r}: not one of {', '.join(DEFAULT_SETS)} nor a readable JSONL "
-                f'file of {{"question": ..., "pmids": [...]}} lines ({type(exc).__name__})'
+                f"query set {query_set!r}: not one of {', '.join(DEFAULT_SETS + GOLD_SETS)} nor a readable "
+                f'JSONL file of {{"question": ..., "pmids": [...]}} lines ({type(exc).__name__})'
             ) from exc
         planned += [(query_set, item) for item in select_items(items, opts.limit, opts.seed)]
     log = ItemLog(opts.out_dir / ITEMS_FILE, resume=opts.resume)
