@@ -347,3 +347,18 @@ def test_medline_of_a_recorded_record() -> None:
     abstract = pubmed_abstract_text([article.group(0)])
     assert abstract.startswith("1. N Engl J Med. 2018 May 17;378(20):1865-1876. doi: 10.1056/NEJMoa1715274.")
     assert f"PMID: 29768149{' [Indexed for MEDLINE]' if rec['STAT'] == 'MEDLINE' else ''}\n" in abstract
+
+
+@pytest.mark.slow  # loads MiniLM and the bundled dense index (built on first use when not cached)
+def test_similar_articles_from_the_dense_index(corpus: Corpus) -> None:
+    from app.pipeline import Models, similar_articles
+    from app.settings import get_settings
+
+    app = create_eutils_app(corpus=corpus, similar=similar_articles(Models(get_settings().offline())))
+    with _serve(app) as url, pytest.MonkeyPatch.context() as mp:
+        _point_entrez_at(mp, url)
+        (linkset,) = Entrez.read(Entrez.elink(dbfrom="pubmed", db="pubmed", cmd="neighbor_score", id=PMID))
+    links = {d["LinkName"]: d["Link"] for d in linkset["LinkSetDb"]}["pubmed_pubmed"]
+    assert links[0] == {"Id": PMID, "Score": "2147483647"} and 50 < len(links) <= 101
+    scores = [int(link["Score"]) for link in links[1:]]
+    assert scores == sorted(scores, reverse=True) and 0 < scores[-1] < scores[0] < 100_000_000
