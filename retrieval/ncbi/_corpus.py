@@ -170,7 +170,8 @@ def _citation(pmid: str, raw: bytes) -> Citation:
         authors.append(_norm(f"{last} {au.findtext('Initials') or ''}"))
     return Citation(
         pmid=pmid,
-        journals=frozenset(n for n in (_norm(x) for x in names) if n),
+        # "Unknown" is the corpus builders' placeholder for a journal nobody recorded: never a match.
+        journals=frozenset(n for n in (_norm(x) for x in names) if n and n != "unknown"),
         year=year.strip(),
         volume=(art.findtext("Journal/JournalIssue/Volume") or "").strip().lower(),
         first_page=pages.strip().split("-")[0].strip().lower(),
