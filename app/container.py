@@ -76,14 +76,14 @@ class Container:
         self.store: CacheStore | None = None
         self.ncbi_limiter: RateLimiter | None = None
         if pipeline is None:
-            self.transport = build_eutils_transport(settings)
+            models = Models(settings)  # before the transport: the local server's similar articles use it
+            self.transport = build_eutils_transport(settings, models)
             self.store = open_store(settings.eutils.cache)
             self.ncbi_limiter = open_limiter(settings.eutils)
             client = build_eutils_client(
                 settings, self.transport, store=self.store, limiter=self.ncbi_limiter
             )
             llm = build_llm(settings.llm) if use_llm else None
-            models = Models(settings)
             understander = QueryUnderstander(llm=llm, scrub_for_llm=self.phi.scrub_for_llm)
             pipeline = Pipeline(
                 settings,

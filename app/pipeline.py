@@ -23,10 +23,10 @@ from retrieval import AdaptE, AdaptEResult, EutilsClient, MeshVocabulary, create
 from retrieval.embed import DenseHit, DenseRetriever, load_encoder, load_reranker, open_retriever
 from retrieval.eutils import LOCAL_BASE_URL, CacheStore, EutilsDegradation, RateLimiter, track_degradation
 from retrieval.evidence import EvidenceBuilder, EvidenceSet
-from retrieval.ncbi import EutilsError
+from retrieval.ncbi import EutilsError, PubmedRecord, SimilarArticles
 from retrieval.passages import PassageContext, PassageRetriever
 from retrieval.search import FusedHit, fuse
-from retrieval.understand import QueryUnderstander, Understanding
+from retrieval.understand import QueryUnderstander, Understanding, spell_correct
 from segmentation import SEOSSegmenter, counter_for
 
 from .privacy import PhiPolicy
@@ -39,6 +39,7 @@ __all__ = [
     "build_dense_retriever",
     "build_eutils_client",
     "build_eutils_transport",
+    "similar_articles",
 ]
 
 log = logging.getLogger("cometa.pipeline")
@@ -50,12 +51,31 @@ def build_dense_retriever(settings: Settings) -> DenseRetriever:
     return open_retriever(settings.dense, bundled=local, corpus_dir=settings.local_server.corpus_dir)
 
 
-def build_eutils_transport(settings: Settings) -> httpx.AsyncBaseTransport | None:
-    """Offline (``eutils.backend="local"``): the local NCBI-compatible server over the corpus, in-process;
-    None: real HTTP to ``eutils.base_url``."""
+def build_eutils_transport(
+    settings: Settings, models: Models | None = None
+) -> httpx.AsyncBaseTransport | None:
+    """Offline (``eutils.backend="local"``): the local NCBI-compatible server over the corpus, in-process,
+    with ESpell answered by the query speller and, given ``models``, similar articles (ELink
+    ``neighbor_score``) by the dense index; None: real HTTP to ``eutils.base_url``."""
     if settings.eutils.backend != "local":
         return None
-    return eutils_transport(create_eutils_app(settings.local_server))
+    similar = similar_articles(models) if models is not None else None
+    app = create_eutils_app(settings.local_server, speller=spell_correct, similar=similar)
+    return eutils_transport(app)
+
+
+def similar_articles(models: Models) -> SimilarArticles:
+    """PubMed's "similar articles" from the dense index: the record's title and abstract as the query
+    (the index is loaded on first use; nothing when dense retrieval is off or failed)."""
+
+    async def similar(record: PubmedRecord, n: int) -> list[tuple[str, float]]:
+        dense = await models.dense_retriever()
+        if dense is None:
+            return []
+        hits = await dense.asearch(f"{record.title}\n{record.abstract_text}", n + 1)
+        return [(h.pmid, h.score) for h in hits]
+
+    return similar
 
 
 def build_eutils_client(

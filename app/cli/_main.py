@@ -104,7 +104,9 @@ def eutils_serve(
     """Run the NCBI-compatible local E-utilities server (paths under /entrez/eutils/)."""
     import uvicorn
 
+    from app.pipeline import Models, similar_articles
     from retrieval.ncbi import create_eutils_app
+    from retrieval.understand import spell_correct
 
     settings = get_settings().local_server
     update: dict[str, Any] = {}
@@ -117,8 +119,10 @@ def eutils_serve(
     if rate_limit is not None:
         update["rate_limit"] = rate_limit
     settings = settings.model_copy(update=update)
+    # Similar articles come from the dense index over the same corpus, loaded on the first such request.
+    models = Models(get_settings().offline().model_copy(update={"local_server": settings}))
     try:
-        application = create_eutils_app(settings)
+        application = create_eutils_app(settings, speller=spell_correct, similar=similar_articles(models))
     except (OSError, ValueError) as exc:
         raise _fail(exc) from exc
     console.print(

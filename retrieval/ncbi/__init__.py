@@ -2,7 +2,7 @@
 and the local NCBI-compatible server over a corpus (with its Boolean query engine)."""
 
 from ._config import FaultSettings, LocalServerSettings
-from ._corpus import BUNDLED_CORPUS_DIR, Corpus, clear_corpus_cache, load_corpus
+from ._corpus import BUNDLED_CORPUS_DIR, Citation, Corpus, clear_corpus_cache, load_corpus
 from ._envelopes import parse_einfo, parse_elink_pubmed_pmc, parse_esearch
 from ._errors import BadRequest, EutilsError, MalformedResponse, RateLimited, ServerError, TransportError
 from ._esummary import parse_esummary
@@ -31,10 +31,12 @@ from ._pubmed import (
     iter_pubmed_articles,
     nlm_category,
     parse_pubmed_articles,
+    pubmed_abstract_text,
     pubmed_article_xml,
     pubmed_articleset,
+    pubmed_medline_text,
 )
-from ._server import HistoryServer, create_eutils_app, eutils_transport
+from ._server import HistoryServer, SimilarArticles, Speller, create_eutils_app, eutils_transport
 from ._xml import PMC_RESTRICTED_COMMENT, PUBMED_ARTICLESET_PROLOG
 
 __all__ = [
@@ -43,6 +45,7 @@ __all__ = [
     "PUBMED_ARTICLESET_PROLOG",
     "AbstractSection",
     "BadRequest",
+    "Citation",
     "Corpus",
     "DbField",
     "DbInfo",
@@ -70,6 +73,8 @@ __all__ = [
     "RateLimited",
     "SearchHits",
     "ServerError",
+    "SimilarArticles",
+    "Speller",
     "TransportError",
     "clear_corpus_cache",
     "create_eutils_app",
@@ -85,7 +90,9 @@ __all__ = [
     "parse_esummary",
     "parse_pmc_articles",
     "parse_pubmed_articles",
+    "pubmed_abstract_text",
     "pubmed_article_xml",
     "pubmed_articleset",
+    "pubmed_medline_text",
     "read_jats_front",
 ]

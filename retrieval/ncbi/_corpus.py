@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from lxml import etree
+
 from retrieval.vocab import MeshVocabulary
 
 from ._index import LiteratureIndex
@@ -28,7 +30,14 @@ from ._models import AbstractSection, PmcArticle, PubDate, PubmedRecord, normali
 from ._pmc import JatsFront, parse_pmc_articles, read_jats_front
 from ._pubmed import iter_pubmed_articles, pubmed_article_xml
 
-__all__ = ["BUNDLED_CORPUS_DIR", "Corpus", "clear_corpus_cache", "load_corpus", "pmc_index_record"]
+__all__ = [
+    "BUNDLED_CORPUS_DIR",
+    "Citation",
+    "Corpus",
+    "clear_corpus_cache",
+    "load_corpus",
+    "pmc_index_record",
+]
 
 # Path(__file__) rather than importlib.resources: the server needs real files (mtime, gzip streams), and
 # setuptools installs package data as plain files next to the module.
@@ -86,6 +95,36 @@ class Corpus:
             front = self._fronts[pmcid] = read_jats_front(self.pmc_raw[pmcid])
         return front
 
+    @cached_property
+    def citations(self) -> tuple[Citation, ...]:
+        """Every PubMed record as ECitMatch sees it (journal names, year, volume, first page, authors)."""
+        return tuple(_citation(pmid, raw) for pmid, raw in self.raw.items())
+
+    def match_citation(
+        self, journal: str, year: str = "", volume: str = "", first_page: str = "", author: str = ""
+    ) -> str:
+        """ECitMatch for one citation: the PMID when exactly one record matches every field given;
+        ``NOT_FOUND;INVALID_JOURNAL`` for a journal no record has, ``NOT_FOUND`` for no match, and
+        ``AMBIGUOUS (N citations)`` when several match."""
+        j, a = _norm(journal), _norm(author)
+        if not j or not any(j in c.journals for c in self.citations):
+            return "NOT_FOUND;INVALID_JOURNAL"
+        hits = [
+            c.pmid
+            for c in self.citations
+            if j in c.journals
+            and (not year.strip() or c.year == year.strip())
+            and (not volume.strip() or c.volume == volume.strip().lower())
+            and (not first_page.strip() or c.first_page == first_page.strip().lower())
+            and (
+                not a
+                or any(name == a or name.startswith(a + " ") or name.split(" ")[0] == a for name in c.authors)
+            )
+        ]
+        if not hits:
+            return "NOT_FOUND"
+        return hits[0] if len(hits) == 1 else f"AMBIGUOUS ({len(hits)} citations)"
+
     @property
     def pubmed_count(self) -> int:
         return len(self.records)
@@ -93,6 +132,51 @@ class Corpus:
     @property
     def pmc_count(self) -> int:
         return len(self.pmc)
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    pmid: str
+    journals: frozenset[str]  # normalised MedlineTA, ISO abbreviation and full title
+    year: str
+    volume: str
+    first_page: str
+    authors: tuple[str, ...]  # "mann bj"
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
+
+
+def _citation(pmid: str, raw: bytes) -> Citation:
+    root = etree.fromstring(raw.strip(), etree.XMLParser(resolve_entities=False, no_network=True))
+    art = root.find("MedlineCitation/Article")
+    if art is None:
+        art = etree.Element("Article")
+    names = (
+        root.findtext("MedlineCitation/MedlineJournalInfo/MedlineTA") or "",
+        art.findtext("Journal/ISOAbbreviation") or "",
+        art.findtext("Journal/Title") or "",
+    )
+    year = art.findtext("Journal/JournalIssue/PubDate/Year") or ""
+    if not year.strip():  # a MedlineDate ("1998 Dec-1999 Jan"): its first year
+        year = next(
+            iter(re.findall(r"\d{4}", art.findtext("Journal/JournalIssue/PubDate/MedlineDate") or "")), ""
+        )
+    pages = art.findtext("Pagination/StartPage") or art.findtext("Pagination/MedlinePgn") or ""
+    authors = []
+    for au in art.findall("AuthorList/Author"):
+        last = au.findtext("LastName") or au.findtext("CollectiveName") or ""
+        authors.append(_norm(f"{last} {au.findtext('Initials') or ''}"))
+    return Citation(
+        pmid=pmid,
+        # "Unknown" is the corpus builders' placeholder for a journal nobody recorded: never a match.
+        journals=frozenset(n for n in (_norm(x) for x in names) if n and n != "unknown"),
+        year=year.strip(),
+        volume=(art.findtext("Journal/JournalIssue/Volume") or "").strip().lower(),
+        first_page=pages.strip().split("-")[0].strip().lower(),
+        authors=tuple(authors),
+    )
 
 
 def pmc_index_record(article: PmcArticle) -> PubmedRecord:

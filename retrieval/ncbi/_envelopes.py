@@ -292,6 +292,7 @@ class LinkSetDbData:
     linkname: str
     links: tuple[str, ...] = ()
     query_key: str | None = None  # set for cmd=neighbor_history (LinkSetDbHistory)
+    scores: tuple[int, ...] = ()  # cmd=neighbor_score: one per link, written as <Score>
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,8 +325,11 @@ def elink_xml(linksets: Sequence[LinkSetData]) -> bytes:
             d = _sub(el, "LinkSetDb")
             _sub(d, "DbTo", db.dbto)
             _sub(d, "LinkName", db.linkname)
-            for uid in db.links:
-                _sub(_sub(d, "Link"), "Id", uid)
+            for i, uid in enumerate(db.links):
+                link = _sub(d, "Link")
+                _sub(link, "Id", uid)
+                if db.scores:
+                    _sub(link, "Score", str(db.scores[i]))
     return ELINK_PROLOG + _xml(root) + b"\n"
 
 
@@ -342,7 +346,14 @@ def elink_json(linksets: Sequence[LinkSetData]) -> bytes:
             item["webenv"] = ls.webenv
         elif ls.dbs:
             item["linksetdbs"] = [
-                {"dbto": d.dbto, "linkname": d.linkname, "links": list(d.links)} for d in ls.dbs
+                {
+                    "dbto": d.dbto,
+                    "linkname": d.linkname,
+                    "links": [{"id": i, "score": s} for i, s in zip(d.links, d.scores, strict=True)]
+                    if d.scores
+                    else list(d.links),
+                }
+                for d in ls.dbs
             ]
         out.append(item)
     return _json({"header": _header("elink"), "linksets": out})
@@ -526,10 +537,136 @@ _PMC_FIELDS: tuple[tuple[str, str, str, str], ...] = (
     ("PDAT", "Publication Date", "The date that the article was published", "YNYNN"),
     ("PMID", "PubMed ID", "PubMed ID of the article", "NYYNN"),
 )
+# NCBI's PubMed link list as EInfo reports it (2025 recording, einfo2.xml): the database's shape. ELink
+# answers the links to databases this server holds (pubmed_pmc, pubmed_pmc_refs, pubmed_pubmed).
 _PUBMED_LINKS: tuple[tuple[str, str, str, str], ...] = (
+    ("pubmed_assembly", "Assembly", "Assembly", "assembly"),
+    ("pubmed_bioproject", "Project Links", "Related Projects", "bioproject"),
+    ("pubmed_biosample", "BioSample Links", "BioSample links", "biosample"),
+    ("pubmed_biosystems", "BioSystem Links", "BioSystems", "biosystems"),
+    ("pubmed_books_refs", "Cited in Books", "PubMed links associated with Books", "books"),
+    ("pubmed_cdd", "Conserved Domain Links", "Link to related CDD entry", "cdd"),
+    ("pubmed_clinvar", "ClinVar", "Clinical variations associated with publication", "clinvar"),
+    (
+        "pubmed_clinvar_calculated",
+        "ClinVar (calculated)",
+        "Clinical variations calculated to be associated with publication",
+        "clinvar",
+    ),
+    ("pubmed_dbvar", "dbVar", "Link from PubMed to dbVar", "dbvar"),
+    ("pubmed_gap", "dbGaP Links", "Related dbGaP record", "gap"),
+    ("pubmed_gds", "GEO DataSet Links", "Related GEO DataSets", "gds"),
+    ("pubmed_gene", "Gene Links", "Link to related Genes", "gene"),
+    ("pubmed_gene_bookrecords", "Gene (from Bookshelf)", "Gene records in this citation", "gene"),
+    (
+        "pubmed_gene_citedinomim",
+        "Gene (OMIM) Links",
+        "PubMed links to Gene derived from pubmed_omim_cited links",
+        "gene",
+    ),
+    (
+        "pubmed_gene_pmc_nucleotide",
+        "Gene (nucleotide/PMC)",
+        "Records in Gene identified from shared sequence and PMC links.",
+        "gene",
+    ),
+    ("pubmed_gene_rif", "Gene (GeneRIF) Links", "Link to Gene for the GeneRIF subcategory", "gene"),
+    ("pubmed_genome", "Genome Links", "Published genome sequences", "genome"),
+    ("pubmed_geoprofiles", "GEO Profile Links", "GEO records associated with pubmed record", "geoprofiles"),
+    ("pubmed_homologene", "HomoloGene Links", "Related HomoloGene", "homologene"),
+    ("pubmed_medgen", "MedGen", "Related information in MedGen", "medgen"),
+    (
+        "pubmed_medgen_bookshelf_cited",
+        "MedGen (Bookshelf cited)",
+        "Related records in MedGen based on citations in GeneReviews and Medical Genetics Summaries",
+        "medgen",
+    ),
+    ("pubmed_medgen_genereviews", "MedGen (GeneReviews)", "Related MedGen records", "medgen"),
+    ("pubmed_medgen_omim", "MedGen (OMIM)", "Related information in MedGen (OMIM)", "medgen"),
+    ("pubmed_nuccore", "Nucleotide Links", "Published Nucleotide sequences", "nuccore"),
+    ("pubmed_nuccore_refseq", "Nucleotide (RefSeq) Links", "Link to Nucleotide RefSeqs", "nuccore"),
+    ("pubmed_nuccore_weighted", "Nucleotide (Weighted) Links", "Links to nuccore", "nuccore"),
+    ("pubmed_omim_bookrecords", "OMIM (from Bookshelf)", "OMIM records in this citation", "omim"),
+    ("pubmed_omim_calculated", "OMIM (calculated) Links", "OMIM (calculated) Links", "omim"),
+    ("pubmed_omim_cited", "OMIM (cited) Links", "OMIM (cited) Links", "omim"),
+    ("pubmed_pcassay", "PubChem BioAssay", "Related PubChem BioAssay", "pcassay"),
+    ("pubmed_pccompound", "PubChem Compound", "Related PubChem Compound", "pccompound"),
+    (
+        "pubmed_pccompound_mesh",
+        "PubChem Compound (MeSH Keyword)",
+        "Related PubChem Compound via MeSH",
+        "pccompound",
+    ),
+    (
+        "pubmed_pccompound_publisher",
+        "PubChem Compound (Publisher)",
+        "Publisher deposited structures linked to PubChem Compound",
+        "pccompound",
+    ),
+    ("pubmed_pcsubstance", "PubChem Substance Links", "Related PubChem Substance", "pcsubstance"),
+    (
+        "pubmed_pcsubstance_bookrecords",
+        "PubChem Substance (from Bookshelf)",
+        "Structures in the PubChem Substance database in this citation",
+        "pcsubstance",
+    ),
+    (
+        "pubmed_pcsubstance_publisher",
+        "PubChem Substance (Publisher)",
+        "PubChem Substances supplied by publisher",
+        "pcsubstance",
+    ),
     ("pubmed_pmc", "PMC Links", "Free full text articles in PMC", "pmc"),
+    (
+        "pubmed_pmc_bookrecords",
+        "References in PMC for this Bookshelf citation",
+        "Full text of articles in PubMed Central cited in this record",
+        "pmc",
+    ),
+    ("pubmed_pmc_embargo", "", "Embargoed PMC article associated with PubMed", "pmc"),
     ("pubmed_pmc_local", "", "Free full text articles in PMC", "pmc"),
     ("pubmed_pmc_refs", "Cited in PMC", "PubMed links associated with PMC", "pmc"),
+    ("pubmed_popset", "PopSet Links", "Published population set", "popset"),
+    ("pubmed_probe", "Probe Links", "Related Probe entry", "probe"),
+    ("pubmed_protein", "Protein Links", "Published protein sequences", "protein"),
+    ("pubmed_protein_refseq", "Protein (RefSeq) Links", "Link to Protein RefSeqs", "protein"),
+    ("pubmed_protein_weighted", "Protein (Weighted) Links", "Links to protein", "protein"),
+    ("pubmed_proteinclusters", "Protein Cluster Links", "Related Protein Clusters", "proteinclusters"),
+    (
+        "pubmed_protfam",
+        "Protein Family Models",
+        "Protein family models supported by a particular publication",
+        "protfam",
+    ),
+    (
+        "pubmed_pubmed",
+        "Similar articles",
+        "Similar PubMed articles, obtained by matching text and MeSH terms",
+        "pubmed",
+    ),
+    (
+        "pubmed_pubmed_alsoviewed",
+        "Articles frequently viewed together",
+        "Articles frequently viewed together",
+        "pubmed",
+    ),
+    (
+        "pubmed_pubmed_bookrecords",
+        "References for this Bookshelf citation",
+        "PubMed abstracts for articles cited in this record",
+        "pubmed",
+    ),
+    ("pubmed_pubmed_refs", "References for PMC Articles", "References for this PMC Article", "pubmed"),
+    ("pubmed_snp", "SNP Links", "PubMed to SNP links", "snp"),
+    ("pubmed_snp_cited", "SNP (Cited)", "Related SNP (Cited) records", "snp"),
+    ("pubmed_sra", "SRA Links", "Links to Short Read Archive Experiments", "sra"),
+    ("pubmed_structure", "Structure Links", "Published 3D structures", "structure"),
+    (
+        "pubmed_taxonomy_entrez",
+        "Taxonomy via GenBank",
+        "Related Taxonomy entry computed using other Entrez links",
+        "taxonomy",
+    ),
 )
 _PMC_LINKS: tuple[tuple[str, str, str, str], ...] = (
     ("pmc_pubmed", "PubMed", "PubMed citation for these articles", "pubmed"),

@@ -19,7 +19,6 @@ from ._pmc import JatsFront
 from ._xml import (
     _MONTH_ABBRS,
     ESUMMARY_PROLOG,
-    ESUMMARY_V2_PROLOG,
     _as_bytes,
     _clean,
     _Element,
@@ -41,6 +40,7 @@ from ._xml import (
     _text,
     _texts,
     _xml,
+    esummary_v2_prolog,
 )
 
 __all__ = [
@@ -50,6 +50,7 @@ __all__ = [
     "esummary_error_json",
     "esummary_error_xml",
     "esummary_v1_xml",
+    "esummary_v2_dtd",
     "esummary_v2_json",
     "esummary_v2_xml",
     "parse_esummary",
@@ -685,10 +686,13 @@ def _v2_element(parent: etree._Element, tag: str, key: str, value: Any) -> None:
         el.text = _clean(str(value))
 
 
-def esummary_v2_xml(docs: Sequence[DocSum]) -> bytes:
-    """``version=2.0``: ``DocumentSummarySet status="OK"`` > ``DocumentSummary uid=…`` ([PROTO] samples)."""
+def esummary_v2_xml(docs: Sequence[DocSum], *, db: str = "pubmed", build: str | None = None) -> bytes:
+    """``version=2.0``: ``DocumentSummarySet status="OK"`` > (``DbBuild``) ``DocumentSummary uid=…``, under
+    the per-database DOCTYPE NCBI sends (``esummary_<db>.dtd``, served by :func:`esummary_v2_dtd`)."""
     root = etree.Element("eSummaryResult")
     dss = _sub(root, "DocumentSummarySet", status="OK")
+    if build:
+        _sub(dss, "DbBuild", build)
     for ds in docs:
         el = _sub(dss, "DocumentSummary", uid=ds.uid)
         if ds.error:
@@ -697,7 +701,57 @@ def esummary_v2_xml(docs: Sequence[DocSum]) -> bytes:
         values = _v2_values(ds)
         for key, tag in _V2_PMC_KEYS if ds.db == "pmc" else _V2_PUBMED_KEYS:
             _v2_element(el, tag, key, values[key])
-    return ESUMMARY_V2_PROLOG + _xml(root) + b"\n"
+    return esummary_v2_prolog(db) + _xml(root) + b"\n"
+
+
+# Containers and what they hold; structures are sequences of optional members, which Biopython reads as
+# dictionaries (a repeated choice would read as a bare list), the style of NCBI's own esummary_gene.dtd.
+_V2_LISTS = {
+    "Authors": "Author",
+    "SrcContribList": "Author",
+    "DocContribList": "Author",
+    "Lang": "string",
+    "PubType": "flag",
+    "Attributes": "flag",
+    "ArticleIds": "ArticleId",
+    "History": "PubMedPubDate",
+    "References": "Reference",
+}
+_V2_STRUCTS = {
+    "Author": ("Name", "AuthType", "ClusterID"),
+    "ArticleId": ("IdType", "IdTypeN", "Value"),
+    "PubMedPubDate": ("PubStatus", "Date"),
+    "Reference": ("RefSource", "RefType", "PMID", "Note"),
+}
+
+
+def esummary_v2_dtd(db: str) -> bytes:
+    """The DTD named by the v2 DOCTYPE for ``db`` (pubmed, pmc), declaring exactly what the writer emits."""
+    members = [tag for _, tag in (_V2_PMC_KEYS if db == "pmc" else _V2_PUBMED_KEYS)]
+    lines = [f"<!-- DocSum DTD for {db} database (CoMeta local E-utilities) -->", ""]
+    declared: set[str] = set()
+
+    def element(name: str, model: str) -> None:
+        if name not in declared:
+            declared.add(name)
+            lines.append(f"<!ELEMENT\t{name}\t{model}>")
+
+    for struct, fields in _V2_STRUCTS.items():
+        for name in fields:
+            element(name, "(#PCDATA)")
+        element(struct, "(" + ", ".join(f"{f}?" for f in fields) + ")")
+    element("string", "(#PCDATA)")
+    element("flag", "(#PCDATA)")
+    for name in members:
+        element(name, f"({_V2_LISTS[name]})*" if name in _V2_LISTS else "(#PCDATA)")
+    element("error", "(#PCDATA)")
+    element("DocumentSummary", "((" + ", ".join(f"{m}?" for m in members) + ") | error)")
+    lines.append("<!ATTLIST DocumentSummary uid CDATA #IMPLIED>")
+    element("DbBuild", "(#PCDATA)")
+    element("DocumentSummarySet", "(DbBuild?, DocumentSummary*)")
+    lines.append("<!ATTLIST DocumentSummarySet status CDATA #REQUIRED>")
+    element("eSummaryResult", "(DocumentSummarySet?)")
+    return ("\n".join(lines) + "\n").encode()
 
 
 def esummary_error_xml(message: str) -> bytes:

@@ -495,3 +495,241 @@ def _split_author(name: str) -> tuple[str, str, str]:
     if len(parts) == 2 and parts[1].isalpha() and parts[1].isupper() and len(parts[1]) <= 4:
         return parts[0], "", parts[1]
     return name, "", ""
+
+
+# ----------------------------------------------------------------------------------------------------
+# Plain text: EFetch rettype=medline / rettype=abstract with retmode=text
+# ----------------------------------------------------------------------------------------------------
+
+_MONTH_NAMES: Final = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+# ArticleIds that MEDLINE shows in their own fields (PMID, PMC, MID), not as AID.
+_NOT_AID: Final = frozenset({"pubmed", "pmc", "mid", "pmcid"})
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """Greedy word wrap as NCBI does it: a wrapped line keeps its trailing space, at most ``width`` chars
+    before it (MEDLINE: 81 after the 6-char tag; Abstract: 80)."""
+    lines: list[str] = []
+    current = ""
+    for word in text.split():
+        if current and len(current) + 1 + len(word) > width:
+            lines.append(current + " ")
+            current = word
+        else:
+            current = f"{current} {word}" if current else word
+    lines.append(current)
+    return lines
+
+
+def _month_name(value: str) -> str:
+    return _MONTH_NAMES[int(value) - 1] if value.isdigit() and 1 <= int(value) <= 12 else value
+
+
+def _plain(el: _Element) -> str:
+    # Inline markup (<sub>, <i>, MathML) joins its text without spaces: "β<sub>2</sub>" -> "β2", as PubMed.
+    return " ".join("".join(str(t) for t in el.itertext()).split())
+
+
+def _t(el: _Element | None, path: str) -> str:
+    found = el.find(path) if el is not None else None
+    return _plain(found) if found is not None else ""
+
+
+def _ymd(el: _Element | None) -> str:
+    if el is None:
+        return ""
+    return _t(el, "Year") + _t(el, "Month").zfill(2) + _t(el, "Day").zfill(2)
+
+
+def _pub_date_text(pd: _Element | None) -> str:
+    if pd is None:
+        return ""
+    medline = _t(pd, "MedlineDate")
+    if medline:
+        return medline
+    parts = [_t(pd, "Year"), _month_name(_t(pd, "Month")) or _t(pd, "Season"), _t(pd, "Day").lstrip("0")]
+    return " ".join(p for p in parts if p)
+
+
+def _epub_text(article: _Element) -> str:
+    el = article.find("ArticleDate[@DateType='Electronic']")
+    if el is None:
+        return ""
+    return " ".join(p for p in (_t(el, "Year"), _month_name(_t(el, "Month")), _t(el, "Day").lstrip("0")) if p)
+
+
+def _mesh_line(mh: _Element) -> str:
+    d = mh.find("DescriptorName")
+    if d is None:
+        return ""
+    out = ("*" if d.get("MajorTopicYN") == "Y" else "") + _text(d)
+    for q in mh.findall("QualifierName"):
+        out += "/" + ("*" if q.get("MajorTopicYN") == "Y" else "") + _text(q)
+    return out
+
+
+def _citation(pa: _Element) -> tuple[_Element, _Element, _Element]:
+    mc, article = pa.find("MedlineCitation"), pa.find("MedlineCitation/Article")
+    if mc is None or article is None:
+        raise MalformedResponse("efetch: a PubmedArticle without MedlineCitation/Article")
+    data = pa.find("PubmedData")
+    return mc, article, data if data is not None else etree.Element("PubmedData")
+
+
+def _source_line(mc: _Element, article: _Element, data: _Element, doi: str) -> str:
+    """``SO``: ``TA. DP;VI(IP):PG. doi: DOI. Epub DATE.`` (the citation line both text formats share)."""
+    issue = article.find("Journal/JournalIssue")
+    dp = _pub_date_text(issue.find("PubDate") if issue is not None else None)
+    so = f"{_t(mc, 'MedlineJournalInfo/MedlineTA')}. {dp}"
+    vi, ip, pg = _t(issue, "Volume"), _t(issue, "Issue"), _t(article, "Pagination/MedlinePgn")
+    so += (f";{vi}" if vi else "") + (f"({ip})" if ip else "") + (f":{pg}" if pg else "") + "."
+    if doi:
+        so += f" doi: {doi}."
+    epub = _epub_text(article)
+    if epub and _t(data, "PublicationStatus") == "ppublish":
+        so += f" Epub {epub}."
+    return so
+
+
+def _doi(article: _Element, data: _Element) -> str:
+    for el in (*data.findall("ArticleIdList/ArticleId"), *article.findall("ELocationID")):
+        if (el.get("IdType") or el.get("EIdType")) == "doi":
+            return _text(el).strip()
+    return ""
+
+
+def _abstract_parts(article: _Element) -> list[str]:
+    parts = []
+    for at in article.findall("Abstract/AbstractText"):
+        text = _plain(at)
+        parts.append(f"{at.get('Label')}: {text}" if at.get("Label") else text)
+    return parts
+
+
+def _medline_fields(pa: _Element) -> list[tuple[str, str]]:
+    mc, article, data = _citation(pa)
+    f: list[tuple[str, str]] = [("PMID", _t(mc, "PMID"))]
+    f += [("OWN", mc.get("Owner", "NLM")), ("STAT", mc.get("Status", "MEDLINE"))]
+    f += [(tag, _ymd(mc.find(p))) for tag, p in (("DCOM", "DateCompleted"), ("LR", "DateRevised"))]
+    for issn in article.findall("Journal/ISSN"):
+        f.append(("IS", f"{_text(issn)} ({issn.get('IssnType', 'Print')})"))
+    if _t(mc, "MedlineJournalInfo/ISSNLinking"):
+        f.append(("IS", f"{_t(mc, 'MedlineJournalInfo/ISSNLinking')} (Linking)"))
+    issue = article.find("Journal/JournalIssue")
+    f += [("VI", _t(issue, "Volume")), ("IP", _t(issue, "Issue"))]
+    f.append(("DP", _pub_date_text(issue.find("PubDate") if issue is not None else None)))
+    f += [("TI", _t(article, "ArticleTitle")), ("PG", _t(article, "Pagination/MedlinePgn"))]
+    f += [("LID", f"{_text(e).strip()} [{e.get('EIdType')}]") for e in article.findall("ELocationID")]
+    f.append(("AB", " ".join(_abstract_parts(article))))
+    f.append(("CI", _t(article, "Abstract/CopyrightInformation")))
+    for au in article.findall("AuthorList/Author"):
+        if au.find("CollectiveName") is not None:
+            f.append(("CN", _t(au, "CollectiveName")))
+        else:
+            last, fore, ini = _t(au, "LastName"), _t(au, "ForeName"), _t(au, "Initials")
+            f += [("FAU", f"{last}, {fore}" if fore else last), ("AU", f"{last} {ini}".strip())]
+            for ident in au.findall("Identifier[@Source='ORCID']"):
+                f.append(("AUID", "ORCID: " + _text(ident).strip().rsplit("/", 1)[-1]))
+        f += [("AD", _t(aff, "Affiliation")) for aff in au.findall("AffiliationInfo")]
+    f += [("LA", _text(la)) for la in article.findall("Language")]
+    for gr in article.findall("GrantList/Grant"):
+        parts = [_t(gr, t) for t in ("GrantID", "Acronym", "Agency", "Country")]
+        f.append(("GR", "/".join(parts)))
+    f += [("PT", _text(pt)) for pt in article.findall("PublicationTypeList/PublicationType")]
+    epub = article.find("ArticleDate[@DateType='Electronic']")
+    f.append(("DEP", _ymd(epub)))
+    info = mc.find("MedlineJournalInfo")
+    f += [("PL", _t(info, "Country")), ("TA", _t(info, "MedlineTA")), ("JT", _t(article, "Journal/Title"))]
+    f.append(("JID", _t(info, "NlmUniqueID")))
+    for ch in mc.findall("ChemicalList/Chemical"):
+        f.append(("RN", f"{_t(ch, 'RegistryNumber')} ({_t(ch, 'NameOfSubstance')})"))
+    f += [("SB", _text(sb)) for sb in mc.findall("CitationSubset")]
+    f += [("MH", _mesh_line(mh)) for mh in mc.findall("MeshHeadingList/MeshHeading")]
+    f += [("PMC", _text(a).strip()) for a in data.findall("ArticleIdList/ArticleId[@IdType='pmc']")]
+    for kl in mc.findall("KeywordList"):
+        f.append(("OTO", kl.get("Owner", "NOTNLM")))
+        f += [
+            ("OT", ("*" if k.get("MajorTopicYN") == "Y" else "") + _t(k, ".")) for k in kl.findall("Keyword")
+        ]
+    f.append(("COIS", _t(mc, "CoiStatement")))
+    history = {h.get("PubStatus"): h for h in data.findall("History/PubMedPubDate")}
+    for tag, status in (("EDAT", "pubmed"), ("MHDA", "medline"), ("PMCR", "pmc-release"), ("CRDT", "entrez")):
+        f.append((tag, _history_date(history.get(status)) if status in history else ""))
+    for h in data.findall("History/PubMedPubDate"):
+        f.append(("PHST", f"{_history_date(h)} [{h.get('PubStatus')}]"))
+    for a in data.findall("ArticleIdList/ArticleId"):
+        if a.get("IdType") not in _NOT_AID:
+            f.append(("AID", f"{_text(a).strip()} [{a.get('IdType')}]"))
+    f.append(("PST", _t(data, "PublicationStatus")))
+    f.append(("SO", _source_line(mc, article, data, _doi(article, data))))
+    return [(tag, value) for tag, value in f if value]
+
+
+def _history_date(h: _Element | None) -> str:
+    if h is None:
+        return ""
+    ymd = f"{_t(h, 'Year')}/{_t(h, 'Month').zfill(2)}/{_t(h, 'Day').zfill(2)}"
+    return f"{ymd} {_t(h, 'Hour').zfill(2) or '00'}:{_t(h, 'Minute').zfill(2) or '00'}"
+
+
+def _articles(raws: Iterable[bytes]) -> Iterator[_Element]:
+    parser = etree.XMLParser(**_PARSER_KWARGS)
+    for raw in raws:
+        yield etree.fromstring(raw.strip(), parser)
+
+
+def pubmed_medline_text(articles: Iterable[bytes]) -> str:
+    """EFetch ``rettype=medline&retmode=text``: NCBI's MEDLINE display, from raw ``<PubmedArticle>`` bytes.
+
+    Tags padded to four characters then ``- ``; long values wrapped with six-space continuation lines; each
+    record preceded by a blank line (the layout of NCBI's recorded output, Biopython's pubmed_result*.txt).
+    """
+    out: list[str] = []
+    for pa in _articles(articles):
+        out.append("")
+        for tag, value in _medline_fields(pa):
+            lines = _wrap(value, 81)
+            out.append(f"{tag:<4}- {lines[0]}")
+            out += [f"      {line}" for line in lines[1:]]
+    return "\n".join(out) + "\n"
+
+
+def pubmed_abstract_text(articles: Iterable[bytes]) -> str:
+    """EFetch ``rettype=abstract&retmode=text``: the numbered citation, title, authors with affiliation
+    numbers, "Author information:", the abstract paragraphs, copyright, DOI/PMCID/PMID lines; 80 columns."""
+    records: list[str] = []
+    for n, pa in enumerate(_articles(articles), start=1):
+        mc, article, data = _citation(pa)
+        doi = _doi(article, data)
+        blocks: list[list[str]] = [_wrap(f"{n}. {_source_line(mc, article, data, doi)}", 80)]
+        blocks.append(_wrap(_t(article, "ArticleTitle"), 80))
+        affiliations: list[str] = []
+        names: list[str] = []
+        for au in article.findall("AuthorList/Author"):
+            name = _t(au, "CollectiveName") or f"{_t(au, 'LastName')} {_t(au, 'Initials')}".strip()
+            marks = []
+            for aff in au.findall("AffiliationInfo"):
+                text = _t(aff, "Affiliation")
+                if text not in affiliations:
+                    affiliations.append(text)
+                marks.append(str(affiliations.index(text) + 1))
+            names.append(name + (f"({', '.join(marks)})" if marks else ""))
+        if names:
+            blocks.append(_wrap(", ".join(names) + ".", 80))
+        if affiliations:
+            info = ["Author information:"]
+            for i, text in enumerate(affiliations, start=1):
+                info += _wrap(f"({i}){text}", 80)
+            blocks.append(info)
+        blocks += [_wrap(part, 80) for part in _abstract_parts(article)]
+        if _t(article, "Abstract/CopyrightInformation"):
+            blocks.append(_wrap(_t(article, "Abstract/CopyrightInformation"), 80))
+        ids = [f"DOI: {doi}"] if doi else []
+        pmc = data.find("ArticleIdList/ArticleId[@IdType='pmc']")
+        if pmc is not None:
+            ids.append(f"PMCID: {_text(pmc).strip()}")
+        indexed = " [Indexed for MEDLINE]" if mc.get("Status") == "MEDLINE" else ""
+        ids.append(f"PMID: {_t(mc, 'PMID')}{indexed}")
+        blocks.append(ids)
+        records.append("\n\n".join("\n".join(b) for b in blocks))
+    return "\n\n\n".join(records) + "\n"

@@ -1,8 +1,9 @@
 """NCBI-compatible local E-utilities server (Starlette) over a corpus on disk.
 
-Serves ``/entrez/eutils/{einfo,esearch,esummary,efetch,elink,epost,espell}.fcgi`` for ``db=pubmed`` and
-``db=pmc``, GET and form-encoded POST alike, so the client switches between live NCBI and this server by
-base URL alone (or in-process through :func:`eutils_transport`). Bodies come from the format modules
+Serves ``/entrez/eutils/{einfo,esearch,esummary,efetch,elink,epost,espell}.fcgi`` and ``ecitmatch.cgi`` for
+``db=pubmed`` and ``db=pmc``, GET and form-encoded POST alike (and the ESummary v2 DTDs under
+``/eutils/dtd/``), so a client switches between live NCBI and this server by base URL alone (or in-process
+through :func:`eutils_transport`). Bodies come from the format modules
 (``_envelopes``, ``_esummary``, ``_pubmed``, ``_pmc``).
 
 Behaviours NCBI does not document, as decided here (no recorded sample fixes them):
@@ -14,12 +15,16 @@ Behaviours NCBI does not document, as decided here (no recorded sample fixes the
 * EFetch with no ``id`` and no ``query_key`` -> ``<eFetchResult><ERROR>Empty id list - nothing
   todo</ERROR></eFetchResult>``; EFetch whose ids are all unknown -> an *empty* ``PubmedArticleSet`` /
   ``pmc-articleset`` (HTTP 200). EFetch has no JSON: ``retmode=json`` (or text) returns the XML, except
-  ``rettype=uilist`` (plain-text ids) and ``rettype=docsum`` (ESummary v1 XML, as documented).
+  ``rettype=uilist`` (plain-text ids), ``medline``/``abstract`` (text) and ``docsum`` (ESummary v1 XML).
 * ESummary/EFetch ``retstart`` is 0-based for id lists and history sets (a missing one = first record).
 * ELink links only to records the local databases hold: ``pubmed_pmc`` (same article, from PubMed
   ArticleIds and JATS article-ids), ``pubmed_pmc_refs`` (held PMC articles citing the PMID), and back
-  ``pmc_pubmed`` / ``pmc_refs_pubmed``. No computed ``pubmed_pubmed`` neighbours. Only ``cmd=neighbor``
-  and ``neighbor_history`` are served; other commands get an ``<ERROR>``.
+  ``pmc_pubmed`` / ``pmc_refs_pubmed``. ``cmd=neighbor`` and ``neighbor_history`` are served, and
+  ``neighbor_score`` for pubmed -> pubmed (similar articles, from the injected provider); other commands get
+  an ``<ERROR>``.
+* EFetch ``rettype=medline`` / ``abstract`` (``retmode=text`` or none) answer NCBI's plain-text formats.
+* ESpell corrects with the injected speller; ECitMatch matches journal (MedlineTA, ISO abbreviation or
+  title), year, volume, first page and author over the held records.
 * ``mindate``/``maxdate`` are applied only when both are given; a non-numeric ``reldate`` is ignored.
 * The History server is in memory: at most 1,000 WebEnvs (least recently used evicted), 100 query keys
   each; an unknown WebEnv or query_key gives an ``<ERROR>`` in the endpoint's envelope.
@@ -83,22 +88,34 @@ from ._esummary import (
     esummary_error_json,
     esummary_error_xml,
     esummary_v1_xml,
+    esummary_v2_dtd,
     esummary_v2_json,
     esummary_v2_xml,
 )
-from ._models import ESearchResult
+from ._models import ESearchResult, PubmedRecord
 from ._pmc import pmc_articleset, restrict_pmc_article
-from ._pubmed import pubmed_articleset
+from ._pubmed import pubmed_abstract_text, pubmed_articleset, pubmed_medline_text
+from ._xml import ESUMMARY_V2_DTD_DATE
 
 __all__ = [
     "ENDPOINTS",
     "HistoryServer",
     "RequestRecord",
+    "SimilarArticles",
+    "Speller",
     "create_eutils_app",
     "eutils_transport",
 ]
 
-ENDPOINTS = ("einfo", "esearch", "esummary", "efetch", "elink", "epost", "espell")
+ENDPOINTS = ("einfo", "esearch", "esummary", "efetch", "elink", "epost", "espell", "ecitmatch")
+# What the caller injects (the server sits below the speller and the dense index in the layers):
+Speller = Callable[[str], str]
+"""ESpell: the query with its misspelled words corrected (unchanged when nothing is misspelled)."""
+SimilarArticles = Callable[[PubmedRecord, int], Awaitable[Sequence[tuple[str, float]]]]
+"""ELink ``cmd=neighbor_score``: up to ``n`` (PMID, similarity in 0..1) for a record, best first."""
+# NCBI's pubmed_pubmed lists the source record itself first, scored with the largest 32-bit integer.
+SELF_SCORE = 2_147_483_647
+NEIGHBOURS = 100
 DATABASES = ("pubmed", "pmc")
 MAX_RETMAX = 10_000
 REQUEST_LOG_SIZE = 10_000
@@ -108,6 +125,7 @@ JSON = "application/json; charset=UTF-8"
 HTML = "text/html; charset=UTF-8"
 TEXT = "text/plain; charset=UTF-8"
 
+_V2_DTDS = {f"esummary_{db}.dtd": db for db in DATABASES}
 _HISTORY_REF = re.compile(r"#(\d+)")
 _ID_RE = re.compile(r"^(?:PMC)?(\d+)$", re.IGNORECASE)
 
@@ -267,15 +285,23 @@ def _limit_int(rate: float) -> int:
 class _Eutils:
     """Request handlers; one instance per app, holding the corpus, history, limiter and fault RNG."""
 
-    def __init__(self, settings: LocalServerSettings, corpus: Corpus) -> None:
+    def __init__(
+        self,
+        settings: LocalServerSettings,
+        corpus: Corpus,
+        speller: Speller | None = None,
+        similar: SimilarArticles | None = None,
+    ) -> None:
         self.settings = settings
         self.corpus = corpus
+        self.speller = speller
+        self.similar = similar
         self.history = HistoryServer()
         self.limiter = _RateLimiter()
         self.rng = random.Random(settings.faults.seed)
         self.request_log: deque[RequestRecord] = deque(maxlen=REQUEST_LOG_SIZE)
         self.restricted = {_uid(p, "pmc") for p in settings.restricted_pmcids} - {None}
-        self.handlers: dict[str, Callable[[_Params], Response]] = {
+        self.handlers: dict[str, Callable[[_Params], Response | Awaitable[Response]]] = {
             "einfo": self.einfo,
             "esearch": self.esearch,
             "esummary": self.esummary,
@@ -283,6 +309,7 @@ class _Eutils:
             "elink": self.elink,
             "epost": self.epost,
             "espell": self.espell,
+            "ecitmatch": self.ecitmatch,
         }
 
     # ---- request pipeline: log, rate limit, faults, handler ---------------------------------------------
@@ -325,7 +352,8 @@ class _Eutils:
             return Response(body, 200, headers=headers, media_type=JSON)
         truncate = outcome < band + faults.truncated_rate
 
-        response = self.handlers[endpoint](params)
+        answer = self.handlers[endpoint](params)
+        response = answer if isinstance(answer, Response) else await answer
         response.headers.update(headers)
         if truncate:  # a real body cut in half (E13): the client must surface a parse error
             cut = bytes(response.body)[: len(response.body) // 2]
@@ -375,11 +403,14 @@ class _Eutils:
             msg = f"Can not retrieve DbInfo for db={db}"
             return _json(einfo_error_json(msg)) if p.json else _xml(einfo_error_xml(msg))
         count = self.corpus.pubmed_count if db == "pubmed" else self.corpus.pmc_count
-        last = self.corpus.last_update
-        build = "Build-" + (last.replace("/", ".").replace(" ", ".").replace(":", ".") or "local")
+        last, build = self.corpus.last_update, self._build()
         if p.json:
             return _json(einfo_dbinfo_json(db, count=count, last_update=last, build=build))
         return _xml(einfo_dbinfo_xml(db, count=count, last_update=last, build=build))
+
+    def _build(self) -> str:
+        last = self.corpus.last_update
+        return "Build-" + (last.replace("/", ".").replace(" ", ".").replace(":", ".") or "local")
 
     # ---- ESearch --------------------------------------------------------------------------------------
 
@@ -488,7 +519,7 @@ class _Eutils:
         if p.json:
             return _json(esummary_v2_json(docs))
         if p.get("version") == "2.0":
-            return _xml(esummary_v2_xml(docs))
+            return _xml(esummary_v2_xml(docs, db=db, build=self._build()))
         return _xml(esummary_v1_xml(docs))
 
     def _docsum(self, db: str, uid: str) -> DocSum:
@@ -521,6 +552,9 @@ class _Eutils:
             held = [uid for uid in ids if uid in self.corpus.raw]
             if rettype == "uilist":
                 return Response("".join(f"{uid}\n" for uid in held), media_type=TEXT)
+            if rettype in ("medline", "abstract") and p.get("retmode", "text").lower() == "text":
+                write = pubmed_medline_text if rettype == "medline" else pubmed_abstract_text
+                return Response(write(self.corpus.raw[uid] for uid in held), media_type=TEXT)
             return _xml(pubmed_articleset(self.corpus.raw[uid] for uid in held))
         held = [uid for uid in ids if f"PMC{uid}" in self.corpus.pmc_raw]
         if rettype == "uilist":
@@ -549,7 +583,7 @@ class _Eutils:
             out["pmc_refs_pubmed"] = [x for x in c.pmc_refs.get(f"PMC{uid}", ()) if x in c.records]
         return out
 
-    def elink(self, p: _Params) -> Response:
+    async def elink(self, p: _Params) -> Response:
         dbfrom, db = p.get("dbfrom", "pubmed"), p.get("db", "pubmed")
 
         def error(msg: str) -> Response:
@@ -559,6 +593,8 @@ class _Eutils:
             if name not in DATABASES:
                 return error(f"Invalid db name specified: {name}")
         cmd = p.get("cmd", "neighbor").lower()
+        if cmd == "neighbor_score" and dbfrom == db == "pubmed":
+            return await self._neighbor_score(p)
         if cmd not in ("neighbor", "neighbor_history"):
             return error(f"Command not supported by the local E-utilities server: {cmd}")
         linkname = p.get("linkname")
@@ -596,7 +632,37 @@ class _Eutils:
             linksets.append(LinkSetData(dbfrom, tuple(group), tuple(dbs), webenv=history_env))
         return _json(elink_json(linksets)) if p.json else _xml(elink_xml(linksets))
 
-    # ---- EPost, ESpell --------------------------------------------------------------------------------
+    async def _neighbor_score(self, p: _Params) -> Response:
+        """Similar articles (``pubmed_pubmed`` with ``<Score>``), from the injected provider: the source
+        first at NCBI's self score, then neighbours by similarity x 10^8. No provider, or an id this server
+        does not hold: the LinkSet without a LinkSetDb, as NCBI answers when nothing links (E16)."""
+        linkname = p.get("linkname")
+        linksets: list[LinkSetData] = []
+        for value in p.getall("id"):
+            group = [u for u in (_uid(i, "pubmed") for i in _split_ids([value])) if u]
+            if not group:
+                continue
+            scored: dict[str, int] = {}
+            for uid in group:
+                rec = self.corpus.records.get(uid)
+                if rec is None or self.similar is None:
+                    continue
+                scored[uid] = SELF_SCORE
+                for pmid, sim in await self.similar(rec, NEIGHBOURS):
+                    if pmid != uid and pmid in self.corpus.records:
+                        scored[pmid] = max(scored.get(pmid, 0), round(max(0.0, sim) * 1e8))
+            ranked = sorted(scored.items(), key=lambda kv: (-kv[1], -int(kv[0])))
+            dbs = [
+                LinkSetDbData("pubmed", name, tuple(i for i, _ in top), scores=tuple(s for _, s in top))
+                for name, top in (("pubmed_pubmed", ranked), ("pubmed_pubmed_five", ranked[:5]))
+                if top and (not linkname or linkname == name)
+            ]
+            linksets.append(LinkSetData("pubmed", tuple(group), tuple(dbs)))
+        if not linksets:
+            return _xml(elink_error_xml("Empty id list - nothing todo"))
+        return _json(elink_json(linksets)) if p.json else _xml(elink_xml(linksets))
+
+    # ---- EPost, ESpell, ECitMatch ---------------------------------------------------------------------
 
     def epost(self, p: _Params) -> Response:
         db = p.get("db", "pubmed")
@@ -615,20 +681,46 @@ class _Eutils:
         return _xml(epost_xml(key, webenv))
 
     def espell(self, p: _Params) -> Response:
-        # No spelling dictionary offline: the query comes back as its own correction.
+        # Without an injected speller the query comes back as its own correction.
         term = p.get("term")
-        return _xml(espell_xml(p.get("db", "pubmed"), term, term))
+        corrected = self.speller(term) if self.speller and term else term
+        return _xml(espell_xml(p.get("db", "pubmed"), term, corrected))
+
+    def ecitmatch(self, p: _Params) -> Response:
+        """``bdata``: citations ``journal|year|volume|first page|author|key|`` separated by CR (or LF);
+        each comes back as its own line with the PMID (or NOT_FOUND / AMBIGUOUS) appended, plain text."""
+        if p.get("db", "pubmed") != "pubmed":
+            return Response(f"Invalid db name specified: {p.get('db')}\n", media_type=TEXT)
+        lines: list[str] = []
+        for raw in re.split(r"[\r\n]+", p.get("bdata")):
+            if not raw.strip():
+                continue
+            fields = (raw.split("|") + [""] * 6)[:6]
+            journal, year, volume, page, author, key = fields
+            found = self.corpus.match_citation(journal, year, volume, page, author)
+            lines.append("|".join([journal, year, volume, page, author, key, found]))
+        return Response("".join(f"{line}\n" for line in lines), media_type=TEXT)
 
 
-def create_eutils_app(settings: LocalServerSettings | None = None, corpus: Corpus | None = None) -> Starlette:
+def create_eutils_app(
+    settings: LocalServerSettings | None = None,
+    corpus: Corpus | None = None,
+    *,
+    speller: Speller | None = None,
+    similar: SimilarArticles | None = None,
+) -> Starlette:
     """The local E-utilities ASGI app. ``corpus`` defaults to ``settings.corpus_dir`` (None = bundled).
+
+    ``speller`` answers ESpell and ``similar`` ELink ``cmd=neighbor_score``; the caller injects them (both
+    live above this package). Without them ESpell echoes the query and similar articles are an empty
+    LinkSet, the shapes NCBI gives when it has nothing to offer.
 
     ``app.state.request_log`` is a bounded deque of :class:`RequestRecord` (server-side monotonic times),
     ``app.state.history`` the :class:`HistoryServer`.
     """
     settings = settings or LocalServerSettings()
     corpus = corpus if corpus is not None else load_corpus(settings.corpus_dir)
-    eutils = _Eutils(settings, corpus)
+    eutils = _Eutils(settings, corpus, speller, similar)
 
     def endpoint(name: str) -> Callable[[Request], Awaitable[Response]]:
         async def handle(request: Request) -> Response:
@@ -637,9 +729,23 @@ def create_eutils_app(settings: LocalServerSettings | None = None, corpus: Corpu
         return handle
 
     routes = [
-        Route(f"/entrez/eutils/{name}.fcgi", endpoint(name), methods=["GET", "POST"], name=name)
+        Route(
+            f"/entrez/eutils/{name}.{'cgi' if name == 'ecitmatch' else 'fcgi'}",
+            endpoint(name),
+            methods=["GET", "POST"],
+            name=name,
+        )
         for name in ENDPOINTS
     ]
+
+    async def dtd(request: Request) -> Response:
+        # The v2 ESummary DOCTYPE names these; Biopython downloads a DTD it does not bundle from there.
+        name = request.path_params["name"]
+        if request.path_params["date"] != ESUMMARY_V2_DTD_DATE or name not in _V2_DTDS:
+            return Response(b"Not Found", 404, media_type=TEXT)
+        return Response(esummary_v2_dtd(_V2_DTDS[name]), media_type="application/xml-dtd")
+
+    routes.append(Route("/eutils/dtd/{date}/{name}", dtd, methods=["GET"], name="dtd"))
     app = Starlette(routes=routes)
     app.state.settings = settings
     app.state.corpus = corpus

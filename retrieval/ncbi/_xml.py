@@ -45,10 +45,11 @@ __all__ = [
     "ESEARCH_PROLOG",
     "ESPELL_PROLOG",
     "ESUMMARY_PROLOG",
-    "ESUMMARY_V2_PROLOG",
+    "ESUMMARY_V2_DTD_DATE",
     "PMC_ARTICLESET_PROLOG",
     "PMC_RESTRICTED_COMMENT",
     "PUBMED_ARTICLESET_PROLOG",
+    "esummary_v2_prolog",
 ]
 
 
@@ -325,13 +326,20 @@ ESUMMARY_PROLOG = (
     b'<!DOCTYPE eSummaryResult PUBLIC "-//NLM//DTD esummary v1 20041029//EN" '
     b'"https://eutils.ncbi.nlm.nih.gov/eutils/dtd/20041029/esummary-v1.dtd">\n'
 )
-# No 2025 recording of version=2.0 exists; this is the DOCTYPE of the [PROTO] sample (esummary.pubmed.xml)
-# with https, chosen over inventing a newer identifier.
-ESUMMARY_V2_PROLOG = (
-    b'<?xml version="1.0" encoding="UTF-8" ?>\n'
-    b'<!DOCTYPE eSummaryResult PUBLIC "-//NLM//DTD eSummaryResult//EN" '
-    b'"https://eutils.ncbi.nlm.nih.gov/eutils/dtd/20041029/esummary-v1.dtd">\n'
-)
+# version=2.0 names a per-database DTD that Biopython does not bundle: a client downloads it from the
+# system id (the local server serves it at that path, /eutils/dtd/...). Identifier and date as recorded from
+# NCBI (a 2020 response, Build201222); our DTD text is generated from what the writer emits.
+ESUMMARY_V2_DTD_DATE = "20160808"
+
+
+def esummary_v2_prolog(db: str) -> bytes:
+    return (
+        b'<?xml version="1.0" encoding="UTF-8" ?>\n'
+        + f'<!DOCTYPE eSummaryResult PUBLIC "-//NLM//DTD esummary {db} {ESUMMARY_V2_DTD_DATE}//EN" '
+        f'"https://eutils.ncbi.nlm.nih.gov/eutils/dtd/{ESUMMARY_V2_DTD_DATE}/esummary_{db}.dtd">\n'.encode()
+    )
+
+
 ELINK_PROLOG = (
     b'<?xml version="1.0" encoding="UTF-8" ?>\n'
     b'<!DOCTYPE eLinkResult PUBLIC "-//NLM//DTD elink 20101123//EN" '

@@ -67,6 +67,15 @@ def test_served_post_and_unknown_path(served: str) -> None:
     assert httpx.get(served + "nosuch.fcgi", timeout=5).status_code == 404
 
 
+def test_served_espell_and_ecitmatch(served: str) -> None:
+    # `cometa eutils serve` injects the query speller; ECitMatch is NCBI's .cgi path, plain text.
+    r = httpx.get(served + "espell.fcgi", params={"db": "pubmed", "term": "brest cancr"}, timeout=30)
+    assert b"<CorrectedQuery>breast cancer</CorrectedQuery>" in r.content
+    bdata = "br j cancer|2010|103|1755|tsilidis kk|c1|"
+    r = httpx.get(served + f"ecitmatch.cgi?db=pubmed&retmode=xml&bdata={bdata}", timeout=30)
+    assert r.headers["content-type"].startswith("text/plain") and r.text == f"{bdata}21045829\n"
+
+
 def test_search_json_runs_the_ladder_and_keeps_phi_out() -> None:
     narrative = (
         "Hi I'm Linda Parker (555-201-7788). My mom has a mass on her pancreas and her CA 19 9 came back "

@@ -514,7 +514,8 @@ async def test_esummary_json_and_v2_shapes(client: httpx.AsyncClient) -> None:
         (await client.get("esummary.fcgi", params={"db": "pmc", "id": "3574550,1", "version": "2.0"})).content
     )
     pmc_xml = etree.parse(str(KLORTHO_SAMPLES / "esummary.pmcerror.xml")).getroot()
-    assert _paths(v2_pmc) == _paths(pmc_xml)
+    # DbBuild came after the prototype samples (NCBI sends it since the 20160808 DTDs)
+    assert _paths(v2_pmc) == _paths(pmc_xml) | {"eSummaryResult/DocumentSummarySet/DbBuild"}
     assert parse_esummary(etree.tostring(v2_pmc))[0].pmcid == "PMC3574550"
 
 
@@ -760,3 +761,45 @@ def test_module_exports() -> None:
     for mod in (server_mod, corpus_mod, envelopes_mod, esummary_mod, pmc_mod, pubmed_mod, xml_mod):
         for name in mod.__all__:
             assert hasattr(mod, name), f"{mod.__name__}.{name}"
+
+
+async def test_similar_articles_json_and_text_formats_stay_opt_in(corpus: Corpus) -> None:
+    async def similar(rec: Any, n: int) -> list[tuple[str, float]]:
+        return [("23149571", 0.5), ("21045829", 0.25), ("99999999", 0.9)]  # an unheld PMID is dropped
+
+    app = create_eutils_app(corpus=corpus, similar=similar)
+    async with httpx.AsyncClient(transport=eutils_transport(app), base_url=BASE) as c:
+        params = {"dbfrom": "pubmed", "db": "pubmed", "cmd": "neighbor_score", "id": "12091962"}
+        js = (await c.get("elink.fcgi", params={**params, "retmode": "json"})).json()
+        (db, five) = js["linksets"][0]["linksetdbs"]
+        assert db["linkname"] == "pubmed_pubmed" and five["linkname"] == "pubmed_pubmed_five"
+        assert db["links"] == [
+            {"id": "12091962", "score": 2147483647},
+            {"id": "23149571", "score": 50_000_000},
+            {"id": "21045829", "score": 25_000_000},
+        ]
+        # Our own client asks for XML: rettype=medline with retmode=xml stays PubMed XML.
+        xml = await c.get("efetch.fcgi", params={"id": "21045829", "rettype": "medline", "retmode": "xml"})
+        assert xml.content.startswith(b"<?xml") and xml.headers["content-type"].startswith("text/xml")
+        text = await c.get("efetch.fcgi", params={"id": "21045829", "rettype": "medline"})
+        assert text.headers["content-type"].startswith("text/plain") and "\nPMID- 21045829\n" in text.text
+
+
+def test_ecitmatch_ambiguous_and_placeholder_journals(corpus: Corpus) -> None:
+    raw = corpus.raw["21045829"]
+    twins = Corpus(
+        records={},
+        raw={
+            "21045829": raw,
+            "1": raw.replace(b">21045829</PMID>", b">1</PMID>"),
+            "1571683": corpus.raw["1571683"],
+        },
+        pmc={},
+        pmc_raw={},
+        pmid_to_pmcid={},
+        pmcid_to_pmid={},
+    )
+    assert twins.match_citation("Br J Cancer", "2010", "103", "1755") == "AMBIGUOUS (2 citations)"
+    assert twins.match_citation("british journal of cancer", first_page="1") == "NOT_FOUND"
+    # 1571683 is a PubMedQA record whose journal is the corpus placeholder "Unknown" (corpus README).
+    assert corpus.citations and twins.match_citation("Unknown", "1992") == "NOT_FOUND;INVALID_JOURNAL"
