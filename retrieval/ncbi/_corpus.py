@@ -68,7 +68,12 @@ class Corpus:
     @cached_property
     def pubmed_index(self) -> LiteratureIndex:
         # A fresh vocabulary per index: LiteratureIndex registers the corpus' descriptor names into it.
-        return LiteratureIndex(self.records.values(), MeshVocabulary.load())
+        return LiteratureIndex(self.records.values(), self._vocabulary())
+
+    def _vocabulary(self) -> MeshVocabulary:
+        # A world (retrieval.world) ships full MeSH under mesh/: explosion beyond the bundled C04 tree.
+        extra = sorted((self.path / "mesh").glob("mesh_descriptors*.json")) if self.path else []
+        return MeshVocabulary.load(extra=extra)
 
     @cached_property
     def pmc_index(self) -> LiteratureIndex:

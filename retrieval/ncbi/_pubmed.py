@@ -39,6 +39,7 @@ from ._xml import (
 )
 
 __all__ = [
+    "INFERRED_MARK",
     "PubmedXmlExtras",
     "iter_pubmed_articles",
     "nlm_category",
@@ -55,6 +56,8 @@ _MONTHS: Final = {
     )
 }
 _YEAR_RE: Final = re.compile(r"\b(1[5-9]\d\d|2\d\d\d)\b")
+# The comment written right after a synthesised <PublicationType> (see PublicationType.inferred).
+INFERRED_MARK: Final = "cometa:inferred"
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -189,11 +192,12 @@ def _pubmed_record(article: _Element, endpoint: str = "efetch") -> PubmedRecord:
             if lang := _text(c):
                 languages.append(lang)
         elif tag == "PublicationTypeList":
-            pts.extend(
-                PublicationType(name=name, ui=pt.get("UI"))
-                for pt in c.iterchildren("PublicationType")
-                if (name := _text(pt))
-            )
+            for pt in c:
+                if pt.tag == "PublicationType":
+                    if name := _text(pt):
+                        pts.append(PublicationType(name=name, ui=pt.get("UI")))
+                elif isinstance(pt, etree._Comment) and pts and (pt.text or "").strip() == INFERRED_MARK:
+                    pts[-1] = PublicationType(pts[-1].name, pts[-1].ui, inferred=True)
         elif tag == "ELocationID":
             if eloc_doi is None and c.get("EIdType") == "doi" and c.get("ValidYN") != "N":
                 eloc_doi = _opt(c)
@@ -455,6 +459,8 @@ def pubmed_article_xml(record: PubmedRecord, extras: PubmedXmlExtras | None = No
     ptl = _sub(article, "PublicationTypeList")
     for pt in record.publication_types or ():
         _sub(ptl, "PublicationType", pt.name, UI=pt.ui or "")
+        if pt.inferred:  # the DTD has no attribute for it; a comment validates and survives EFetch
+            ptl.append(etree.Comment(INFERRED_MARK))
     if not record.publication_types:
         _sub(ptl, "PublicationType", "Journal Article", UI="D016428")
     if ex.article_date:
