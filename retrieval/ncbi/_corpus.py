@@ -16,7 +16,7 @@ import functools
 import gzip
 import io
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -38,6 +38,56 @@ _PUBMED_ARTICLE_RE = re.compile(rb"<PubmedArticle[\s>].*?</PubmedArticle>", re.D
 _DELETE_RE = re.compile(rb"<DeleteCitation[\s>].*?</DeleteCitation>", re.DOTALL)
 _PMID_RE = re.compile(rb"<PMID[^>]*>\s*(\d+)\s*</PMID>")
 _JATS_ARTICLE_RE = re.compile(rb"<article[\s>].*?</article>", re.DOTALL)
+_ARTICLE_ID_RE = re.compile(
+    rb'<article-id\b[^>]*?\spub-id-type="(pmc|pmcid|pmid)"[^>]*>\s*(?:PMC)?(\d+)\s*</article-id>'
+)
+
+
+class _LazyArticles(Mapping[str, PmcArticle]):
+    """PMCID -> article, parsed from its raw JATS on first access: a world's thousands of full texts would
+    otherwise cost most of the load time, while a request touches a handful of them."""
+
+    def __init__(self, raw: Mapping[str, bytes], parsed: dict[str, PmcArticle]) -> None:
+        self._raw = raw
+        self._parsed = parsed  # eagerly parsed ones (multi-article files) and the cache
+
+    def __getitem__(self, pmcid: str) -> PmcArticle:
+        article = self._parsed.get(pmcid)
+        if article is None:
+            article = self._parsed[pmcid] = parse_pmc_articles(self._raw[pmcid])[0]
+        return article
+
+    def __contains__(self, pmcid: object) -> bool:
+        return pmcid in self._raw
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+
+class _LazyRefs(Mapping[str, tuple[str, ...]]):
+    """PMCID -> PMIDs its reference list cites, read from the front matter on first access."""
+
+    def __init__(self, raw: Mapping[str, bytes], known: dict[str, tuple[str, ...]]) -> None:
+        self._raw = raw
+        self._known = known
+
+    def __getitem__(self, pmcid: str) -> tuple[str, ...]:
+        refs = self._known.get(pmcid)
+        if refs is None:
+            refs = self._known[pmcid] = read_jats_front(self._raw[pmcid]).ref_pmids
+        return refs
+
+    def __contains__(self, pmcid: object) -> bool:
+        return pmcid in self._raw
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
 
 
 @dataclass(frozen=True, eq=False)
@@ -159,9 +209,26 @@ def _load_pubmed_file(path: Path, records: dict[str, PubmedRecord], raw: dict[st
 
 
 def _load_pmc_file(
-    path: Path, pmc: dict[str, PmcArticle], pmc_raw: dict[str, bytes], refs: dict[str, tuple[str, ...]]
+    path: Path,
+    pmc: dict[str, PmcArticle],
+    pmc_raw: dict[str, bytes],
+    refs: dict[str, tuple[str, ...]],
+    ids: dict[str, str | None],
 ) -> None:
     data = path.read_bytes()
+    slices = _JATS_ARTICLE_RE.findall(data)
+    if len(slices) == 1:  # one article: its ids by a scan, the parse deferred (_LazyArticles)
+        found: dict[bytes, str] = {}
+        for kind, digits in _ARTICLE_ID_RE.findall(slices[0]):
+            found.setdefault(kind, digits.decode())
+        pmc_digits = found.get(b"pmc") or found.get(b"pmcid")
+        if pmc_digits:
+            pmcid = f"PMC{pmc_digits}"
+            pmc.pop(pmcid, None)
+            refs.pop(pmcid, None)
+            pmc_raw[pmcid] = slices[0]
+            ids[pmcid] = found.get(b"pmid")
+            return
     articles = parse_pmc_articles(data)
     slices = _JATS_ARTICLE_RE.findall(data)
     if len(slices) != len(articles):  # cannot pair raw bytes with records safely: keep the file whole
@@ -170,6 +237,7 @@ def _load_pmc_file(
         pmc[article.pmcid] = article
         pmc_raw[article.pmcid] = raw
         refs[article.pmcid] = read_jats_front(raw).ref_pmids
+        ids[article.pmcid] = article.pmid
 
 
 def _last_update(files: Iterable[Path]) -> str:
@@ -188,9 +256,10 @@ def _load(path: Path) -> Corpus:
     pmc: dict[str, PmcArticle] = {}
     pmc_raw: dict[str, bytes] = {}
     refs: dict[str, tuple[str, ...]] = {}
+    article_pmids: dict[str, str | None] = {}
     pmc_files = _pmc_files(path / "pmc")
     for f in pmc_files:
-        _load_pmc_file(f, pmc, pmc_raw, refs)
+        _load_pmc_file(f, pmc, pmc_raw, refs, article_pmids)
 
     pmid_to_pmcid: dict[str, str] = {}
     pmcid_to_pmid: dict[str, str] = {}
@@ -199,18 +268,18 @@ def _load(path: Path) -> Corpus:
             pmcid = normalise_pmcid(rec.pmcid)
             pmid_to_pmcid[rec.pmid] = pmcid
             pmcid_to_pmid.setdefault(pmcid, rec.pmid)
-    for article in pmc.values():  # the JATS article-ids are authoritative for the articles we hold
-        if article.pmid:
-            pmid_to_pmcid[article.pmid] = article.pmcid
-            pmcid_to_pmid[article.pmcid] = article.pmid
+    for pmcid, article_pmid in article_pmids.items():  # JATS article-ids are authoritative for held articles
+        if article_pmid:
+            pmid_to_pmcid[article_pmid] = pmcid
+            pmcid_to_pmid[pmcid] = article_pmid
     return Corpus(
         records=records,
         raw=raw,
-        pmc=pmc,
+        pmc=_LazyArticles(pmc_raw, pmc),
         pmc_raw=pmc_raw,
         pmid_to_pmcid=pmid_to_pmcid,
         pmcid_to_pmid=pmcid_to_pmid,
-        pmc_refs=refs,
+        pmc_refs=_LazyRefs(pmc_raw, refs),
         path=path,
         last_update=_last_update([*pubmed_files, *pmc_files]),
     )
