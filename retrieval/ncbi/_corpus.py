@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import datetime
 import functools
+import gc
 import gzip
+import hashlib
 import io
+import os
+import pickle
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -118,7 +122,9 @@ class Corpus:
     @cached_property
     def pubmed_index(self) -> LiteratureIndex:
         # A fresh vocabulary per index: LiteratureIndex registers the corpus' descriptor names into it.
-        return LiteratureIndex(self.records.values(), self._vocabulary())
+        if self.path is None or len(self.records) < INDEX_CACHE_MIN_RECORDS:
+            return LiteratureIndex(self.records.values(), self._vocabulary())
+        return _cached_index(self.path, lambda: LiteratureIndex(self.records.values(), self._vocabulary()))
 
     def _vocabulary(self) -> MeshVocabulary:
         # A world (retrieval.world) ships full MeSH under mesh/: explosion beyond the bundled C04 tree.
@@ -148,6 +154,58 @@ class Corpus:
     @property
     def pmc_count(self) -> int:
         return len(self.pmc)
+
+
+# Below this many records the index builds in about a second: not worth a file. A world (~22k records)
+# takes 8-12 s to index and 1 s to unpickle.
+INDEX_CACHE_MIN_RECORDS = 5_000
+INDEX_CACHE_DIR = ".cache"
+_INDEX_CODE = ("_index.py", "_models.py", "_corpus.py")
+
+
+def _index_key(path: Path) -> str:
+    """The files the index is built from (name, size, mtime) and the code that builds it."""
+    h = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    for name in _INDEX_CODE:
+        h.update(hashlib.sha256((here / name).read_bytes()).digest())
+    mesh = sorted((path / "mesh").glob("mesh_descriptors*.json")) if (path / "mesh").is_dir() else []
+    for f in [*_pubmed_files(path / "pubmed"), *mesh]:
+        st = f.stat()
+        h.update(f"{f.relative_to(path)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:24]
+
+
+def _cached_index(path: Path, build: Callable[[], LiteratureIndex]) -> LiteratureIndex:
+    """The search index of a large corpus, unpickled from ``<corpus>/.cache/`` when its files and the
+    index code are unchanged; built and written there (best effort: a read-only folder just rebuilds).
+    The pickle lives inside the corpus folder, which is as trusted as the records themselves."""
+    cache = path / INDEX_CACHE_DIR / f"pubmed-index-{_index_key(path)}.pickle"
+    try:
+        data = cache.read_bytes()
+    except OSError:
+        data = b""
+    if data:
+        gc.disable()  # unpickling millions of small containers: the collector would triple the time
+        try:
+            index = pickle.loads(data)  # our own cache file, keyed by content and code
+            if isinstance(index, LiteratureIndex):
+                return index
+        except Exception:  # a stale or truncated cache is rebuilt below
+            pass
+        finally:
+            gc.enable()
+    index = build()
+    try:
+        cache.parent.mkdir(exist_ok=True)
+        for old in cache.parent.glob("pubmed-index-*.pickle"):
+            old.unlink(missing_ok=True)
+        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(tmp, cache)
+    except OSError:
+        pass
+    return index
 
 
 def pmc_index_record(article: PmcArticle) -> PubmedRecord:

@@ -22,6 +22,7 @@ from retrieval.ncbi import (
     LiteratureIndex,
     PublicationType,
     PubmedRecord,
+    clear_corpus_cache,
     load_corpus,
     parse_pubmed_articles,
     pubmed_article_xml,
@@ -291,3 +292,28 @@ def test_malformed_json_input_exits_2(sample: Path, tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["corpus", "build", "--from", str(bad), "--out", str(tmp_path / "o")])
     assert result.exit_code == 2
     assert "ori_pqal.json: not valid JSON" in result.output
+
+
+@needs_shared
+def test_the_index_of_a_large_corpus_is_cached_by_content_and_reused(
+    world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import retrieval.ncbi._corpus as corpus_module  # the threshold is an implementation detail
+
+    monkeypatch.setattr(corpus_module, "INDEX_CACHE_MIN_RECORDS", 1)  # the sample is small
+    copy = tmp_path / "w"
+    shutil.copytree(world, copy)
+    clear_corpus_cache()
+    fresh = load_corpus(copy).pubmed_index.search("pain OR cancer", sort="relevance").ids
+    (cached,) = (copy / ".cache").glob("pubmed-index-*.pickle")
+    stamp = cached.stat().st_mtime_ns
+    clear_corpus_cache()
+    assert load_corpus(copy).pubmed_index.search("pain OR cancer", sort="relevance").ids == fresh
+    assert cached.stat().st_mtime_ns == stamp  # read, not rewritten
+    hoc = copy / "pubmed" / "hallmarks_of_cancer.xml"
+    hoc.unlink()  # the corpus changed: a new key, the old file replaced
+    clear_corpus_cache()
+    load_corpus(copy).pubmed_index.search("cancer")
+    (renewed,) = (copy / ".cache").glob("pubmed-index-*.pickle")
+    assert renewed.name != cached.name
+    clear_corpus_cache()
