@@ -317,3 +317,18 @@ def test_the_index_of_a_large_corpus_is_cached_by_content_and_reused(
     (renewed,) = (copy / ".cache").glob("pubmed-index-*.pickle")
     assert renewed.name != cached.name
     clear_corpus_cache()
+
+
+@pytest.mark.slow
+@needs_shared
+def test_the_full_world_has_over_20k_records_and_validates(tmp_path: Path) -> None:
+    manifest = build_world(DATA, tmp_path / "world")
+    counts = manifest["counts"]
+    assert counts["pubmed_records"] >= 20_000
+    assert counts["pmc_articles"] == 4_470 and counts["evidence_inference_with_pmid"] == 4_357
+    assert counts["inferred_rct"] >= 4_300
+    assert counts["retracted_marked"] >= 17
+    dtd = etree.DTD(str(DTD))
+    for f in sorted((tmp_path / "world" / "pubmed").glob("*.xml")):
+        assert dtd.validate(etree.parse(str(f)).getroot()), f.name
+    assert len(_provenance(tmp_path / "world")) == counts["pubmed_records"]
