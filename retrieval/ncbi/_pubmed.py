@@ -202,7 +202,9 @@ def _pubmed_record(article: _Element, endpoint: str = "efetch") -> PubmedRecord:
             if eloc_doi is None and c.get("EIdType") == "doi" and c.get("ValidYN") != "N":
                 eloc_doi = _opt(c)
     if journal_iso is None and journal_info is not None:
-        journal_iso = _opt(journal_info.find("MedlineTA"))
+        ta = journal_info.find("MedlineTA")
+        if ta is not None and not _marked_inferred(ta):  # a placeholder journal is no journal
+            journal_iso = _opt(ta)
 
     doi = pmcid = None
     # Only PubmedData/ArticleIdList: ReferenceList/Reference/ArticleIdList holds the *cited* papers' ids.
@@ -232,6 +234,11 @@ def _pubmed_record(article: _Element, endpoint: str = "efetch") -> PubmedRecord:
         status=mc.get("Status"),
         retracted=retracted,
     )
+
+
+def _marked_inferred(el: _Element) -> bool:
+    nxt = el.getnext()
+    return isinstance(nxt, etree._Comment) and (nxt.text or "").strip() == INFERRED_MARK
 
 
 @_guard("efetch")
@@ -393,6 +400,7 @@ class PubmedXmlExtras:
     pii: str = ""
     article_date: tuple[str, str, str] | None = None  # electronic (Year, Month, Day)
     medline_date_placeholder: str = "Unknown"  # PubDate/MedlineDate when the year is unknown
+    mark_placeholders: bool = False  # flag the placeholder MedlineTA with INFERRED_MARK (world builds)
 
 
 def pubmed_article_xml(record: PubmedRecord, extras: PubmedXmlExtras | None = None) -> bytes:
@@ -468,7 +476,10 @@ def pubmed_article_xml(record: PubmedRecord, extras: PubmedXmlExtras | None = No
         for tag, val in zip(("Year", "Month", "Day"), ex.article_date, strict=True):
             _sub(ad, tag, val)
     mji = _sub(mc, "MedlineJournalInfo")
-    _sub(mji, "MedlineTA", ex.medline_ta or record.journal_iso or record.journal or "Unknown")
+    medline_ta = ex.medline_ta or record.journal_iso or record.journal
+    _sub(mji, "MedlineTA", medline_ta or "Unknown")
+    if not medline_ta and ex.mark_placeholders:
+        mji.append(etree.Comment(INFERRED_MARK))
     if ex.nlm_unique_id:
         _sub(mji, "NlmUniqueID", ex.nlm_unique_id)
     if record.mesh:

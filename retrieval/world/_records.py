@@ -52,7 +52,8 @@ _PUBLICATION_TYPES = {
 }
 
 # What the writer puts where a record has nothing (retrieval.ncbi.pubmed_article_xml's defaults).
-_NO_JOURNAL = "placeholder MedlineTA 'Unknown' (journal unknown)"
+_NO_JOURNAL = "placeholder MedlineTA 'Unknown' (journal unknown), marked inferred"
+_MARKED = PubmedXmlExtras(mark_placeholders=True)
 _NO_LANGUAGE = "'und' (language unknown)"
 _NO_PAGES = "empty MedlinePgn (pages unknown; the DTD requires Pagination or ELocationID)"
 _NO_YEAR = "PubDate/MedlineDate 'Unknown' (year unknown)"
@@ -115,7 +116,7 @@ def world_pubmedqa_record(pmid: str, item: Mapping[str, Any], uis: Mapping[str, 
     if record.year is None:
         syn["PubDate"] = _NO_YEAR
     syn.update(_missing_uis(record.mesh))
-    return record, None, syn
+    return record, _MARKED, syn
 
 
 def _authors(names: str, *, comma: bool) -> tuple[tuple[str, str, str], ...]:
@@ -150,7 +151,7 @@ def cohen_record(row: Mapping[str, str], mesh_names: Sequence[str], uis: Mapping
         mesh=mesh,
         status="MEDLINE" if mesh else "PubMed-not-MEDLINE",
     )
-    extras = PubmedXmlExtras(authors=_authors(row.get("authors", ""), comma=False))
+    extras = PubmedXmlExtras(authors=_authors(row.get("authors", ""), comma=False), mark_placeholders=True)
     syn: dict[str, Any] = {
         "Journal": _NO_JOURNAL,
         "Pagination": _NO_PAGES,
@@ -186,7 +187,7 @@ def hoc_record(pmid: str, sentences: Sequence[str]) -> Built:
         "PublicationType": _PLACEHOLDER_PT,
         "MedlineCitation/@Status": "placeholder 'PubMed-not-MEDLINE'",
     }
-    return record, None, syn
+    return record, _MARKED, syn
 
 
 def _int_or_none(value: str) -> int | None:
@@ -254,6 +255,7 @@ def jats_pubmed_record(front: JatsFront) -> tuple[PubmedRecord, PubmedXmlExtras]
 def world_trial_record(front: JatsFront) -> Built:
     """An Evidence Inference trial article's PubMed record: JATS front matter plus an inferred RCT type."""
     record, extras = jats_pubmed_record(front)
+    extras = dataclasses.replace(extras, mark_placeholders=True)
     record = dataclasses.replace(
         record, publication_types=(*record.publication_types, RANDOMIZED_CONTROLLED_TRIAL)
     )

@@ -211,6 +211,11 @@ def test_inferred_types_are_flagged_in_the_loaded_world_and_ignored_by_search_an
         if any(pt.name == "Randomized Controlled Trial" and not pt.inferred for pt in r.publication_types)
     ]
     assert corpus.pubmed_index.search("randomized controlled trial[pt]").count == len(real_rcts)
+    # the placeholder journal is no journal either
+    placeholder_journal = [p for p, d in prov.items() if "Journal" in d["synthesized"]]
+    assert placeholder_journal
+    assert all(corpus.records[p].journal_iso is None for p in placeholder_journal)
+    assert corpus.pubmed_index.search("unknown[ta]").count == 0
     # the world's MeSH file explodes descriptors outside Neoplasms
     vocab = MeshVocabulary.load(extra=[world / WORLD_MESH_FILE])
     assert "Analgesics, Opioid" in vocab.descendants("Analgesics")
