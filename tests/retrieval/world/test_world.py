@@ -337,3 +337,33 @@ def test_the_full_world_has_over_20k_records_and_validates(tmp_path: Path) -> No
     for f in sorted((tmp_path / "world" / "pubmed").glob("*.xml")):
         assert dtd.validate(etree.parse(str(f)).getroot()), f.name
     assert len(_provenance(tmp_path / "world")) == counts["pubmed_records"]
+
+
+@needs_shared
+async def test_the_local_server_serves_the_world_trials_full_text_and_links(world: Path) -> None:
+    import httpx
+
+    from retrieval.ncbi import (
+        LocalServerSettings,
+        create_eutils_app,
+        eutils_transport,
+        parse_elink_pubmed_pmc,
+        parse_esearch,
+        parse_pmc_articles,
+    )
+
+    prov = _provenance(world)
+    app = create_eutils_app(LocalServerSettings(corpus_dir=world))
+    trial = next(p for p, d in sorted(prov.items()) if d["source"] == "evidence_inference")
+    base = "http://eutils.local/entrez/eutils/"
+    async with httpx.AsyncClient(transport=eutils_transport(app), base_url=base) as client:
+        found = parse_esearch(
+            (await client.get("esearch.fcgi", params={"db": "pubmed", "term": trial})).content
+        )
+        assert found.ids == (trial,)
+        links = await client.get("elink.fcgi", params={"dbfrom": "pubmed", "db": "pmc", "id": trial})
+        pmcids = [pmcid for _pmid, pmcid in parse_elink_pubmed_pmc(links.content).items() if pmcid]
+        assert len(pmcids) == 1
+        full = await client.get("efetch.fcgi", params={"db": "pmc", "id": pmcids[0].removeprefix("PMC")})
+        (article,) = parse_pmc_articles(full.content)
+        assert article.pmid == trial and article.sections  # the trial's full text
