@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TypeVar
 
 from retrieval.vocab import MeshVocabulary
 
@@ -157,10 +158,11 @@ class Corpus:
 
 
 # Below this many records the index builds in about a second: not worth a file. A world (~22k records)
-# takes 8-12 s to index and 1 s to unpickle.
+# takes 8-12 s to index and 1 s to unpickle; its 85 MB of PubMed XML 5 s to parse and 1 s to unpickle.
 INDEX_CACHE_MIN_RECORDS = 5_000
+RECORDS_CACHE_MIN_BYTES = 20_000_000
 INDEX_CACHE_DIR = ".cache"
-_INDEX_CODE = ("_index.py", "_models.py", "_corpus.py")
+_INDEX_CODE = ("_index.py", "_models.py", "_corpus.py", "_pubmed.py")
 
 
 def _index_key(path: Path) -> str:
@@ -180,7 +182,30 @@ def _cached_index(path: Path, build: Callable[[], LiteratureIndex]) -> Literatur
     """The search index of a large corpus, unpickled from ``<corpus>/.cache/`` when its files and the
     index code are unchanged; built and written there (best effort: a read-only folder just rebuilds).
     The pickle lives inside the corpus folder, which is as trusted as the records themselves."""
-    cache = path / INDEX_CACHE_DIR / f"pubmed-index-{_index_key(path)}.pickle"
+    return _cached(path, "pubmed-index", build, lambda v: isinstance(v, LiteratureIndex))
+
+
+_Records = tuple[dict[str, PubmedRecord], dict[str, bytes]]
+_T = TypeVar("_T")
+
+
+def _cached_records(path: Path, files: list[Path]) -> _Records:
+    """PubMed records and raw bytes of the corpus' files: parsed, or unpickled like the index."""
+
+    def parse() -> _Records:
+        records: dict[str, PubmedRecord] = {}
+        raw: dict[str, bytes] = {}
+        for f in files:
+            _load_pubmed_file(f, records, raw)
+        return records, raw
+
+    if sum(f.stat().st_size for f in files) < RECORDS_CACHE_MIN_BYTES:
+        return parse()
+    return _cached(path, "pubmed-records", parse, lambda v: isinstance(v, tuple) and len(v) == 2)
+
+
+def _cached(path: Path, stem: str, build: Callable[[], _T], valid: Callable[[object], bool]) -> _T:
+    cache = path / INDEX_CACHE_DIR / f"{stem}-{_index_key(path)}.pickle"
     try:
         data = cache.read_bytes()
     except OSError:
@@ -188,24 +213,24 @@ def _cached_index(path: Path, build: Callable[[], LiteratureIndex]) -> Literatur
     if data:
         gc.disable()  # unpickling millions of small containers: the collector would triple the time
         try:
-            index = pickle.loads(data)  # our own cache file, keyed by content and code
-            if isinstance(index, LiteratureIndex):
-                return index
+            value = pickle.loads(data)  # our own cache file, keyed by content and code
+            if valid(value):
+                return value  # type: ignore[no-any-return]
         except Exception:  # a stale or truncated cache is rebuilt below
             pass
         finally:
             gc.enable()
-    index = build()
+    value = build()
     try:
         cache.parent.mkdir(exist_ok=True)
-        for old in cache.parent.glob("pubmed-index-*.pickle"):
+        for old in cache.parent.glob(f"{stem}-*.pickle"):
             old.unlink(missing_ok=True)
         tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL))
+        tmp.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
         os.replace(tmp, cache)
     except OSError:
         pass
-    return index
+    return value
 
 
 def pmc_index_record(article: PmcArticle) -> PubmedRecord:
@@ -306,11 +331,8 @@ def _last_update(files: Iterable[Path]) -> str:
 
 
 def _load(path: Path) -> Corpus:
-    records: dict[str, PubmedRecord] = {}
-    raw: dict[str, bytes] = {}
     pubmed_files = _pubmed_files(path / "pubmed")
-    for f in pubmed_files:
-        _load_pubmed_file(f, records, raw)
+    records, raw = _cached_records(path, pubmed_files)
     pmc: dict[str, PmcArticle] = {}
     pmc_raw: dict[str, bytes] = {}
     refs: dict[str, tuple[str, ...]] = {}

@@ -306,15 +306,20 @@ def test_the_index_of_a_large_corpus_is_cached_by_content_and_reused(
     import retrieval.ncbi._corpus as corpus_module  # the threshold is an implementation detail
 
     monkeypatch.setattr(corpus_module, "INDEX_CACHE_MIN_RECORDS", 1)  # the sample is small
+    monkeypatch.setattr(corpus_module, "RECORDS_CACHE_MIN_BYTES", 1)
     copy = tmp_path / "w"
     shutil.copytree(world, copy)
     clear_corpus_cache()
-    fresh = load_corpus(copy).pubmed_index.search("pain OR cancer", sort="relevance").ids
+    first = load_corpus(copy)
+    fresh = first.pubmed_index.search("pain OR cancer", sort="relevance").ids
     (cached,) = (copy / ".cache").glob("pubmed-index-*.pickle")
-    stamp = cached.stat().st_mtime_ns
+    (records,) = (copy / ".cache").glob("pubmed-records-*.pickle")
+    stamps = cached.stat().st_mtime_ns, records.stat().st_mtime_ns
     clear_corpus_cache()
-    assert load_corpus(copy).pubmed_index.search("pain OR cancer", sort="relevance").ids == fresh
-    assert cached.stat().st_mtime_ns == stamp  # read, not rewritten
+    again = load_corpus(copy)
+    assert again.pubmed_index.search("pain OR cancer", sort="relevance").ids == fresh
+    assert dict(again.records) == dict(first.records) and dict(again.raw) == dict(first.raw)
+    assert (cached.stat().st_mtime_ns, records.stat().st_mtime_ns) == stamps  # read, not rewritten
     hoc = copy / "pubmed" / "hallmarks_of_cancer.xml"
     hoc.unlink()  # the corpus changed: a new key, the old file replaced
     clear_corpus_cache()
