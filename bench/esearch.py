@@ -1,8 +1,11 @@
 """ESearch engine benchmark: build a LiteratureIndex over the 1,000 PubMedQA abstracts and time queries.
 
     .venv/bin/python bench/esearch.py [--repeat 20] [--pqal /path/to/ori_pqal.json]
+    .venv/bin/python bench/esearch.py --corpus-dir WORLD   # a corpus folder (cometa corpus build)
 
-Prints the index build time and p50/p95/max latency (ms) over ~30 representative queries.
+Prints the index build time and p50/p95/max latency (ms) over ~30 representative queries; with
+``--corpus-dir`` the corpus is loaded as the local server loads it, and the ladders the deterministic
+rewriter writes for patient questions on the world's topics are timed too (every rung, as Adapt-E runs it).
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ from retrieval.ncbi import (  # noqa: E402
     PubDate,
     PublicationType,
     PubmedRecord,
+    load_corpus,
 )
+from retrieval.understand import DeterministicRewriter  # noqa: E402
 from retrieval.vocab import MeshVocabulary  # noqa: E402
 
 DEFAULT_PQAL = REPO.parent / "shared" / "data" / "pubmedqa" / "ori_pqal.json"
@@ -63,6 +68,37 @@ QUERIES: list[tuple[str, dict[str, object]]] = [
 ]
 
 
+# Patient questions on the world's topics (Cohen's drug-class reviews, trials, cancer): their ladders are
+# what Adapt-E sends to ESearch.
+LADDER_QUESTIONS = (
+    "My son has ADHD, does methylphenidate help more than atomoxetine?",
+    "Do triptans work for my migraine attacks and are they safe for the heart?",
+    "I take omeprazole for reflux every day, is long term use of proton pump inhibitors harmful?",
+    "Is oxycodone better than morphine for chronic back pain?",
+    "Do NSAIDs like ibuprofen cause stomach bleeding in older people?",
+    "Should I take estrogen hormone replacement after menopause for hot flashes?",
+    "Do statins lower the risk of heart attack in people with high cholesterol?",
+    "Which beta blocker is best after a heart attack?",
+    "Is metformin or a sulfonylurea better for type 2 diabetes?",
+    "Does tamoxifen prevent breast cancer coming back?",
+    "My mother has lung cancer, does chemotherapy improve survival?",
+    "Are antihistamines safe for children with allergies?",
+    "Does an ACE inhibitor protect the kidneys in diabetes?",
+    "What helps urinary incontinence in older women, drugs or pelvic floor exercises?",
+    "Are muscle relaxants effective for acute low back pain?",
+    "Do atypical antipsychotics cause weight gain in schizophrenia?",
+)
+
+
+def ladder_queries() -> list[tuple[str, dict[str, object]]]:
+    rewriter = DeterministicRewriter()
+    out: list[tuple[str, dict[str, object]]] = []
+    for question in LADDER_QUESTIONS:
+        plan = rewriter.rewrite(question)
+        out += [(q, {"sort": "relevance"}) for q in plan.ladder]
+    return out
+
+
 def load_pubmedqa(path: Path) -> list[PubmedRecord]:
     """PubMedQA items as PubmedRecords (title = QUESTION: the real title is not in the data set)."""
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -91,16 +127,26 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pqal", type=Path, default=DEFAULT_PQAL)
     ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--corpus-dir", type=Path, default=None, help="a corpus folder (pubmed/, pmc/, mesh/)")
     args = ap.parse_args()
-    records = load_pubmedqa(args.pqal)
+    queries = list(QUERIES)
     t0 = time.perf_counter()
-    index = LiteratureIndex(records, MeshVocabulary.load())
-    build_ms = (time.perf_counter() - t0) * 1000
+    if args.corpus_dir is not None:
+        corpus = load_corpus(args.corpus_dir)
+        t1 = time.perf_counter()
+        index = corpus.pubmed_index
+        build_ms = (time.perf_counter() - t1) * 1000
+        held = f"{corpus.pubmed_count} records, {corpus.pmc_count} PMC"
+        print(f"corpus load: {(t1 - t0) * 1000:.0f} ms ({held})")
+        queries += ladder_queries()
+    else:
+        index = LiteratureIndex(load_pubmedqa(args.pqal), MeshVocabulary.load())
+        build_ms = (time.perf_counter() - t0) * 1000
     print(f"records: {len(index)}  index build: {build_ms:.1f} ms (incl. MeSH vocabulary load)")
 
     samples: list[float] = []
     first: list[float] = []
-    for q, kw in QUERIES:
+    for q, kw in queries:
         times = []
         for _ in range(args.repeat):
             t = time.perf_counter()

@@ -30,19 +30,11 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a plain script: make the ``retrieval`` package importable
     sys.path.insert(0, str(REPO))
 
-from retrieval.ncbi import (  # noqa: E402
-    PUBMED_ARTICLESET_PROLOG,
-    AbstractSection,
-    JatsFront,
-    MeshHeading,
-    PubDate,
-    PublicationType,
-    PubmedRecord,
-    PubmedXmlExtras,
-    nlm_category,
-    pubmed_article_xml,
-    read_jats_front,
-)
+from retrieval.ncbi import PUBMED_ARTICLESET_PROLOG, pubmed_article_xml, read_jats_front  # noqa: E402
+
+# The record builders are shared with the world builder (cometa corpus build).
+from retrieval.world import c04_uis as _c04_uis  # noqa: E402
+from retrieval.world import jats_pubmed_record, pubmedqa_record  # noqa: E402
 
 __all__ = [
     "PMC_SOURCES",
@@ -114,109 +106,10 @@ SYNTHESIZED_JATS: tuple[tuple[str, str], ...] = (
 
 _ARTICLE_RE = re.compile(rb"<PubmedArticle[\s>].*?</PubmedArticle>", re.DOTALL)
 _JATS_ARTICLE_RE = re.compile(rb"<article[\s>].*</article>", re.DOTALL)
-_PUBLICATION_TYPES = {
-    "research-article": PublicationType("Journal Article", "D016428"),
-    "correction": PublicationType("Published Erratum", "D016425"),
-    "review-article": PublicationType("Review", "D016454"),
-}
 
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _c04_uis(mesh_json: bytes) -> dict[str, str]:
-    """Descriptor name (2025 and 2019) -> UI, for the C04 descriptors we know."""
-    uis: dict[str, str] = {}
-    for d in json.loads(mesh_json)["descriptors"]:
-        uis.setdefault(d["name"], d["ui"])
-    for d in json.loads(mesh_json)["descriptors"]:
-        if d.get("name_2019"):
-            uis.setdefault(d["name_2019"], d["ui"])
-    return uis
-
-
-def pubmedqa_record(pmid: str, item: dict[str, Any], uis: dict[str, str]) -> PubmedRecord:
-    sections = [
-        AbstractSection(text=text, label=label, nlm_category=nlm_category(label))
-        for text, label in zip(item["CONTEXTS"], item["LABELS"], strict=True)
-    ]
-    sections.append(
-        AbstractSection(text=item["LONG_ANSWER"], label="CONCLUSIONS", nlm_category="CONCLUSIONS")
-    )
-    year = item.get("YEAR")
-    return PubmedRecord(
-        pmid=pmid,
-        title=item["QUESTION"],
-        abstract=tuple(sections),
-        pub_date=PubDate(year=int(year)) if year else PubDate(),
-        publication_types=(PublicationType("Journal Article", "D016428"),),
-        mesh=tuple(MeshHeading(descriptor=name, ui=uis.get(name)) for name in item["MESHES"]),
-        languages=("eng",),
-        status="MEDLINE",
-    )
-
-
-def _int_or_none(value: str) -> int | None:
-    return int(value) if value.isdigit() else None
-
-
-def jats_pubmed_record(front: JatsFront) -> tuple[PubmedRecord, PubmedXmlExtras]:
-    """A PubMed record for a PMC article, from its JATS front matter only."""
-    sections = tuple(
-        AbstractSection(text=text, label=title.upper() or None, nlm_category=nlm_category(title))
-        for title, text in front.abstract
-    )
-    ptype = _PUBLICATION_TYPES.get(front.article_type, PublicationType("Journal Article", "D016428"))
-    issn_types = {"ppub": "Print", "print": "Print", "epub": "Electronic", "electronic": "Electronic"}
-    issns = tuple((issn_types[t], v) for t, v in front.issns if t in issn_types)
-    if front.ppub and front.epub:
-        pub_model = "Print-Electronic"
-    elif front.epub and not front.ppub:
-        pub_model = "Electronic"
-    else:
-        pub_model = "Print"
-    pages = f"{front.fpage}-{front.lpage}" if front.fpage and front.lpage else front.fpage or front.elocation
-    record = PubmedRecord(
-        pmid=front.pmid,
-        title=front.title,
-        abstract=sections,
-        journal=front.journal_title or None,
-        journal_iso=front.iso_abbrev or front.nlm_ta or None,
-        pub_date=PubDate(
-            year=_int_or_none(front.pub_year),
-            month=_int_or_none(front.pub_month),
-            day=_int_or_none(front.pub_day) if front.pub_month else None,
-        ),
-        publication_types=(ptype,),
-        keywords=front.keywords,
-        languages=("eng",) if front.language in ("", "en") else (front.language,),
-        authors=tuple(f"{last} {initials}".strip() for last, _fore, initials in front.authors),
-        doi=front.doi or None,
-        pmcid=f"PMC{front.pmc}",
-        status="PubMed-not-MEDLINE",
-    )
-    extras = PubmedXmlExtras(
-        authors=front.authors,
-        volume=front.volume,
-        issue=front.issue,
-        pages=pages,
-        issns=issns,
-        medline_ta=front.nlm_ta,
-        pub_model=pub_model,
-        cited_medium="Print" if front.ppub else "Internet",
-        publication_status="ppublish" if front.ppub else "epublish",
-        pii=front.pii,
-        article_date=_padded(front.epub),
-    )
-    return record, extras
-
-
-def _padded(date: tuple[str, str, str] | None) -> tuple[str, str, str] | None:
-    """A full electronic date as PubMed writes ArticleDate (zero-padded month/day), else None."""
-    if not date or not all(p.isdigit() for p in date):
-        return None
-    return date[0], f"{int(date[1]):02d}", f"{int(date[2]):02d}"
 
 
 def _articleset(comment: str, articles: Sequence[bytes]) -> bytes:

@@ -25,6 +25,7 @@ from app.settings import Settings, get_settings
 from retrieval import CometaError, EutilsError, PubmedRecord
 
 from ._collections import collections_app
+from ._corpus import corpus_app
 
 __all__ = ["app", "main"]
 
@@ -38,6 +39,7 @@ index_app = typer.Typer(
 )
 app.add_typer(index_app, name="index")
 app.add_typer(collections_app, name="collections")
+app.add_typer(corpus_app, name="corpus")
 
 
 def _add_plugin_commands() -> None:

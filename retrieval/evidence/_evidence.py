@@ -116,7 +116,8 @@ def classify(record: PubmedRecord) -> DocClass:
     """D2 (review type + PMCID), D3 (PMCID otherwise) or D1."""
     if not record.pmcid:
         return "D1"
-    if any(_is_review_type(pt.ui, pt.name) for pt in record.publication_types):
+    # A synthesised type (world placeholder or guess) is no evidence of a review.
+    if any(_is_review_type(pt.ui, pt.name) for pt in record.publication_types if not pt.inferred):
         return "D2"
     return "D3"
 
@@ -299,7 +300,7 @@ class EvidenceBuilder:
                     title=record.title,
                     year=record.year,
                     journal=record.journal or record.journal_iso,
-                    publication_types=tuple(pt.name for pt in record.publication_types),
+                    publication_types=tuple(pt.name for pt in record.publication_types if not pt.inferred),
                     doc_class=doc_class,
                     depth_used=depth,
                     depth_fallback_reason=fallback,

@@ -27,6 +27,7 @@ from ._models import (
 )
 from ._pmc import JatsContent, JatsFront, jats_content, parse_pmc_articles, read_jats_front
 from ._pubmed import (
+    INFERRED_MARK,
     PubmedXmlExtras,
     iter_pubmed_articles,
     nlm_category,
@@ -41,6 +42,7 @@ from ._xml import PMC_RESTRICTED_COMMENT, PUBMED_ARTICLESET_PROLOG
 
 __all__ = [
     "BUNDLED_CORPUS_DIR",
+    "INFERRED_MARK",
     "PMC_RESTRICTED_COMMENT",
     "PUBMED_ARTICLESET_PROLOG",
     "AbstractSection",

@@ -13,13 +13,18 @@ from __future__ import annotations
 
 import datetime
 import functools
+import gc
 import gzip
+import hashlib
 import io
+import os
+import pickle
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TypeVar
 
 from lxml import etree
 
@@ -47,6 +52,56 @@ _PUBMED_ARTICLE_RE = re.compile(rb"<PubmedArticle[\s>].*?</PubmedArticle>", re.D
 _DELETE_RE = re.compile(rb"<DeleteCitation[\s>].*?</DeleteCitation>", re.DOTALL)
 _PMID_RE = re.compile(rb"<PMID[^>]*>\s*(\d+)\s*</PMID>")
 _JATS_ARTICLE_RE = re.compile(rb"<article[\s>].*?</article>", re.DOTALL)
+_ARTICLE_ID_RE = re.compile(
+    rb'<article-id\b[^>]*?\spub-id-type="(pmc|pmcid|pmid)"[^>]*>\s*(?:PMC)?(\d+)\s*</article-id>'
+)
+
+
+class _LazyArticles(Mapping[str, PmcArticle]):
+    """PMCID -> article, parsed from its raw JATS on first access: a world's thousands of full texts would
+    otherwise cost most of the load time, while a request touches a handful of them."""
+
+    def __init__(self, raw: Mapping[str, bytes], parsed: dict[str, PmcArticle]) -> None:
+        self._raw = raw
+        self._parsed = parsed  # eagerly parsed ones (multi-article files) and the cache
+
+    def __getitem__(self, pmcid: str) -> PmcArticle:
+        article = self._parsed.get(pmcid)
+        if article is None:
+            article = self._parsed[pmcid] = parse_pmc_articles(self._raw[pmcid])[0]
+        return article
+
+    def __contains__(self, pmcid: object) -> bool:
+        return pmcid in self._raw
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+
+class _LazyRefs(Mapping[str, tuple[str, ...]]):
+    """PMCID -> PMIDs its reference list cites, read from the front matter on first access."""
+
+    def __init__(self, raw: Mapping[str, bytes], known: dict[str, tuple[str, ...]]) -> None:
+        self._raw = raw
+        self._known = known
+
+    def __getitem__(self, pmcid: str) -> tuple[str, ...]:
+        refs = self._known.get(pmcid)
+        if refs is None:
+            refs = self._known[pmcid] = read_jats_front(self._raw[pmcid]).ref_pmids
+        return refs
+
+    def __contains__(self, pmcid: object) -> bool:
+        return pmcid in self._raw
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,7 +132,14 @@ class Corpus:
     @cached_property
     def pubmed_index(self) -> LiteratureIndex:
         # A fresh vocabulary per index: LiteratureIndex registers the corpus' descriptor names into it.
-        return LiteratureIndex(self.records.values(), MeshVocabulary.load())
+        if self.path is None or len(self.records) < INDEX_CACHE_MIN_RECORDS:
+            return LiteratureIndex(self.records.values(), self._vocabulary())
+        return _cached_index(self.path, lambda: LiteratureIndex(self.records.values(), self._vocabulary()))
+
+    def _vocabulary(self) -> MeshVocabulary:
+        # A world (retrieval.world) ships full MeSH under mesh/: explosion beyond the bundled C04 tree.
+        extra = sorted((self.path / "mesh").glob("mesh_descriptors*.json")) if self.path else []
+        return MeshVocabulary.load(extra=extra)
 
     @cached_property
     def pmc_index(self) -> LiteratureIndex:
@@ -179,6 +241,82 @@ def _citation(pmid: str, raw: bytes) -> Citation:
     )
 
 
+# Below this many records the index builds in about a second: not worth a file. A world (~22k records)
+# takes 8-12 s to index and 1 s to unpickle; its 85 MB of PubMed XML 5 s to parse and 1 s to unpickle.
+INDEX_CACHE_MIN_RECORDS = 5_000
+RECORDS_CACHE_MIN_BYTES = 20_000_000
+INDEX_CACHE_DIR = ".cache"
+_INDEX_CODE = ("_index.py", "_models.py", "_corpus.py", "_pubmed.py")
+
+
+def _index_key(path: Path) -> str:
+    """The files the index is built from (name, size, mtime) and the code that builds it."""
+    h = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    for name in _INDEX_CODE:
+        h.update(hashlib.sha256((here / name).read_bytes()).digest())
+    mesh = sorted((path / "mesh").glob("mesh_descriptors*.json")) if (path / "mesh").is_dir() else []
+    for f in [*_pubmed_files(path / "pubmed"), *mesh]:
+        st = f.stat()
+        h.update(f"{f.relative_to(path)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:24]
+
+
+def _cached_index(path: Path, build: Callable[[], LiteratureIndex]) -> LiteratureIndex:
+    """The search index of a large corpus, unpickled from ``<corpus>/.cache/`` when its files and the
+    index code are unchanged; built and written there (best effort: a read-only folder just rebuilds).
+    The pickle lives inside the corpus folder, which is as trusted as the records themselves."""
+    return _cached(path, "pubmed-index", build, lambda v: isinstance(v, LiteratureIndex))
+
+
+_Records = tuple[dict[str, PubmedRecord], dict[str, bytes]]
+_T = TypeVar("_T")
+
+
+def _cached_records(path: Path, files: list[Path]) -> _Records:
+    """PubMed records and raw bytes of the corpus' files: parsed, or unpickled like the index."""
+
+    def parse() -> _Records:
+        records: dict[str, PubmedRecord] = {}
+        raw: dict[str, bytes] = {}
+        for f in files:
+            _load_pubmed_file(f, records, raw)
+        return records, raw
+
+    if sum(f.stat().st_size for f in files) < RECORDS_CACHE_MIN_BYTES:
+        return parse()
+    return _cached(path, "pubmed-records", parse, lambda v: isinstance(v, tuple) and len(v) == 2)
+
+
+def _cached(path: Path, stem: str, build: Callable[[], _T], valid: Callable[[object], bool]) -> _T:
+    cache = path / INDEX_CACHE_DIR / f"{stem}-{_index_key(path)}.pickle"
+    try:
+        data = cache.read_bytes()
+    except OSError:
+        data = b""
+    if data:
+        gc.disable()  # unpickling millions of small containers: the collector would triple the time
+        try:
+            value = pickle.loads(data)  # our own cache file, keyed by content and code
+            if valid(value):
+                return value  # type: ignore[no-any-return]
+        except Exception:  # a stale or truncated cache is rebuilt below
+            pass
+        finally:
+            gc.enable()
+    value = build()
+    try:
+        cache.parent.mkdir(exist_ok=True)
+        for old in cache.parent.glob(f"{stem}-*.pickle"):
+            old.unlink(missing_ok=True)
+        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(tmp, cache)
+    except OSError:
+        pass
+    return value
+
+
 def pmc_index_record(article: PmcArticle) -> PubmedRecord:
     """A PMC article as an index record: the PMC UID as id, body sections searched as abstract text."""
     body = tuple(AbstractSection(text=s.text, label=s.heading or None) for s in article.sections if s.text)
@@ -238,9 +376,26 @@ def _load_pubmed_file(path: Path, records: dict[str, PubmedRecord], raw: dict[st
 
 
 def _load_pmc_file(
-    path: Path, pmc: dict[str, PmcArticle], pmc_raw: dict[str, bytes], refs: dict[str, tuple[str, ...]]
+    path: Path,
+    pmc: dict[str, PmcArticle],
+    pmc_raw: dict[str, bytes],
+    refs: dict[str, tuple[str, ...]],
+    ids: dict[str, str | None],
 ) -> None:
     data = path.read_bytes()
+    slices = _JATS_ARTICLE_RE.findall(data)
+    if len(slices) == 1:  # one article: its ids by a scan, the parse deferred (_LazyArticles)
+        found: dict[bytes, str] = {}
+        for kind, digits in _ARTICLE_ID_RE.findall(slices[0]):
+            found.setdefault(kind, digits.decode())
+        pmc_digits = found.get(b"pmc") or found.get(b"pmcid")
+        if pmc_digits:
+            pmcid = f"PMC{pmc_digits}"
+            pmc.pop(pmcid, None)
+            refs.pop(pmcid, None)
+            pmc_raw[pmcid] = slices[0]
+            ids[pmcid] = found.get(b"pmid")
+            return
     articles = parse_pmc_articles(data)
     slices = _JATS_ARTICLE_RE.findall(data)
     if len(slices) != len(articles):  # cannot pair raw bytes with records safely: keep the file whole
@@ -249,6 +404,7 @@ def _load_pmc_file(
         pmc[article.pmcid] = article
         pmc_raw[article.pmcid] = raw
         refs[article.pmcid] = read_jats_front(raw).ref_pmids
+        ids[article.pmcid] = article.pmid
 
 
 def _last_update(files: Iterable[Path]) -> str:
@@ -259,17 +415,15 @@ def _last_update(files: Iterable[Path]) -> str:
 
 
 def _load(path: Path) -> Corpus:
-    records: dict[str, PubmedRecord] = {}
-    raw: dict[str, bytes] = {}
     pubmed_files = _pubmed_files(path / "pubmed")
-    for f in pubmed_files:
-        _load_pubmed_file(f, records, raw)
+    records, raw = _cached_records(path, pubmed_files)
     pmc: dict[str, PmcArticle] = {}
     pmc_raw: dict[str, bytes] = {}
     refs: dict[str, tuple[str, ...]] = {}
+    article_pmids: dict[str, str | None] = {}
     pmc_files = _pmc_files(path / "pmc")
     for f in pmc_files:
-        _load_pmc_file(f, pmc, pmc_raw, refs)
+        _load_pmc_file(f, pmc, pmc_raw, refs, article_pmids)
 
     pmid_to_pmcid: dict[str, str] = {}
     pmcid_to_pmid: dict[str, str] = {}
@@ -278,18 +432,18 @@ def _load(path: Path) -> Corpus:
             pmcid = normalise_pmcid(rec.pmcid)
             pmid_to_pmcid[rec.pmid] = pmcid
             pmcid_to_pmid.setdefault(pmcid, rec.pmid)
-    for article in pmc.values():  # the JATS article-ids are authoritative for the articles we hold
-        if article.pmid:
-            pmid_to_pmcid[article.pmid] = article.pmcid
-            pmcid_to_pmid[article.pmcid] = article.pmid
+    for pmcid, article_pmid in article_pmids.items():  # JATS article-ids are authoritative for held articles
+        if article_pmid:
+            pmid_to_pmcid[article_pmid] = pmcid
+            pmcid_to_pmid[pmcid] = article_pmid
     return Corpus(
         records=records,
         raw=raw,
-        pmc=pmc,
+        pmc=_LazyArticles(pmc_raw, pmc),
         pmc_raw=pmc_raw,
         pmid_to_pmcid=pmid_to_pmcid,
         pmcid_to_pmid=pmcid_to_pmid,
-        pmc_refs=refs,
+        pmc_refs=_LazyRefs(pmc_raw, refs),
         path=path,
         last_update=_last_update([*pubmed_files, *pmc_files]),
     )

@@ -271,7 +271,8 @@ class LiteratureIndex:
         self._tiab_len[doc] = ti_len + ab_len
         self._add_zone(doc, "kw", rec.keywords)
         self._add_zone(doc, "mh", [h.descriptor for h in rec.mesh])
-        self._add_zone(doc, "pt", [p.name for p in rec.publication_types])
+        real_types = [p for p in rec.publication_types if not p.inferred]  # a placeholder is not indexing
+        self._add_zone(doc, "pt", [p.name for p in real_types])
         self._add_zone(doc, "jour", [j for j in (rec.journal, rec.journal_iso) if j])
         for h in rec.mesh:
             # Index under the current descriptor name, so 2019-era names in old records still explode.
@@ -279,7 +280,7 @@ class LiteratureIndex:
             self._mesh.setdefault(key, set()).add(doc)
             if h.is_major:
                 self._majr.setdefault(key, set()).add(doc)
-        for p in rec.publication_types:
+        for p in real_types:
             self._pt.setdefault(_key(p.name), set()).add(doc)
         for lang in rec.languages:
             code = _LANGUAGES.get(_key(lang), _key(lang))

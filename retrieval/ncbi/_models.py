@@ -63,6 +63,9 @@ class PubDate:
 class PublicationType:
     name: str
     ui: str | None = None
+    # True for a type a corpus builder synthesised (a placeholder or a guess), never NCBI's own indexing:
+    # searches and the evidence policy ignore it. On the wire it travels as an XML comment (INFERRED_MARK).
+    inferred: bool = False
 
 
 @dataclass(frozen=True, slots=True)

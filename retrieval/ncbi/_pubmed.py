@@ -39,6 +39,7 @@ from ._xml import (
 )
 
 __all__ = [
+    "INFERRED_MARK",
     "PubmedXmlExtras",
     "iter_pubmed_articles",
     "nlm_category",
@@ -55,6 +56,8 @@ _MONTHS: Final = {
     )
 }
 _YEAR_RE: Final = re.compile(r"\b(1[5-9]\d\d|2\d\d\d)\b")
+# The comment written right after a synthesised <PublicationType> (see PublicationType.inferred).
+INFERRED_MARK: Final = "cometa:inferred"
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -189,16 +192,19 @@ def _pubmed_record(article: _Element, endpoint: str = "efetch") -> PubmedRecord:
             if lang := _text(c):
                 languages.append(lang)
         elif tag == "PublicationTypeList":
-            pts.extend(
-                PublicationType(name=name, ui=pt.get("UI"))
-                for pt in c.iterchildren("PublicationType")
-                if (name := _text(pt))
-            )
+            for pt in c:
+                if pt.tag == "PublicationType":
+                    if name := _text(pt):
+                        pts.append(PublicationType(name=name, ui=pt.get("UI")))
+                elif isinstance(pt, etree._Comment) and pts and (pt.text or "").strip() == INFERRED_MARK:
+                    pts[-1] = PublicationType(pts[-1].name, pts[-1].ui, inferred=True)
         elif tag == "ELocationID":
             if eloc_doi is None and c.get("EIdType") == "doi" and c.get("ValidYN") != "N":
                 eloc_doi = _opt(c)
     if journal_iso is None and journal_info is not None:
-        journal_iso = _opt(journal_info.find("MedlineTA"))
+        ta = journal_info.find("MedlineTA")
+        if ta is not None and not _marked_inferred(ta):  # a placeholder journal is no journal
+            journal_iso = _opt(ta)
 
     doi = pmcid = None
     # Only PubmedData/ArticleIdList: ReferenceList/Reference/ArticleIdList holds the *cited* papers' ids.
@@ -228,6 +234,11 @@ def _pubmed_record(article: _Element, endpoint: str = "efetch") -> PubmedRecord:
         status=mc.get("Status"),
         retracted=retracted,
     )
+
+
+def _marked_inferred(el: _Element) -> bool:
+    nxt = el.getnext()
+    return isinstance(nxt, etree._Comment) and (nxt.text or "").strip() == INFERRED_MARK
 
 
 @_guard("efetch")
@@ -389,6 +400,7 @@ class PubmedXmlExtras:
     pii: str = ""
     article_date: tuple[str, str, str] | None = None  # electronic (Year, Month, Day)
     medline_date_placeholder: str = "Unknown"  # PubDate/MedlineDate when the year is unknown
+    mark_placeholders: bool = False  # flag the placeholder MedlineTA with INFERRED_MARK (world builds)
 
 
 def pubmed_article_xml(record: PubmedRecord, extras: PubmedXmlExtras | None = None) -> bytes:
@@ -455,6 +467,8 @@ def pubmed_article_xml(record: PubmedRecord, extras: PubmedXmlExtras | None = No
     ptl = _sub(article, "PublicationTypeList")
     for pt in record.publication_types or ():
         _sub(ptl, "PublicationType", pt.name, UI=pt.ui or "")
+        if pt.inferred:  # the DTD has no attribute for it; a comment validates and survives EFetch
+            ptl.append(etree.Comment(INFERRED_MARK))
     if not record.publication_types:
         _sub(ptl, "PublicationType", "Journal Article", UI="D016428")
     if ex.article_date:
@@ -462,7 +476,10 @@ def pubmed_article_xml(record: PubmedRecord, extras: PubmedXmlExtras | None = No
         for tag, val in zip(("Year", "Month", "Day"), ex.article_date, strict=True):
             _sub(ad, tag, val)
     mji = _sub(mc, "MedlineJournalInfo")
-    _sub(mji, "MedlineTA", ex.medline_ta or record.journal_iso or record.journal or "Unknown")
+    medline_ta = ex.medline_ta or record.journal_iso or record.journal
+    _sub(mji, "MedlineTA", medline_ta or "Unknown")
+    if not medline_ta and ex.mark_placeholders:
+        mji.append(etree.Comment(INFERRED_MARK))
     if ex.nlm_unique_id:
         _sub(mji, "NlmUniqueID", ex.nlm_unique_id)
     if record.mesh:

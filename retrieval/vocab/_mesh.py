@@ -12,6 +12,7 @@ It drives two things in the search engine:
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import functools
 import json
 from collections.abc import Iterable
@@ -49,7 +50,8 @@ def _read_json(path: str) -> tuple[MeshDescriptor, ...]:
             MeshDescriptor(
                 name=d["name"],
                 ui=d.get("ui"),
-                tree_numbers=tuple(d.get("tree_numbers_2025") or ()),
+                # tree_numbers: a world's full-MeSH file (retrieval.world), same shape otherwise
+                tree_numbers=tuple(d.get("tree_numbers_2025") or d.get("tree_numbers") or ()),
                 name_2019=d.get("name_2019"),
                 entry_terms=tuple(d.get("entry_terms_preferred_concept_2019") or ()),
             )
@@ -105,10 +107,22 @@ class MeshVocabulary:
             self._max_words = max(self._max_words, len(k.split()))
 
     @classmethod
-    def load(cls, directory: Path | None = None) -> MeshVocabulary:
-        """A fresh vocabulary from the bundled C04 file and ATM synonyms (files parsed once per process)."""
+    def load(cls, directory: Path | None = None, extra: Iterable[Path] = ()) -> MeshVocabulary:
+        """A fresh vocabulary from the bundled C04 file and ATM synonyms (files parsed once per process).
+
+        ``extra``: more descriptor files of the same JSON shape (e.g. a world's full MeSH 2015), added
+        after C04: a descriptor already known keeps its entry, and their C04 tree numbers are dropped so
+        the Neoplasms tree keeps one (current) numbering.
+        """
         base = directory or MESH_DIR
-        return cls(_read_json(str(base / _C04_FILE)), _read_synonyms(str(base / _SYNONYM_FILE)))
+        descriptors = list(_read_json(str(base / _C04_FILE)))
+        known = {d.ui for d in descriptors if d.ui}
+        for path in extra:
+            for d in _read_json(str(path)):
+                if d.ui not in known:
+                    trees = tuple(t for t in d.tree_numbers if not t.startswith("C04"))
+                    descriptors.append(dataclasses.replace(d, tree_numbers=trees))
+        return cls(descriptors, _read_synonyms(str(base / _SYNONYM_FILE)))
 
     def __len__(self) -> int:
         return len(set(self._names.values()))

@@ -266,3 +266,16 @@ def test_loader_on_empty_folder(tmp_path: Path) -> None:
     corpus = load_corpus(tmp_path)
     assert not corpus.records and not corpus.pmc
     assert corpus.pubmed_index.search("anything").count == 0
+
+
+def test_pmc_articles_parse_lazily_and_match_an_eager_parse() -> None:
+    from retrieval.ncbi import BUNDLED_CORPUS_DIR, load_corpus, parse_pmc_articles, read_jats_front
+
+    corpus = load_corpus()
+    assert len(corpus.pmc) == len(list((BUNDLED_CORPUS_DIR / "pmc").iterdir())) > 0
+    for pmcid in corpus.pmc:
+        (eager,) = parse_pmc_articles((BUNDLED_CORPUS_DIR / "pmc" / f"{pmcid}.xml").read_bytes())
+        assert corpus.pmc[pmcid] == eager
+        assert corpus.pmc_refs[pmcid] == read_jats_front(corpus.pmc_raw[pmcid]).ref_pmids
+        if eager.pmid:
+            assert corpus.pmid_to_pmcid[eager.pmid] == pmcid and corpus.pmcid_to_pmid[pmcid] == eager.pmid
