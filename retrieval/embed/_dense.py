@@ -252,7 +252,10 @@ def build_from_records(
             vectors = encoder.encode_documents([fresh[p] for p in pmids], batch_size=batch_size)
             added = index.add(pmids, vectors)
         run.step(len(block), added)
-    index.update_build_info(encoder_batch_size=batch_size)
+    runtime = getattr(encoder, "document_runtime", None)  # what encoded the documents (torch / onnx-int8)
+    index.update_build_info(
+        encoder_batch_size=batch_size, **({"document_runtime": runtime} if runtime else {})
+    )
     return run.finish()
 
 
