@@ -120,11 +120,14 @@ class OnnxDocumentEncoder:
         self._st = st_model
         self._max_length = max_length
         self._tokenizer = st_model.tokenizer
-        net = st_model[0].auto_model
-        root = cache_dir or DEFAULT_INDEX_ROOT.parent / "onnx"
-        self.path = root / f"{_weights_key(net)}.int8.onnx"
+        self._root = cache_dir or DEFAULT_INDEX_ROOT.parent / "onnx"
         self._session: Any = None
         self._lock = threading.Lock()
+
+    @property
+    def path(self) -> Path:
+        """The cached int8 graph of these weights (hashing them takes a moment: only on first encode)."""
+        return self._root / f"{_weights_key(self._st[0].auto_model)}.int8.onnx"
 
     def _load(self) -> Any:
         with self._lock:
@@ -132,14 +135,13 @@ class OnnxDocumentEncoder:
                 import onnxruntime as ort
                 import torch
 
-                if not self.path.is_file():
-                    _export_int8(self._st[0].auto_model, self._tokenizer, self.path)
+                path = self.path
+                if not path.is_file():
+                    _export_int8(self._st[0].auto_model, self._tokenizer, path)
                 options = ort.SessionOptions()
                 options.intra_op_num_threads = torch.get_num_threads()  # the same CPU budget as torch
                 options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-                self._session = ort.InferenceSession(
-                    str(self.path), options, providers=["CPUExecutionProvider"]
-                )
+                self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
             return self._session
 
     def encode(
