@@ -249,7 +249,9 @@ def build_from_records(
             pmids = [p for p, have in zip(pmids, present, strict=True) if not have]
         added = 0
         if pmids:
-            vectors = encoder.encode_documents([fresh[p] for p in pmids], batch_size=batch_size)
+            # An encoder's bulk path (MiniLM on ONNX int8) where it has one: index builds only.
+            encode = getattr(encoder, "encode_documents_bulk", encoder.encode_documents)
+            vectors = encode([fresh[p] for p in pmids], batch_size=batch_size)
             added = index.add(pmids, vectors)
         run.step(len(block), added)
     runtime = getattr(encoder, "document_runtime", None)  # what encoded the documents (torch / onnx-int8)

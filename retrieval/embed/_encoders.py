@@ -281,9 +281,10 @@ def _join(title: str, abstract: str) -> str:
 class SentenceTransformerEncoder:
     """Any sentence-transformers model; documents are encoded as ``"title. abstract"``.
 
-    ``doc_runtime``: documents on torch, or on ONNX Runtime int8 (``onnx-int8``; ``auto`` = that on CPU
-    when ``cometa[onnx]`` is installed and the model is transformer + mean pooling). Queries are always
-    torch fp32; both runtimes share one vector space (cosine >= 0.99), so one index serves either.
+    ``doc_runtime``: index builds (:meth:`encode_documents_bulk`) on torch, or on ONNX Runtime int8
+    (``onnx-int8``; ``auto`` = that on CPU when ``cometa[onnx]`` is installed and the model is transformer +
+    mean pooling). Queries, passages and SEOS stay on torch fp32; both runtimes share one vector space
+    (cosine >= 0.99), so one index serves either.
 
     ``max_length`` is set on the model explicitly (queries and documents alike) rather than inherited from
     whatever the checkpoint's config says, so the index records what was actually encoded.
@@ -348,7 +349,7 @@ class SentenceTransformerEncoder:
 
     @property
     def document_runtime(self) -> str:
-        """``torch`` or ``onnx-int8``: what :meth:`encode_documents` runs on."""
+        """``torch`` or ``onnx-int8``: what :meth:`encode_documents_bulk` (index builds) runs on."""
         return "torch" if self._onnx is None else "onnx-int8"
 
     def _position_limit(self) -> int | None:
@@ -411,16 +412,28 @@ class SentenceTransformerEncoder:
     def encode_queries(self, texts: Sequence[str], batch_size: int = 32) -> FloatArray:
         return self._encode(list(texts), batch_size, None)
 
+    @staticmethod
+    def _texts(docs: Sequence[tuple[str, str]]) -> list[str]:
+        return [f"{t.strip()}. {a.strip()}" if t.strip() and a.strip() else (t or a).strip() for t, a in docs]
+
     def encode_documents(
         self, docs: Sequence[tuple[str, str]], batch_size: int = 32, on_progress: OnProgress | None = None
     ) -> FloatArray:
-        texts = [
-            f"{t.strip()}. {a.strip()}" if t.strip() and a.strip() else (t or a).strip() for t, a in docs
-        ]
-        if self._onnx is not None and texts:
-            with self._encode_lock:  # the tokenizer is shared with the torch path
-                return self._onnx.encode(texts, batch_size, on_progress)
-        return self._encode(texts, batch_size, on_progress)
+        return self._encode(self._texts(docs), batch_size, on_progress)
+
+    def encode_documents_bulk(
+        self, docs: Sequence[tuple[str, str]], batch_size: int = 32, on_progress: OnProgress | None = None
+    ) -> FloatArray:
+        """:meth:`encode_documents` for index builds: on :attr:`document_runtime` (ONNX int8 when chosen).
+
+        Only index builds take the int8 path: passages and SEOS boundaries (query time) stay on torch,
+        where int8 moved the chunking suite's rows by a query either way (``docs/retrieval.md``).
+        """
+        texts = self._texts(docs)
+        if self._onnx is None or not texts:
+            return self._encode(texts, batch_size, on_progress)
+        with self._encode_lock:  # the tokenizer is shared with the torch path
+            return self._onnx.encode(texts, batch_size, on_progress)
 
 
 def load_encoder(settings: DenseSettings) -> Encoder:
