@@ -23,6 +23,8 @@ closes the LLM and the E-utilities client, then the cache store and the NCBI rat
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from functools import cached_property
 
 import httpx
@@ -41,6 +43,13 @@ from .privacy import PhiPolicy
 from .settings import ApiSettings, Settings
 
 __all__ = ["Container", "build_judge"]
+
+log = logging.getLogger("cometa.container")
+
+
+def _log_warm_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("warming the models failed", exc_info=task.exception())
 
 
 def build_judge(llm: LLMClient | None, api: ApiSettings) -> CrossSourceJudge | None:
@@ -69,6 +78,7 @@ class Container:
         judge: CrossSourceJudge | None = None,
     ) -> None:
         self.settings = settings
+        self._warming: asyncio.Task[None] | None = None
         self.api = api or settings.api
         self.phi = PhiPolicy.from_settings(settings.llm)
         self._owns_pipeline = pipeline is None
@@ -117,6 +127,13 @@ class Container:
         await self.pipeline.dense_retriever()
         await self.pipeline.passage_retriever()
 
+    def start_warming(self) -> None:
+        """:meth:`warm` in the background (the API's start-up): ``/healthz`` answers at once and ``/readyz``
+        says why it is not ready while a first index build runs. Call on the event loop."""
+        if self._warming is None:
+            self._warming = asyncio.get_running_loop().create_task(self.warm())
+            self._warming.add_done_callback(_log_warm_failure)
+
     async def __aenter__(self) -> Container:
         return self
 
@@ -124,6 +141,9 @@ class Container:
         await self.aclose()
 
     async def aclose(self) -> None:
+        if self._warming is not None and not self._warming.done():
+            # A build thread cannot be interrupted; it finishes (and saves a checkpoint) on its own.
+            self._warming.cancel()
         try:
             await self.request_limiter.aclose()  # the Redis limiter's connections
         finally:

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from app.schemas import SearchOut
-from core import CometaError, Encoder, Reranker
+from core import CometaError, Encoder, OnProgress, Reranker
 from llm import LLMClient, build_llm
 from retrieval import AdaptE, AdaptEResult, EutilsClient, MeshVocabulary, create_eutils_app, eutils_transport
 from retrieval.embed import DenseHit, DenseRetriever, load_encoder, load_reranker, open_retriever
@@ -45,10 +45,20 @@ __all__ = [
 log = logging.getLogger("cometa.pipeline")
 
 
-def build_dense_retriever(settings: Settings) -> DenseRetriever:
-    """Encoder + vector index per settings; offline, the local corpus's index is built on first use."""
+def build_dense_retriever(
+    settings: Settings, *, encoder: Encoder | None = None, on_progress: OnProgress | None = None
+) -> DenseRetriever:
+    """Encoder (``encoder``, else the one the settings name) + vector index; offline, the local corpus's
+    index (the bundled one or ``COMETA_LOCAL_SERVER__CORPUS_DIR``'s world) is built on first use and cached
+    by corpus content and encoder, with ``on_progress(documents seen, total)`` while it builds."""
     local = settings.eutils.backend == "local"
-    return open_retriever(settings.dense, bundled=local, corpus_dir=settings.local_server.corpus_dir)
+    return open_retriever(
+        settings.dense,
+        bundled=local,
+        corpus_dir=settings.local_server.corpus_dir,
+        encoder=encoder,
+        on_progress=on_progress,
+    )
 
 
 def build_eutils_transport(
@@ -123,13 +133,23 @@ class SearchOutcome:
 class Models:
     """The process's models, each loaded once on first use (in a thread): the dense retriever (encoder +
     index), the encoder alone when dense retrieval is off or failed, the reranker on that encoder and the
-    passage stage over them. One copy of each model serves the pipeline and the collections alike."""
+    passage stage over them. One copy of each model serves the pipeline and the collections alike.
 
-    def __init__(self, settings: Settings, *, dense: DenseRetriever | None = None) -> None:
+    ``encoder`` injects the dense encoder (tests); the index is still opened or built from the settings.
+    While the dense retriever loads (a world's first index build can take minutes), :meth:`dense_status`
+    says so without waiting, and :meth:`start_loading` starts it in the background.
+    """
+
+    def __init__(
+        self, settings: Settings, *, dense: DenseRetriever | None = None, encoder: Encoder | None = None
+    ) -> None:
         self.settings = settings
         self._dense = dense
         self.dense_error: str | None = None  # why the dense retriever could not load
+        self._given_encoder = encoder
         self._encoder: Encoder | None = None
+        self._dense_progress: tuple[int, int] | None = None  # (seen, total) of an index build under way
+        self._loading: asyncio.Task[DenseRetriever | None] | None = None
         self._reranker: Reranker | None = None
         self._passages: PassageRetriever | None = None
         # One lock each: building the passage stage takes the reranker's, which takes the encoder's.
@@ -144,12 +164,50 @@ class Models:
             return None
         async with self._dense_lock:
             if self._dense is None and self.dense_error is None:
+                self._dense_progress = (0, 0)
                 try:
-                    self._dense = await asyncio.to_thread(build_dense_retriever, self.settings)
+                    self._dense = await asyncio.to_thread(
+                        build_dense_retriever,
+                        self.settings,
+                        encoder=self._given_encoder,
+                        on_progress=self._on_dense_progress,
+                    )
                 except CometaError as exc:
                     self.dense_error = f"{type(exc).__name__}: {exc}"
                     log.warning("dense retrieval disabled: %s", self.dense_error)
+                finally:
+                    self._dense_progress = None
         return self._dense
+
+    def _on_dense_progress(self, done: int, total: int) -> None:
+        # Called from the build's worker thread; a tuple swap is atomic, readers see one or the other.
+        self._dense_progress = (done, total)
+
+    def start_loading(self) -> None:
+        """Load the dense retriever (and build its index if need be) in the background; returns at once.
+        Must be called on the event loop; a second call while it runs does nothing."""
+        if self.settings.dense.enabled and self._dense is None and self._loading is None:
+            self._loading = asyncio.get_running_loop().create_task(self.dense_retriever())
+
+    def dense_status(self) -> dict[str, Any]:
+        """Readiness of the dense arm, without waiting: ``ok`` and ``vectors`` once loaded; else ``ok``
+        False with the ``reason`` (loading, building the index d/N, failed)."""
+        if not self.settings.dense.enabled:
+            return {"ok": True, "disabled": True}
+        if self._dense is not None:
+            return {"ok": True, "vectors": len(self._dense.index)}
+        if self.dense_error is not None:
+            return {"ok": False, "vectors": 0, "reason": f"dense retrieval unavailable: {self.dense_error}"}
+        progress = self._dense_progress
+        if progress is None:
+            return {"ok": False, "vectors": 0, "reason": "dense retriever not loaded yet"}
+        done, total = progress
+        if done == 0:
+            reason = "loading the dense encoder and index"
+        else:
+            of = f"/{total}" if total else ""
+            reason = f"building the dense index: {done}{of} documents"
+        return {"ok": False, "vectors": 0, "reason": reason, "done": done, "total": total}
 
     async def encoder(self) -> Encoder:
         """The dense retriever's encoder; loaded alone when there is no dense retriever."""
@@ -158,6 +216,8 @@ class Models:
                 dense = await self.dense_retriever()
                 if dense is not None:
                     self._encoder = dense.encoder
+                elif self._given_encoder is not None:
+                    self._encoder = self._given_encoder
                 else:
                     self._encoder = await asyncio.to_thread(load_encoder, self.settings.dense)
         return self._encoder

@@ -3,6 +3,12 @@
 Run from the repository root::
 
     .venv/bin/python bench/dense.py [--n-large 1000000] [--dims 384,768] [--docs 1013] [--skip-encode]
+    .venv/bin/python bench/dense.py --encode 300 [--runtime torch|onnx-int8] [--batch-size 32]
+
+``--encode N`` alone times offline document encoding of N bundled abstracts with the MiniLM (the index
+build's inner loop) on one document runtime and prints docs/s; run it twice under an A/B timer (one
+runtime against the other) on a shared machine. With ``--quality`` it also prints the cosine (min / mean)
+of the runtime's vectors to torch fp32's.
 
 Prints three markdown tables (each with the load average when it was printed):
 
@@ -109,7 +115,8 @@ def bench_encoders(n_docs: int) -> list[list[Any]]:
 
     t = time.perf_counter()
     minilm = load_encoder(DenseSettings(encoder="sentence-transformers", device="cpu"))
-    run("MiniLM-L6 (st, max 256)", minilm, time.perf_counter() - t)
+    runtime = getattr(minilm, "document_runtime", "torch")
+    run(f"MiniLM-L6 (st, max 256, documents on {runtime})", minilm, time.perf_counter() - t)
 
     with tempfile.TemporaryDirectory() as tmp:
         import torch
@@ -295,14 +302,44 @@ def bench_index(n: int, dim: int, build_rows: list[list[Any]], query_rows: list[
             qd.close()
 
 
+def bench_encode(n_docs: int, runtime: str, batch_size: int, quality: bool) -> None:
+    from retrieval.embed import DenseSettings, load_encoder
+    from retrieval.ncbi import load_corpus
+
+    records = [r for r in load_corpus().records.values() if r.title or r.has_abstract][:n_docs]
+    docs = [(r.title, r.abstract_text) for r in records]
+    settings = DenseSettings(encoder="sentence-transformers", device="cpu", st_doc_runtime=runtime)  # type: ignore[arg-type]
+    enc = load_encoder(settings)
+    bulk = getattr(enc, "encode_documents_bulk", enc.encode_documents)  # what index builds call
+    bulk(docs[:8], batch_size=batch_size)  # warm-up: lazy loads (the ONNX export once)
+    start = time.perf_counter()
+    vecs = bulk(docs, batch_size=batch_size)
+    secs = time.perf_counter() - start
+    row: list[Any] = [runtime, batch_size, len(docs), f"{secs:.1f}", f"{len(docs) / secs:.1f}"]
+    header = ["document runtime", "batch", "docs", "encode s", "docs/s"]
+    if quality:
+        ref = load_encoder(settings.model_copy(update={"st_doc_runtime": "torch"}))
+        cos = np.sum(ref.encode_documents(docs, batch_size=batch_size) * vecs, axis=1)
+        row += [f"{cos.min():.4f}", f"{cos.mean():.4f}"]
+        header += ["cos min vs torch", "cos mean vs torch"]
+    table("Document encoding, MiniLM-L6 max 256 (CPU)", header, [row])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--encode", type=int, default=0, help="only time encoding N bundled abstracts")
+    ap.add_argument("--runtime", default="torch", choices=["torch", "onnx-int8"], help="with --encode")
+    ap.add_argument("--batch-size", type=int, default=32, help="with --encode")
+    ap.add_argument("--quality", action="store_true", help="with --encode: cosine to torch's vectors")
     ap.add_argument("--n-large", type=int, default=1_000_000, help="vectors in the large synthetic set")
     ap.add_argument("--dims", default="384", help="comma-separated dimensions, e.g. 384,768")
     ap.add_argument("--docs", type=int, default=1_013, help="bundled-corpus documents to encode")
     ap.add_argument("--skip-encode", action="store_true")
     args = ap.parse_args()
     print(f"machine: {machine_line()}")
+    if args.encode:
+        bench_encode(args.encode, args.runtime, args.batch_size, args.quality)
+        return
     print(f"numpy {np.__version__}; faiss {__import__('faiss').__version__}")
 
     if not args.skip_encode:

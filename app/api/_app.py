@@ -71,7 +71,9 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # An injected pipeline belongs to the caller, who closes it; the container closes what it built.
         async with Container(settings, api=api, pipeline=pipeline, answerer=answerer, judge=judge) as c:
-            await c.warm()  # the models now, so that the first request is not the slow one
+            # The models now, so that the first request is not the slow one, but in the background: a
+            # world's first index build takes minutes, and /healthz must answer meanwhile.
+            c.start_warming()
             app.state.sources = c.sources  # collections, access, federation
             app.state.container = c
             yield

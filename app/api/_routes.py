@@ -165,8 +165,9 @@ def _install_routes(app: FastAPI, settings: Settings) -> None:
         except (EutilsError, TimeoutError) as exc:
             checks["eutils"] = {"ok": False, "reason": type(exc).__name__}
         if pipe.use_dense:
-            dense = await pipe.dense_retriever()
-            checks["dense"] = {"ok": dense is not None, "vectors": len(dense.index) if dense else 0}
+            # Never waits on the model or a first index build: says what is under way instead.
+            pipe.models.start_loading()
+            checks["dense"] = pipe.models.dense_status()
         else:
             checks["dense"] = {"ok": True, "disabled": True}
         llm = pipe.llm

@@ -356,11 +356,11 @@ def index_build(
     try:
         encoder = load_encoder(dense)
         if source == "bundled":
-            with progress_bar("indexing the bundled corpus") as on_progress:
-                index = ensure_bundled_index(
-                    dense, encoder, corpus_dir=settings.local_server.corpus_dir, on_progress=on_progress
-                )
-            console.print(f"bundled-corpus index ready: {len(index)} vectors ({encoder.name})")
+            corpus_dir = settings.local_server.corpus_dir
+            what = f"the corpus in {corpus_dir}" if corpus_dir else "the bundled corpus"
+            with progress_bar(f"indexing {what}") as on_progress:
+                index = ensure_bundled_index(dense, encoder, corpus_dir=corpus_dir, on_progress=on_progress)
+            console.print(f"index of {what} ready: {len(index)} vectors ({encoder.name})")
         else:
             index = open_index(dense, encoder, create=True)
             if source == "baseline":

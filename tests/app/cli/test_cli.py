@@ -130,3 +130,23 @@ def test_index_build_from_baseline_resumes(tmp_path: Path) -> None:
 def test_index_build_needs_inputs_for_baseline() -> None:
     result = CliRunner().invoke(app, ["index", "build", "--offline", "--source", "baseline"])
     assert result.exit_code == 2 and "needs input PATHS" in result.output
+
+
+def test_index_build_of_a_world_then_cached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    from app.settings import get_settings
+    from tests.retrieval.embed.test_world_index import write_world
+
+    world = write_world(tmp_path / "world", 24)
+    monkeypatch.setenv("COMETA_LOCAL_SERVER__CORPUS_DIR", str(world))
+    get_settings.cache_clear()  # read the variable above, and forget it afterwards
+    request.addfinalizer(get_settings.cache_clear)
+    args = ["index", "build", "--offline", "--index-dir", str(tmp_path / "idx")]
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert f"index of the corpus in {world} ready: 24 vectors" in first.output.replace("\n", "")
+    meta = json.loads((tmp_path / "idx" / "meta.json").read_text())
+    assert meta["build"]["complete"] is True and meta["build"]["source"] == "bundled-corpus"
+    second = CliRunner().invoke(app, args)
+    assert second.exit_code == 0 and "ready: 24 vectors" in second.output.replace("\n", "")
