@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
 from prometheus_client import REGISTRY
 from starlette.applications import Starlette
@@ -42,7 +40,7 @@ from llm._base import _BaseLLM
 from llm._types import _Completion, _Rung
 from tests._evidence import DOCS, TODAY
 from tests._fakes import BrokenStream, ScriptedLLM, pieces
-from tests._procs import free_port
+from tests._procs import serve_in_thread
 
 MESSAGES = [{"role": "user", "content": "Does exercise help?"}]
 
@@ -172,28 +170,10 @@ class StreamServer:
         return True
 
 
-@contextmanager
-def _run_in_thread(app: Any) -> Iterator[str]:
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            pytest.fail("uvicorn did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-
-
 @pytest.fixture(scope="module")
 def stream_server() -> Iterator[StreamServer]:
     server = StreamServer()
-    with _run_in_thread(server.app) as url:
+    with serve_in_thread(server.app) as url:
         server.url = url + "/v1"
         yield server
 
@@ -602,7 +582,7 @@ def test_client_disconnect_cancels_generation() -> None:
     settings = settings_without_models()
     app: FastAPI = create_app(settings, answerer=Answerer(llm))
     payload = {"question": NARRATIVE, "documents": DOCUMENTS, "documents_mode": "replace"}
-    with _run_in_thread(app) as base:
+    with serve_in_thread(app) as base:
         with httpx.stream("POST", base + "/ask/stream", json=payload, timeout=30) as r:
             assert r.status_code == 200
             for line in r.iter_lines():

@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import io
 import re
-import socket
-import threading
-import time
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -22,7 +19,6 @@ from typing import Any
 from urllib.request import Request
 
 import pytest
-import uvicorn
 
 from retrieval.ncbi import (
     Corpus,
@@ -34,6 +30,7 @@ from retrieval.ncbi import (
 )
 from retrieval.understand import spell_correct
 from tests._paths import BIOPYTHON_SAMPLES, JATS_SAMPLES, SHARED
+from tests._procs import serve_in_thread
 
 Entrez = pytest.importorskip("Bio.Entrez")
 Medline = pytest.importorskip("Bio.Medline")
@@ -68,22 +65,9 @@ def _word_overlap(corpus: Corpus) -> Any:
 
 @contextmanager
 def _serve(app: Any) -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            pytest.fail("local E-utilities server did not start")
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    """The server's E-utilities base URL (with the slash Bio.Entrez's URLs are joined to)."""
+    with serve_in_thread(app) as base:
+        yield base + "/"
 
 
 @pytest.fixture(scope="module")
