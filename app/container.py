@@ -3,15 +3,16 @@
 Construction order (each part gets what it needs from the ones before it; none builds another's parts):
 
 1. the PHI policy (:class:`~app.privacy.PhiPolicy`), the one decision on what an LLM may see;
-2. the E-utilities transport: offline, the local NCBI-compatible server over the corpus, in-process;
-   live, none (real HTTP);
-3. the E-utilities response cache store and the NCBI rate limiter (per process, or shared through Redis),
-   then the E-utilities client over 2-3;
-4. the LLM client (None when LLM stages are off);
-5. the models (:class:`~app.pipeline.Models`: dense retriever, encoder, reranker, passage stage), which
+2. the models (:class:`~app.pipeline.Models`: dense retriever, encoder, reranker, passage stage), which
    load on first use, so building the container (and ``/healthz``) waits on none of them;
-6. the rewriter, with the PHI policy, and the retrieval :class:`~app.pipeline.Pipeline` over 3-6;
-7. the :class:`~app.answer.Answerer` and the :class:`~app.judge.CrossSourceJudge` (None without an LLM);
+3. the E-utilities transport: offline, the local NCBI-compatible server over the corpus, in-process (its
+   similar-articles answers come from the models of 2); live, none (real HTTP);
+4. the E-utilities response cache store and the NCBI rate limiter (per process, or shared through Redis),
+   then the E-utilities client over 3-4;
+5. the LLM client (None when LLM stages are off);
+6. the rewriter, with the PHI policy, and the retrieval :class:`~app.pipeline.Pipeline` over 2-6;
+7. the :class:`~app.answer.Answerer` (with ``settings.answer``) and the :class:`~app.judge.CrossSourceJudge`
+   (None without an LLM);
 8. the :class:`~app.asker.Asker` over 6-7 with the PHI policy;
 9. the API's request rate limiter (a Redis one connects on first use);
 10. on first use (the API's start-up): the :class:`~app.sources.SourcesService` (collections store,
