@@ -38,12 +38,16 @@ def _tiny_bert(directory: Path, vocab_file: Path, seed: int) -> Path:
     return directory
 
 
-@pytest.fixture(scope="module")
-def tiny_dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("tiny-medcpt")
+def build_tiny_medcpt(root: Path) -> tuple[Path, Path]:
+    """A tiny random query and article BERT with MedCPT's file layout (also used by the GPU tests)."""
     vocab = root / "vocab.txt"
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
     return _tiny_bert(root / "query", vocab, 1), _tiny_bert(root / "article", vocab, 2)
+
+
+@pytest.fixture(scope="module")
+def tiny_dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return build_tiny_medcpt(tmp_path_factory.mktemp("tiny-medcpt"))
 
 
 @pytest.fixture(scope="module")

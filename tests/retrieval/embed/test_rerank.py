@@ -27,9 +27,8 @@ POSITIONS = 64  # the tiny model's hard input limit
 MAX_LENGTH = 32
 
 
-@pytest.fixture(scope="module")
-def tiny_ce(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("tiny-cross-encoder")
+def build_tiny_cross_encoder(root: Path) -> Path:
+    """A tiny random BERT cross-encoder (one logit) saved like a hub model (also used by the GPU tests)."""
     vocab = root / "vocab.txt"
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
     torch.manual_seed(7)
@@ -47,6 +46,11 @@ def tiny_ce(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # No model_max_length saved: like MedCPT's tokenizer, so rerankers alone would not truncate at all.
     BertTokenizerFast(vocab_file=str(vocab)).save_pretrained(model_dir)
     return model_dir
+
+
+@pytest.fixture(scope="module")
+def tiny_ce(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_cross_encoder(tmp_path_factory.mktemp("tiny-cross-encoder"))
 
 
 @pytest.fixture(scope="module")
