@@ -66,6 +66,28 @@ SubsetsOpt = Annotated[str | None, typer.Option("--subsets", help="Comma-separat
 NoResumeOpt = Annotated[
     bool, typer.Option("--no-resume", help="Start over instead of skipping items already in items.jsonl.")
 ]
+JudgeLLMOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--judge-llm",
+        help="The judge, apart from the reader: none, embedded, embedded:FILE.gguf, openai or "
+        "openai:MODEL@URL, over COMETA_JUDGE_LLM__* (default: COMETA_JUDGE_LLM__* if set). "
+        "Judge = reader is refused.",
+    ),
+]
+SelfJudgeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-self-judge", help="Let the reader grade its own answers (the report is marked SELF-JUDGED)."
+    ),
+]
+DataOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--data",
+        help="Your own items (JSONL: question, reference answer, optional options/answer, documents).",
+    ),
+]
 ParamOpt = Annotated[
     list[str] | None,
     typer.Option("--param", help="Suite knob key=value (value read as JSON when it parses), repeatable."),
@@ -81,6 +103,17 @@ def _llm_settings(choice: LLMChoice | None) -> Any:
     return Settings().llm.model_copy(update={"backend": choice})
 
 
+def _judge_settings(spec: str | None) -> Any:
+    if spec is None:
+        return None
+    from app.settings import Settings
+    from eval.judging import parse_llm_spec
+
+    settings = Settings()
+    # Model, URL and key from COMETA_JUDGE_LLM__* when set, else the LLM layer's defaults.
+    return parse_llm_spec(spec, settings.judge_llm)
+
+
 def _options(
     suite: str,
     *,
@@ -92,10 +125,14 @@ def _options(
     subsets: str | None,
     no_resume: bool,
     params: list[str] | None,
+    judge_llm: str | None = None,
+    allow_self_judge: bool = False,
+    extra_params: dict[str, Any] | None = None,
 ) -> RunOptions:
     if server is not None and not server.startswith(("http://", "https://")):
         raise EvalInputError(f"--server wants an http(s) URL, got {server!r}")
     parsed = dict(parse_param(p) for p in params or [])
+    parsed.update(extra_params or {})
     names = tuple(s.strip() for s in (subsets or "").split(",") if s.strip())
     opts = RunOptions(
         out_dir=Path("."),
@@ -106,6 +143,8 @@ def _options(
         server_url=server,
         subsets=names,
         params=parsed,
+        judge_llm=_judge_settings(judge_llm),
+        allow_self_judge=allow_self_judge,
     )
     return replace(opts, out_dir=out if out is not None else default_out_dir(suite, opts))
 
@@ -157,6 +196,50 @@ def _suite(
         return fn
 
     return load
+
+
+def _judged_command(suite: str, module: str, function: str, doc: str, *, data: bool = False) -> None:
+    """A suite that grades with a judge model: ``--judge-llm``, ``--allow-self-judge`` (and ``--data``)."""
+
+    def command(
+        limit: LimitOpt = None,
+        seed: SeedOpt = 0,
+        out: OutOpt = None,
+        llm: LLMOpt = None,
+        judge_llm: JudgeLLMOpt = None,
+        allow_self_judge: SelfJudgeOpt = False,
+        server: ServerOpt = None,
+        subsets: SubsetsOpt = None,
+        no_resume: NoResumeOpt = False,
+        param: ParamOpt = None,
+        data_file: DataOpt = None,
+    ) -> None:
+        try:
+            if data_file is not None and not data:
+                raise EvalInputError(f"{suite} takes no --data")
+            if data_file is not None and not data_file.is_file():
+                raise EvalInputError(f"--data: no such file: {data_file}")
+            opts = _options(
+                suite,
+                limit=limit,
+                seed=seed,
+                out=out,
+                llm=llm,
+                server=server,
+                subsets=subsets,
+                no_resume=no_resume,
+                params=param,
+                judge_llm=judge_llm,
+                allow_self_judge=allow_self_judge,
+                extra_params={"data": str(data_file.resolve())} if data_file is not None else None,
+            )
+        except EvalInputError as exc:
+            _err.print(f"[red]error:[/red] {exc}", highlight=False)
+            raise typer.Exit(2) from exc
+        run_suite(suite, _suite(module, function), opts)
+
+    command.__doc__ = doc
+    eval_app.command(suite)(command)
 
 
 def _command(suite: str, module: str, function: str, doc: str) -> None:
@@ -215,19 +298,22 @@ _command(
     "Subsets: medqa, medmcqa, pubmedqa, bioasq, mmlu. "
     "Params: variant=standard|narrative, source=cmmqa|mirage, arms=[...].",
 )
-_command(
+_judged_command(
     "medrgb",
     "medrgb",
     "run_medrgb",
-    "MedRGB scenarios: standard RAG, sufficiency (signal share rho), integration, robustness.",
+    "MedRGB scenarios: standard RAG, sufficiency (signal share rho), integration, robustness. The judge "
+    "(--judge-llm) checks signal relevance, writes sub-QA pairs and counterfactuals and grades sub-answers.",
 )
-_command(
+_judged_command(
     "ccrs",
     "ccrs",
     "run_ccrs",
-    "CCRS LLM-judge metrics (CC, QR, ID, AC, IR) and their validity statistics across systems.",
+    "CCRS LLM-judge metrics (CC, QR, ID, AC, IR) and their validity statistics across systems; "
+    "--data FILE.jsonl for your own questions and reference answers.",
+    data=True,
 )
-_command(
+_judged_command(
     "audit",
     "audit",
     "run_audit",

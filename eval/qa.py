@@ -279,8 +279,12 @@ def _arms(opts: RunOptions) -> tuple[str, ...]:
 
 
 def summarise(records: Sequence[Outcome], arms: Sequence[str], datasets: Sequence[str]) -> dict[str, Any]:
-    """arm -> {"datasets": {ds: {"n", "correct", "acc", "std"}}, "average", "n", "by_status"}."""
-    from eval.stats import mirage_std
+    """arm -> {"datasets": {ds: {"n", "correct", "acc", "std"}}, "average", "weighted_average", "n", ...}.
+
+    ``average`` is the macro mean of the subset accuracies (MIRAGE's); ``weighted_average`` weighs each
+    subset by its question count, Σ nᵢ·accᵢ / Σ nᵢ (CoMeta Table 4's "Avg": 72.39 over 344 questions).
+    """
+    from eval.stats import mirage_std, weighted_accuracy
 
     out: dict[str, Any] = {}
     for arm in arms:
@@ -297,6 +301,9 @@ def summarise(records: Sequence[Outcome], arms: Sequence[str], datasets: Sequenc
         out[arm] = {
             "datasets": per,
             "average": sum(v["acc"] for v in per.values()) / len(per) if per else None,
+            "weighted_average": (
+                weighted_accuracy({ds: (int(v["n"]), v["acc"]) for ds, v in per.items()}) if per else None
+            ),
             "n": len(mine),
             "unparseable": statuses.get("unparseable", 0),
             "by_status": dict(sorted(statuses.items())),
@@ -306,7 +313,13 @@ def summarise(records: Sequence[Outcome], arms: Sequence[str], datasets: Sequenc
 
 def accuracy_table(summary: Mapping[str, Any], datasets: Sequence[str], title: str) -> Table:
     """Accuracy % ± MIRAGE std per subset, the average, and the answers without a valid letter."""
-    header = ["system", *datasets, "average", "no letter (unparseable / LLM error / no evidence / error)"]
+    header = [
+        "system",
+        *datasets,
+        "average (macro)",
+        "average (question-weighted)",
+        "no letter (unparseable / LLM error / no evidence / error)",
+    ]
     rows: list[list[Any]] = []
     for arm, s in summary.items():
         cells: list[Any] = [ARM_NAMES.get(arm, arm)]
@@ -314,6 +327,8 @@ def accuracy_table(summary: Mapping[str, Any], datasets: Sequence[str], title: s
             d = s["datasets"].get(ds)
             cells.append(f"{100 * d['acc']:.1f} ± {100 * d['std']:.1f} (n={d['n']})" if d else "n/a")
         cells.append("n/a" if s["average"] is None else f"{100 * s['average']:.1f}")
+        weighted = s.get("weighted_average")
+        cells.append("n/a" if weighted is None else f"{100 * weighted:.2f}")
         st = s["by_status"]
         cells.append(
             f"{st.get('unparseable', 0)} / {st.get('llm_error', 0)} / {st.get('no_evidence', 0)} / "
@@ -390,7 +405,8 @@ async def run_qa(opts: RunOptions) -> SuiteResult:
             stage_times.add(f"{r['arm']}: {stage}", float(ms))
         stage_times.add(f"{r['arm']}: total", float(r["ms"]), int(r["tokens"]))
     notes = [
-        "Accuracy ± sqrt(acc(1-acc)/n) per subset (MIRAGE); average = mean of the subset accuracies. "
+        "Accuracy ± sqrt(acc(1-acc)/n) per subset (MIRAGE); average (macro) = mean of the subset "
+        "accuracies (MIRAGE's); average (question-weighted) = Σ nᵢ·accᵢ / Σ nᵢ (CoMeta Table 4's Avg). "
         "An answer without a valid option letter counts as wrong; the last column counts them by cause.",
         f"Reader model: {model_name or (opts.server_url and 'the server' + chr(39) + 's') or 'n/a'}; "
         f"CoT prompt {COT_PROMPT.id} (eval/qa.py); naive RAG and CoMeta use answer_choice.",
@@ -421,6 +437,6 @@ async def run_qa(opts: RunOptions) -> SuiteResult:
     ]
     table = accuracy_table(summary, datasets, title)
     for arm in skipped:
-        table.rows.append([ARM_NAMES[arm], *["n/a"] * len(datasets), "n/a", "n/a"])
+        table.rows.append([ARM_NAMES[arm], *["n/a"] * len(datasets), "n/a", "n/a", "n/a"])
     metrics = {"arms": summary, "items": len(items), "source": source, "variant": variant}
     return SuiteResult("qa", metrics, [table], plots, notes, stage_times)

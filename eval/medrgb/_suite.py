@@ -94,7 +94,8 @@ class _Suite:
         for record in self.done.values():
             self.times.merge(record.get("timings") or {})
         self.keys: list[str] = []
-        self.llm: LLMClient | None = None
+        self.llm: LLMClient | None = None  # the reader
+        self.judge_llm: LLMClient | None = None  # generation (sub-QA, counterfactuals) and grading
         self.pipeline: Pipeline | None = None
         self.answerer: Answerer | None = None
         self.http: Any = None  # httpx.AsyncClient in server mode
@@ -340,8 +341,8 @@ class _Suite:
     # -- generation (cached) --
 
     async def generate_subqa(self, items: Sequence[MCQItem]) -> None:
-        assert self.llm is not None
-        llm = self.llm
+        assert self.judge_llm is not None
+        llm = self.judge_llm
         jobs = []
         for item in items:
             for doc in self.art.evidence.get(item.key, []):
@@ -370,8 +371,8 @@ class _Suite:
         self.art.save()
 
     async def generate_counterfactuals(self, items: Sequence[MCQItem]) -> None:
-        assert self.llm is not None
-        llm = self.llm
+        assert self.judge_llm is not None
+        llm = self.judge_llm
         jobs = []
         for item in items:
             subqas = self.art.subqas(item.key)
@@ -451,7 +452,8 @@ class _Suite:
         for i, sq in enumerate(asked):
             pred = predictions[i].strip() if i < len(predictions) else None
             em = exact_match(pred, sq.answer)
-            judged, judge_failed = await self._judge(llm, sq, pred, em, call)
+            assert self.judge_llm is not None
+            judged, judge_failed = await self._judge(self.judge_llm, sq, pred, em, call)
             subs.append(
                 {
                     "doc_id": sq.doc_id,
@@ -506,7 +508,13 @@ def _http_client(server_url: str) -> Any:
 
 async def run_medrgb(opts: RunOptions) -> SuiteResult:
     """Run the configured MedRGB scenarios; see the module docstring for the params and metrics."""
+    from eval.judging import build_judge_llm, judge_notes, resolve_judge
+
     p = _Params.parse(opts.params)
+    wants_judge = any(s != "standard" for s in p.scenarios)
+    # Only the scenarios beyond Standard-RAG generate or grade; they need a judge apart from the reader.
+    has_reader = eval_settings(opts).llm.backend != "none"
+    choice = resolve_judge(opts, "medrgb") if wants_judge and has_reader else None
     items = _load_items(opts, p)
     opts.out_dir.mkdir(parents=True, exist_ok=True)
     suite = _Suite(opts, p)
@@ -552,6 +560,13 @@ async def run_medrgb(opts: RunOptions) -> SuiteResult:
             if p.max_tokens is not None:
                 answer_settings.max_tokens = p.max_tokens
             suite.answerer = Answerer(llm, answer_settings)
+        if choice is not None:
+            suite.judge_llm = build_judge_llm(choice, suite.llm)
+            notes[:0] = judge_notes(
+                choice,
+                getattr(suite.llm, "model_name", None),
+                getattr(suite.judge_llm, "model_name", None),
+            )
         await suite.standard(items)
         wants_llm = [s for s in p.scenarios if s != "standard"]
         if wants_llm and suite.llm is None:
@@ -571,6 +586,8 @@ async def run_medrgb(opts: RunOptions) -> SuiteResult:
     finally:
         if client is not None:
             await client.aclose()
+        if suite.judge_llm is not None and suite.judge_llm is not suite.llm:
+            await suite.judge_llm.aclose()
         if suite.pipeline is not None:
             await suite.pipeline.aclose()
         elif suite.llm is not None:
@@ -581,6 +598,8 @@ async def run_medrgb(opts: RunOptions) -> SuiteResult:
     metrics = summarise(records)
     generated = _generation_stats(suite.art, keys)
     metrics["generation"] = generated
+    if choice is not None:
+        metrics.update(choice.metrics())
     metrics["params"] = {
         "scenarios": list(p.scenarios),
         "k": p.k,

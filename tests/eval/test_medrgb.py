@@ -37,6 +37,7 @@ from eval.medrgb import (
     with_insufficient_option,
 )
 from eval.mirage import MCQItem
+from llm import LLMSettings
 from retrieval.evidence import EvidenceDoc
 from tests._fakes import Reply, ScriptedLLM
 
@@ -252,15 +253,28 @@ def _run(
     *,
     params: dict[str, Any] | None = None,
     resume: bool = True,
+    judge: ScriptedLLM | None = None,
 ) -> tuple[SuiteResult, _FakePipeline]:
+    """Run the suite on the scripted reader; with ``judge`` a separate judge model, else self-judged."""
+    import eval.judging._select as select
+
     pipeline = _FakePipeline()
+    if judge is not None:
+        monkeypatch.setattr(select, "build_llm", lambda _settings: judge)
 
     async def services(_opts: RunOptions) -> tuple[Any, Answerer, ScriptedLLM]:
         return pipeline, Answerer(llm), llm  # type: ignore[arg-type]
 
     monkeypatch.setattr(medrgb_suite, "build_offline_services", services)
     monkeypatch.setattr(medrgb_suite, "_load_items", lambda _opts, _p: list(ITEMS))
-    opts = RunOptions(out_dir=tmp_path, params=params or {}, resume=resume)
+    opts = RunOptions(
+        out_dir=tmp_path,
+        params=params or {},
+        resume=resume,
+        llm=LLMSettings(backend="openai", model="reader"),
+        judge_llm=LLMSettings(backend="openai", model="judge") if judge is not None else None,
+        allow_self_judge=judge is None,
+    )
     return asyncio.run(run_medrgb(opts)), pipeline
 
 
@@ -329,6 +343,31 @@ def test_integration_sub_answer_em_and_judged_score(tmp_path: Path, monkeypatch:
     assert llm.versions.count("medrgb_judge@1") == 6
     assert llm.versions.count("medrgb_subqa@1") == 10
     assert result.metrics["generation"]["subqa"] == {"attempted": 10, "ok": 10, "failed": 0, "extractive": 10}
+
+
+def test_a_separate_judge_generates_and_grades_the_reader_only_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reader_llm, judge_llm = ScriptedLLM(reader), ScriptedLLM(reader)
+    result, _ = _run(
+        tmp_path, monkeypatch, reader_llm, params={"scenarios": "integration", "rho": "100"}, judge=judge_llm
+    )
+    assert result.metrics["self_judged"] is False
+    assert result.metrics["judge"]["model"] == "judge" and result.metrics["reader"]["model"] == "reader"
+    # Sub-QA generation and 0/0.5/1 grading went to the judge; the reader only answered.
+    assert judge_llm.versions.count("medrgb_subqa@1") == 10
+    assert judge_llm.versions.count("medrgb_judge@1") == 6
+    assert not {"medrgb_subqa@1", "medrgb_judge@1"} & set(reader_llm.versions)
+    assert "medrgb_integration@1" in reader_llm.versions
+    assert not any(n.startswith("SELF-JUDGED") for n in result.notes)
+
+
+def test_self_judging_is_refused_unless_allowed(tmp_path: Path) -> None:
+    opts = RunOptions(
+        out_dir=tmp_path, params={"scenarios": "integration"}, llm=LLMSettings(backend="openai", model="r")
+    )
+    with pytest.raises(EvalInputError, match="allow-self-judge"):
+        asyncio.run(run_medrgb(opts))
 
 
 def test_integration_parse_failure_leaves_sub_answers_missing(

@@ -40,6 +40,7 @@ def test_summarise_by_hand() -> None:
     assert medqa["std"] == pytest.approx(math.sqrt(0.5 * 0.5 / 4))  # 0.25
     assert s["cot"]["datasets"]["mmlu"] == {"n": 1, "correct": 1, "acc": 1.0, "std": 0.0}
     assert s["cot"]["average"] == pytest.approx(0.75)  # mean of subset accuracies, not of items (0.6)
+    assert s["cot"]["weighted_average"] == pytest.approx(0.6)  # (4 * 0.5 + 1 * 1.0) / 5
     assert s["cot"]["unparseable"] == 1 and s["cot"]["by_status"] == {"ok": 4, "unparseable": 1}
     assert s["cometa"]["datasets"] == {"medqa": {"n": 1, "correct": 0, "acc": 0.0, "std": 0.0}}
     assert s["cometa"]["by_status"] == {"no_evidence": 1}
@@ -49,6 +50,7 @@ def test_summarise_by_hand() -> None:
         "50.0 ± 25.0 (n=4)",
         "100.0 ± 0.0 (n=1)",
         "75.0",
+        "60.00",
         "1 / 0 / 0 / 0",
     ]
     assert table.rows[1][2] == "n/a" and table.rows[1][-1] == "0 / 0 / 1 / 0"
@@ -146,3 +148,19 @@ async def test_run_qa_refuses_without_a_reader(tmp_path: Path, monkeypatch: pyte
         await qa.run_qa(opts)
     with pytest.raises(EvalInputError, match="arms"):
         await qa.run_qa(RunOptions(out_dir=tmp_path, params={"arms": ["cot", "oracle"]}))
+
+
+def test_weighted_average_reproduces_cometa_table_4() -> None:
+    """CoMeta Table 4, CoMeta row: 19/23, 60/86, 64/93, 39/60, 67/82 correct; weighted vs macro average."""
+    counts = {
+        "mmlu": (19, 23),
+        "medqa": (60, 86),
+        "medmcqa": (64, 93),
+        "pubmedqa": (39, 60),
+        "bioasq": (67, 82),
+    }
+    records = [_rec("cometa", ds, i, i < correct) for ds, (correct, n) in counts.items() for i in range(n)]
+    s = qa.summarise(records, ["cometa"], list(counts))["cometa"]
+    assert [round(100 * s["datasets"][ds]["acc"], 2) for ds in counts] == [82.61, 69.77, 68.82, 65.0, 81.71]
+    assert round(100 * s["weighted_average"], 2) == 72.38  # 249 / 344 exactly
+    assert round(100 * s["average"], 2) == 73.58  # the macro mean the table does not print

@@ -1,0 +1,9 @@
+"""Statistics over systems and runs: CCRS aggregation, Tukey HSD, Holm-corrected hypotheses, merged reports.
+
+``cometa eval ccrs`` aggregates its own systems with :func:`aggregate`; ``cometa eval compare RUN_DIR...``
+merges the item logs of several CCRS runs into one report over every system (:func:`compare_runs`).
+"""
+
+from ._ccrs_stats import METRICS, aggregate, ccrs_tables, hypothesis_tests, json_safe, parse_hypothesis
+
+__all__ = ["METRICS", "aggregate", "ccrs_tables", "hypothesis_tests", "json_safe", "parse_hypothesis"]
