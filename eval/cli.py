@@ -413,3 +413,52 @@ def build_gold_command(
         markup=False,
     )
     _out.print(f"wrote {target}", markup=False)
+
+
+@eval_app.command("compare")
+def compare_command(
+    run_dirs: Annotated[list[Path], typer.Argument(help="CCRS run folders (each with items.jsonl).")],
+    out: OutOpt = None,
+    label: Annotated[
+        list[str] | None,
+        typer.Option("--label", help="A name per run folder, in order (default: folder names)."),
+    ] = None,
+    hypothesis: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--hypothesis",
+            help="A>B or A<B (one-sided), A!=B (two-sided), optionally @CC,QR: Holm-corrected together.",
+        ),
+    ] = None,
+    b: Annotated[
+        int, typer.Option("--B", min=100, help="Randomised Tukey HSD trials (CCRS: 10,000).")
+    ] = 10_000,
+    alpha: Annotated[float, typer.Option("--alpha", min=0.0, max=1.0, help="Significance level.")] = 0.05,
+    seed: SeedOpt = 0,
+) -> None:
+    """Merge CCRS runs into one statistics report over all systems: Tukey HSD, DP, Holm, ASL, box plots."""
+    from eval.compare import compare_runs
+
+    params = {
+        "runs": [str(d.resolve()) for d in run_dirs],
+        "labels": list(label or []),
+        "hypotheses": list(hypothesis or []),
+        "B": b,
+        "alpha": alpha,
+    }
+    opts = RunOptions(out_dir=Path("."), seed=seed, params=params, llm=_llm_settings("none"))
+    opts = replace(opts, out_dir=out if out is not None else default_out_dir("compare", opts))
+    try:
+        result = compare_runs(
+            run_dirs, labels=label or None, B=b, seed=seed, alpha=alpha, hypotheses=hypothesis or ()
+        )
+    except EvalInputError as exc:
+        _err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(2) from exc
+    write_result(result, opts, run_metadata("compare", opts))
+    for table in result.tables:
+        _out.print(f"\n{table.title}\n", markup=False, highlight=False)
+        _out.print(table.markdown(), markup=False, highlight=False, soft_wrap=True)
+    for note in result.notes:
+        _out.print(f"- {note}", markup=False, highlight=False)
+    _out.print(f"\nreport: {opts.out_dir / 'report.md'}", markup=False)

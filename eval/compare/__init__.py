@@ -5,5 +5,15 @@ merges the item logs of several CCRS runs into one report over every system (:fu
 """
 
 from ._ccrs_stats import METRICS, aggregate, ccrs_tables, hypothesis_tests, json_safe, parse_hypothesis
+from ._runs import compare_runs, load_run
 
-__all__ = ["METRICS", "aggregate", "ccrs_tables", "hypothesis_tests", "json_safe", "parse_hypothesis"]
+__all__ = [
+    "METRICS",
+    "aggregate",
+    "ccrs_tables",
+    "compare_runs",
+    "hypothesis_tests",
+    "json_safe",
+    "load_run",
+    "parse_hypothesis",
+]
