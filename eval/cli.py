@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from ._runner import (
     EvalInputError,
@@ -174,7 +175,10 @@ def run_suite(
 
         if not isinstance(exc, CometaError | OSError):
             raise
-        _err.print(f"[red]error:[/red] {suite} failed: {type(exc).__name__}: {exc}", highlight=False)
+        # The message is text, not markup: "cometa[llm]" must print as written.
+        _err.print(
+            f"[red]error:[/red] {suite} failed: {type(exc).__name__}: {escape(str(exc))}", highlight=False
+        )
         raise typer.Exit(1) from exc
     paths = write_result(result, opts, metadata)
     for table in result.tables:
@@ -318,6 +322,15 @@ _judged_command(
     "audit",
     "run_audit",
     "Source-dependence audit over a question set (judge matrix per question and aggregated).",
+)
+
+_command(
+    "judge",
+    "judging",
+    "run_judge",
+    "Validate the five-label cross-source judge (--llm is the judge under test) against human labels: "
+    "Citation-Integrity, HealthVer, COVID-Fact, SciFact-RTE; accuracy, per-label P/R, Cohen's kappa, "
+    "confusion matrices. Subsets: citation_integrity, healthver, covidfact, scifact_rte.",
 )
 
 

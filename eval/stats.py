@@ -9,6 +9,8 @@
   system pairs at once, and the share of system pairs it separates at α.
 * ``one_sided_p`` and ``holm`` (CCRS §5, Appendix E): a directional hypothesis from a two-sided p-value, and
   the Holm-Bonferroni step-down adjustment across hypotheses.
+* ``cohen_kappa`` and ``label_agreement`` (judge validation): chance-corrected agreement with human labels,
+  accuracy, per-label precision/recall and the confusion matrix.
 * ``weighted_accuracy``: accuracy pooled over subsets, Σ nᵢ·accᵢ / Σ nᵢ (CoMeta Table 4's "Avg").
 
 Everything is plain numpy; NaN means "undefined" (zero variance, fewer than two values), never an error.
@@ -29,12 +31,14 @@ __all__ = [
     "TukeyResult",
     "asl_curve",
     "average_ranks",
+    "cohen_kappa",
     "discriminative_power",
     "fisher_z_average",
     "floor_ceiling",
     "histogram",
     "holm",
     "kendall_tau_b",
+    "label_agreement",
     "mirage_std",
     "one_sided_p",
     "pearson",
@@ -307,3 +311,52 @@ def weighted_accuracy(per_subset: Mapping[str, tuple[int, float]]) -> float:
     if total <= 0:
         return math.nan
     return sum(n * acc for n, acc in per_subset.values()) / total
+
+
+def cohen_kappa(gold: Sequence[str], predicted: Sequence[str]) -> float:
+    """Cohen's κ = (p_o - p_e) / (1 - p_e): p_o the observed agreement, p_e = Σ_k p_gold(k)·p_pred(k).
+
+    NaN when there are no pairs or chance agreement is already 1 (one label everywhere on both sides).
+    """
+    if len(gold) != len(predicted):
+        raise ValueError("gold and predicted must have the same length")
+    n = len(gold)
+    if n == 0:
+        return math.nan
+    p_o = sum(1 for g, p in zip(gold, predicted, strict=True) if g == p) / n
+    cg, cp = Counter(gold), Counter(predicted)
+    p_e = sum(cg[k] * cp[k] for k in cg) / (n * n)
+    if p_e >= 1.0:
+        return math.nan
+    return (p_o - p_e) / (1.0 - p_e)
+
+
+def label_agreement(
+    gold: Sequence[str], predicted: Sequence[str], labels: Sequence[str]
+) -> dict[str, object]:
+    """Accuracy, Cohen's κ, per-label precision/recall/support and the confusion matrix (rows gold, columns
+    predicted, both in ``labels`` order; a label outside ``labels`` is counted in neither)."""
+    n = len(gold)
+    index = {label: i for i, label in enumerate(labels)}
+    matrix = [[0] * len(labels) for _ in labels]
+    for g, p in zip(gold, predicted, strict=True):
+        if g in index and p in index:
+            matrix[index[g]][index[p]] += 1
+    per_label: dict[str, dict[str, float]] = {}
+    for label, i in index.items():
+        tp = matrix[i][i]
+        predicted_as = sum(row[i] for row in matrix)
+        support = sum(matrix[i])
+        per_label[label] = {
+            "precision": tp / predicted_as if predicted_as else math.nan,
+            "recall": tp / support if support else math.nan,
+            "support": float(support),
+        }
+    return {
+        "n": n,
+        "accuracy": sum(1 for g, p in zip(gold, predicted, strict=True) if g == p) / n if n else math.nan,
+        "kappa": cohen_kappa(gold, predicted),
+        "per_label": per_label,
+        "labels": list(labels),
+        "confusion": matrix,
+    }
