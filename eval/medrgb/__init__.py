@@ -50,6 +50,7 @@ from ._data import (
     compose_noisy,
     compose_robustness,
     mix_counts,
+    sampling_frame,
     with_insufficient_option,
 )
 from ._llm import (
@@ -84,6 +85,7 @@ __all__ = [
     "mix_counts",
     "normalise_answer",
     "run_medrgb",
+    "sampling_frame",
     "summarise",
     "with_insufficient_option",
 ]

@@ -206,6 +206,10 @@ SUB_ANSWERS = {
 
 def reader(prompt: str, *, garbage: AbstractSet[str] = frozenset()) -> Reply:
     """A perfect noise/fact detector that answers from its own documents, else says insufficient."""
+    if "checking retrieved evidence" in prompt:  # the judge's relevance check: every document is on topic
+        return "YES" if "DOC9" not in prompt else "NO"
+    if "think step by step, then choose" in prompt:  # no retrieval (the CoT prompt): always "maybe"
+        return {"step_by_step_thinking": "no evidence", "answer_choice": "C"}
     if "Task: answer a multi-choice medical question" in prompt:  # the product's answer_choice prompt
         if "Insufficient information" in prompt and not re.search(rf"DOC{_own_prefix(prompt)}0", prompt):
             return {"step_by_step_thinking": "none relevant", "answer_choice": "D"}
@@ -360,6 +364,41 @@ def test_a_separate_judge_generates_and_grades_the_reader_only_reads(
     assert not {"medrgb_subqa@1", "medrgb_judge@1"} & set(reader_llm.versions)
     assert "medrgb_integration@1" in reader_llm.versions
     assert not any(n.startswith("SELF-JUDGED") for n in result.notes)
+
+
+def test_irrelevant_documents_are_not_signal_and_no_retrieval_is_an_arm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def judge_script(prompt: str) -> Reply:
+        # The judge rejects each question's fifth document as off topic.
+        if "checking retrieved evidence" in prompt:
+            return "NO" if re.search(r"Document: DOC\d05", prompt) else "Yes."
+        return reader(prompt)
+
+    reader_llm, judge_llm = ScriptedLLM(reader), ScriptedLLM(judge_script)
+    result, _ = _run(
+        tmp_path,
+        monkeypatch,
+        reader_llm,
+        params={"scenarios": "standard,no_retrieval,integration", "rho": "100"},
+        judge=judge_llm,
+    )
+    m = result.metrics
+    assert m["relevance"] == {"checked": 10, "relevant": 8, "irrelevant": 2, "check_failed": 0}
+    assert judge_llm.versions.count("medrgb_relevance@1") == 10
+    # Sub-QA pairs only for the 4 relevant documents of each question.
+    assert judge_llm.versions.count("medrgb_subqa@1") == 8
+    assert m["integration"]["by_rho"]["100"]["n_sub"] == 8
+    # No retrieval: the reader alone answers "maybe" (C): 0 of 2, per dataset too.
+    assert m["no_retrieval"]["accuracy"] == 0.0 and m["no_retrieval"]["by_dataset"]["pubmedqa"]["n"] == 2
+    assert m["standard"]["accuracy"] == 1.0
+    # Every metric per dataset, not only accuracy.
+    per_ds = m["integration"]["by_rho"]["100"]["by_dataset"]["pubmedqa"]
+    assert per_ds["n_sub"] == 8 and per_ds["sub_em"] == pytest.approx(4 / 8)
+    titles = [t.title for t in result.tables]
+    assert "Per dataset: integration" in titles
+    assert any(t.startswith("Per dataset: Standard-RAG vs no retrieval") for t in titles)
+    assert any("2 judged irrelevant" in n for n in result.notes)
 
 
 def test_self_judging_is_refused_unless_allowed(tmp_path: Path) -> None:
