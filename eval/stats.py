@@ -335,7 +335,8 @@ def label_agreement(
     gold: Sequence[str], predicted: Sequence[str], labels: Sequence[str]
 ) -> dict[str, object]:
     """Accuracy, Cohen's κ, per-label precision/recall/support and the confusion matrix (rows gold, columns
-    predicted, both in ``labels`` order; a label outside ``labels`` is counted in neither)."""
+    predicted, both in ``labels`` order). A prediction outside ``labels`` (no answer) is a miss: it counts in
+    its gold label's support and recall, in no matrix cell."""
     n = len(gold)
     index = {label: i for i, label in enumerate(labels)}
     matrix = [[0] * len(labels) for _ in labels]
@@ -345,8 +346,9 @@ def label_agreement(
     per_label: dict[str, dict[str, float]] = {}
     for label, i in index.items():
         tp = matrix[i][i]
-        predicted_as = sum(row[i] for row in matrix)
-        support = sum(matrix[i])
+        predicted_as = sum(1 for p in predicted if p == label)
+        # Every gold occurrence counts, also where the prediction is outside ``labels`` (a miss).
+        support = sum(1 for g in gold if g == label)
         per_label[label] = {
             "precision": tp / predicted_as if predicted_as else math.nan,
             "recall": tp / support if support else math.nan,
