@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
 import os
 from collections.abc import Callable, Coroutine
 from dataclasses import replace
@@ -475,3 +476,50 @@ def compare_command(
     for note in result.notes:
         _out.print(f"- {note}", markup=False, highlight=False)
     _out.print(f"\nreport: {opts.out_dir / 'report.md'}", markup=False)
+
+
+@eval_app.command("backbones")
+def backbones_command(
+    backbone: Annotated[
+        list[str],
+        typer.Option(
+            "--backbone",
+            help="A reader LLM: embedded, embedded:FILE.gguf, openai or openai:MODEL@URL (over "
+            "COMETA_LLM__*); repeat for each backbone.",
+        ),
+    ],
+    limit: LimitOpt = None,
+    seed: SeedOpt = 0,
+    out: OutOpt = None,
+    subsets: SubsetsOpt = None,
+    no_resume: NoResumeOpt = False,
+    param: ParamOpt = None,
+) -> None:
+    """CoMeta Table 6: the QA suite (naive RAG vs CoMeta by default) once per reader LLM, one report."""
+    from app.settings import Settings
+    from eval.compare import run_backbones
+    from eval.judging import parse_llm_spec
+
+    try:
+        base = Settings().llm
+        specs = [parse_llm_spec(b, base) for b in backbone]
+        opts = _options(
+            "backbones",
+            limit=limit,
+            seed=seed,
+            out=out,
+            llm=None,
+            server=None,
+            subsets=subsets,
+            no_resume=no_resume,
+            params=[*(param or []), f"backbones={json.dumps([b for b in backbone])}"],
+        )
+    except EvalInputError as exc:
+        _err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(2) from exc
+
+    async def runner(o: RunOptions) -> SuiteResult:
+        params = {k: v for k, v in o.params.items() if k != "backbones"}
+        return await run_backbones(replace(o, params=params), specs)
+
+    run_suite("backbones", lambda: runner, opts)
