@@ -169,7 +169,7 @@ def run_suite(
         check_run_dir(opts, metadata)
         result = asyncio.run(runner(opts))
     except EvalInputError as exc:
-        _err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        _err.print(f"[red]error:[/red] {escape(str(exc))}", markup=True, highlight=False)
         raise typer.Exit(2) from exc
     except Exception as exc:  # any failure of a run: one line, exit 1, no traceback wall
         from core import CometaError
@@ -239,7 +239,7 @@ def _judged_command(suite: str, module: str, function: str, doc: str, *, data: b
                 extra_params={"data": str(data_file.resolve())} if data_file is not None else None,
             )
         except EvalInputError as exc:
-            _err.print(f"[red]error:[/red] {exc}", highlight=False)
+            _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
             raise typer.Exit(2) from exc
         run_suite(suite, _suite(module, function), opts)
 
@@ -271,7 +271,7 @@ def _command(suite: str, module: str, function: str, doc: str) -> None:
                 params=param,
             )
         except EvalInputError as exc:
-            _err.print(f"[red]error:[/red] {exc}", highlight=False)
+            _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
             raise typer.Exit(2) from exc
         run_suite(suite, _suite(module, function), opts)
 
@@ -371,7 +371,7 @@ def build_cmmqa_command(
             resume=not no_resume,
         )
     except EvalInputError as exc:
-        _err.print(f"[red]error:[/red] {exc}", highlight=False)
+        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from exc
     table = summary.get("table")
     if table is not None:
@@ -415,7 +415,7 @@ def build_gold_command(
         with progress_bar("evidence inference articles") as on_progress:
             summary = gold.build_gold(shared, target, seed=seed, ei_items=ei_items, on_progress=on_progress)
     except EvalInputError as exc:
-        _err.print(f"[red]error:[/red] {exc}", highlight=False)
+        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from exc
     for name, counts in summary.counts.items():
         _out.print(f"{name}: dev {counts['dev']}, test {counts['test']}", markup=False)
@@ -467,7 +467,7 @@ def compare_command(
             run_dirs, labels=label or None, B=b, seed=seed, alpha=alpha, hypotheses=hypothesis or ()
         )
     except EvalInputError as exc:
-        _err.print(f"[red]error:[/red] {exc}", highlight=False)
+        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from exc
     write_result(result, opts, run_metadata("compare", opts))
     for table in result.tables:
@@ -515,7 +515,7 @@ def backbones_command(
             params=[*(param or []), f"backbones={json.dumps([b for b in backbone])}"],
         )
     except EvalInputError as exc:
-        _err.print(f"[red]error:[/red] {exc}", highlight=False)
+        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from exc
 
     async def runner(o: RunOptions) -> SuiteResult:

@@ -37,7 +37,9 @@ def parse_llm_spec(spec: str, base: LLMSettings | None = None) -> LLMSettings:
     settings = base if base is not None else LLMSettings()
     backend, _, rest = spec.strip().partition(":")
     if backend not in ("none", "embedded", "openai"):
-        raise EvalInputError(f"an LLM is none, embedded[:FILE.gguf] or openai[:MODEL[@URL]], got {spec!r}")
+        raise EvalInputError(
+            f"an LLM is none, embedded, embedded:FILE.gguf, openai or openai:MODEL@URL; got {spec!r}"
+        )
     update: dict[str, Any] = {"backend": backend}
     if rest:
         if backend == "none":
