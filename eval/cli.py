@@ -334,6 +334,15 @@ _command(
     "confusion matrices. Subsets: citation_integrity, healthver, covidfact, scifact_rte.",
 )
 
+_command(
+    "pubmedrs",
+    "pubmedrs",
+    "run_pubmedrs",
+    "Clinfo.AI's PubMedRS-200: ROUGE-L vs the human answers and recall of the reviews' reference PMIDs. "
+    "Live mode: --server URL of a CoMeta on live NCBI with an LLM (in process: the offline corpus, "
+    "labelled so).",
+)
+
 
 @eval_app.command("build-cmmqa")
 def build_cmmqa_command(
