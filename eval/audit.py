@@ -19,7 +19,9 @@ Rates (paper, Table 3), reported per question, per source and overall:
 * ``any_div`` - per question: at least one divergent pair; per source and overall: the share of questions.
 
 The per-question N x N matrices go to ``items.jsonl`` and, with per-pair label counts over the whole set,
-to ``matrices.json``. The judge needs an LLM: without one (``--llm``) the run refuses to start.
+to ``matrices.json``. The per-source answers are written by the reader (``--llm``) and judged by a separate
+judge (``--judge-llm`` / ``COMETA_JUDGE_LLM__*``); the run refuses to start without one, or when the judge is
+the reader, unless ``--allow-self-judge`` (the report is then marked SELF-JUDGED).
 """
 
 from __future__ import annotations
