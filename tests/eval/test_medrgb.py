@@ -608,3 +608,22 @@ def test_generation_rejects_copied_format_placeholders(
     assert at100["short_contexts"] == 2 and at100["n_sub"] == 0 and at100["sub_em"] is None
     assert at100["empty_contexts"] == 2 and at100["accuracy"] == 0.0
     assert any("were empty" in note for note in result.notes)
+
+
+def test_sampling_frame_names_one_file_for_every_dataset() -> None:
+    from eval.medrgb import sampling_frame
+    from eval.medrgb._data import _load_items, _Params
+    from eval.mirage import find_benchmark
+
+    bench = find_benchmark()
+    if bench is None:
+        pytest.skip("MIRAGE benchmark.json not found")
+    opts = RunOptions(out_dir=Path("."), limit=2, subsets=("medqa", "bioasq"), seed=3)
+    p = _Params.parse({})
+    items = _load_items(opts, p)
+    frame = sampling_frame(opts, p, items)
+    assert set(frame) == {"medqa", "bioasq"}
+    for v in frame.values():
+        # The same full benchmark for both (no cancer-enriched copy for some and the full file for others).
+        assert v["drawn_from"] == f"MIRAGE benchmark.json ({bench})"
+        assert v["sampled"] == 2 and v["population"] > 100 and v["seed"] == 3
