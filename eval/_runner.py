@@ -523,9 +523,11 @@ def _draw(plot: Plot, out: Path) -> Path:
             ax.set_xticklabels(plot.labels, rotation=20, ha="right")
             ax.set_yticks(range(len(names)))
             ax.set_yticklabels(names)
+            top = max((v for row in grid for v in row), default=0.0)
             for r, row in enumerate(grid):
                 for c, value in enumerate(row):
-                    ax.text(c, r, f"{value:g}", ha="center", va="center", fontsize="small")
+                    colour = "white" if top and value > top / 2 else "black"  # readable on dark cells
+                    ax.text(c, r, f"{value:g}", ha="center", va="center", fontsize="small", color=colour)
             names = []
         elif plot.kind == "line":
             for name in names:

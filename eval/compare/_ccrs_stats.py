@@ -366,17 +366,18 @@ def ccrs_tables(
         )
     for m in METRICS if records else ():
         series = {
-            s: [float(r["systems"][s]["scores"][m]) for r in records if _score(r, s, m) is not None]
+            s: values
             for s in systems
+            if (values := [float(v) for r in records if (v := _score(r, s, m)) is not None])
         }
-        if any(series.values()):
+        if series:
             plots.append(
                 Plot(
                     f"ccrs_box_{m}.png",
                     f"{m} per system (box: quartiles, line: median, triangle: mean)",
                     "box",
                     list(series),
-                    {s: v or [math.nan] for s, v in series.items()},
+                    series,
                     ylabel=f"{m} (0-1)",
                 )
             )

@@ -112,9 +112,9 @@ def resolve_judge(opts: RunOptions, suite: str, *, reader_in_process: bool = Tru
             f"the judge ({'/'.join(llm_identity(judge))}) is the reader model. {hint}, or pass "
             "--allow-self-judge (the report is marked)"
         )
-    reader_desc = describe_llm(reader) if reader_in_process or reader.backend != "none" else {}
-    if not reader_in_process:
-        reader_desc = {"backend": "server", "url": opts.server_url, "local": describe_llm(reader)}
+    reader_desc = describe_llm(reader)
+    if not reader_in_process:  # the answers come from a server; the local LLM answers only what runs here
+        reader_desc = {"backend": "server", "url": opts.server_url, "local": reader_desc}
     return JudgeChoice(judge, same, reader_desc, describe_llm(judge))
 
 
