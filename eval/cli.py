@@ -325,11 +325,12 @@ _judged_command(
     "Source-dependence audit over a question set (judge matrix per question and aggregated).",
 )
 
-_command(
+_judged_command(
     "judge",
     "judging",
     "run_judge",
-    "Validate the five-label cross-source judge (--llm is the judge under test) against human labels: "
+    "Validate the five-label cross-source judge (the judge under test: --judge-llm / COMETA_JUDGE_LLM__* "
+    "when set, else --llm; there is no reader here) against human labels: "
     "Citation-Integrity, HealthVer, COVID-Fact, SciFact-RTE; accuracy, per-label P/R, Cohen's kappa, "
     "confusion matrices. Subsets: citation_integrity, healthver, covidfact, scifact_rte.",
 )

@@ -135,10 +135,13 @@ async def run_judge(opts: RunOptions, *, llm: LLMClient | None = None) -> SuiteR
     items: list[ClaimItem] = []
     for ds in datasets:
         items += select_items(load_claims(ds, root), opts.limit, opts.seed)
-    client = llm if llm is not None else build_llm(settings.llm)
+    # The judge under test: the evaluation judge when one is configured (--judge-llm, COMETA_JUDGE_LLM__*),
+    # else --llm. Nothing here is a reader's answer, so self-judging does not arise.
+    under_test = settings.judge_llm if settings.judge_llm is not None else settings.llm
+    client = llm if llm is not None else build_llm(under_test)
     if client is None:
         raise EvalInputError(
-            "eval judge validates a judge model: pass --llm embedded|openai (COMETA_LLM__* configure it)"
+            "eval judge validates a judge model: pass --judge-llm or --llm (embedded, openai:MODEL@URL)"
         )
     log = ItemLog(opts.out_dir / ITEMS_FILE, resume=opts.resume)
     done = log.done()
@@ -234,7 +237,7 @@ async def run_judge(opts: RunOptions, *, llm: LLMClient | None = None) -> SuiteR
         f"{sum(call_failures.values())} in this run, asked again on a rerun) are counted "
         "per set and excluded from accuracy, κ and precision/recall.",
     ]
-    if settings.llm.backend == "embedded" or "270m" in str(model).lower():
+    if under_test.backend == "embedded" or "270m" in str(model).lower():
         notes.insert(
             0,
             "SMOKE TEST: the embedded Gemma-3-270M is a base model; these numbers exercise the path and say "

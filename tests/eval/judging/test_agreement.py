@@ -193,3 +193,13 @@ def test_cli_judge_on_the_shared_claim_sets(
         assert (out / f"judge_confusion_{ds}.png").is_file() or v["n"] == 0
     assert len(fake.calls) == 4 * 5
     assert "Cohen's κ" in (out / "report.md").read_text()
+    # --judge-llm names the judge under test directly (no reader here, so no self-judging question).
+    out2 = tmp_path / "judge2"
+    spec = f"openai:other-judge@{url}/v1"
+    result = CliRunner().invoke(
+        app,
+        ["eval", "judge", "--judge-llm", spec, "--limit", "2", "--subsets", "healthver", "--out", str(out2)],
+    )
+    assert result.exit_code == 0, result.stderr + result.stdout
+    assert json.loads((out2 / "result.json").read_text())["metrics"]["judge"] == "other-judge"
+    assert fake.models()[-2:] == ["other-judge", "other-judge"]
