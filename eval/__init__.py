@@ -1,4 +1,4 @@
-"""Evaluation suites (``cometa eval ...``): retrieval, chunking, QA, MedRGB, CCRS, audit; CMMQA and gold sets.
+"""Evaluation suites (``cometa eval ...``): retrieval, chunking, QA, MedRGB, CCRS, audit, judge, PubMedRS.
 
 The runner (``RunOptions``, ``SuiteResult``, ``Table``, ``Plot``, item logs, reports) is shared by every
 suite; the suites run the service in process through the app layer, or against a server URL.

@@ -565,6 +565,22 @@ async def run_ccrs(opts: RunOptions) -> SuiteResult:
     max_tokens = int(params.get("max_answer_tokens", budgets.ccrs_max_answer_tokens))
     max_ctx = int(params.get("max_context_chars", budgets.ccrs_context_chars))
     judge_ctx = int(params.get("judge_context_chars", budgets.ccrs_judge_context_chars))
+    # An embedded model's window is small (2,048 tokens by default): unless a budget was set explicitly,
+    # fit the context in it (~3 characters per token, ~768 tokens left for the prompt and the answer).
+    window: list[str] = []
+    for role, llm_settings, key, field_name in (
+        ("reader", settings.llm, "max_context_chars", "ccrs_context_chars"),
+        ("judge", choice.settings, "judge_context_chars", "ccrs_judge_context_chars"),
+    ):
+        explicit = key in params or field_name in budgets.model_fields_set
+        if llm_settings.backend == "embedded" and not explicit:
+            fit = max(1000, (llm_settings.embedded_n_ctx - 768) * 3)
+            if role == "reader" and fit < max_ctx:
+                max_ctx = fit
+                window.append(f"reader {fit}")
+            elif role == "judge" and fit < judge_ctx:
+                judge_ctx = fit
+                window.append(f"judge {fit}")
     hypotheses = _param_list(params.get("hypotheses"), ())
     # The embedded base model never obeys "only print the score": constrain it to {"score": n} by default.
     judge_output = str(
@@ -661,6 +677,11 @@ async def run_ccrs(opts: RunOptions) -> SuiteResult:
         f"{max_tokens} tokens.",
         f"Tukey HSD is randomised with B={B} (paper: 10,000) over the items every system has a score for.",
     ]
+    if window:
+        notes.append(
+            f"Context cut to the embedded model's window ({', '.join(window)} characters): not the paper's "
+            "budget."
+        )
     if data is None:
         notes.append(
             "The bundled corpus contains each PubMedQA abstract including its conclusion, i.e. the gold "

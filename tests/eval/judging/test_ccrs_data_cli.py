@@ -130,3 +130,40 @@ def test_ccrs_on_your_own_data_with_a_separate_judge_then_compare(
     # A folder that is no run: exit 2.
     code, _, err = _invoke("compare", str(tmp_path), str(run1), "--out", str(tmp_path / "bad"))
     assert code == 2 and "items.jsonl" in err
+
+
+def test_extractive_only_with_an_embedded_judge_fits_its_window(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No reader LLM: the extractive system answers from the items' documents; the (scripted) embedded judge
+    sees at most (2048 - 768) * 3 = 3,840 characters of context unless a budget is set explicitly."""
+    import asyncio
+
+    import eval.judging._select as select
+    from eval import RunOptions
+    from eval.ccrs import run_ccrs
+    from llm import LLMSettings
+    from tests._fakes import ScriptedLLM
+
+    judge = ScriptedLLM(lambda _p: {"score": 60})
+    monkeypatch.setattr(select, "build_llm", lambda _s: judge)
+    long_doc = "Drug 1 reduced pain in adults. " * 400  # ~12,400 characters
+    data = tmp_path / "d.jsonl"
+    data.write_text(
+        json.dumps({"question": "Does drug 1 help?", "reference": "Yes.", "documents": [long_doc]})
+    )
+    opts = RunOptions(
+        out_dir=tmp_path / "run",
+        llm=LLMSettings(backend="none"),
+        judge_llm=LLMSettings(backend="embedded"),
+        params={"data": str(data), "B": 100},
+    )
+    result = asyncio.run(run_ccrs(opts))
+    m = result.metrics
+    assert m["system_names"] == ["extractive"] and m["context_chars"] == {"reader": 24_000, "judge": 3840}
+    assert m["per_system"]["extractive"]["QR"]["mean"] == pytest.approx(0.6)  # JSON judge output (embedded)
+    context = judge.seen[0][-1]["content"].split("**Retrieved Context (C):**")[1]
+    # 400 sentences of 31 characters in the document; the judge saw at most 3,840 characters of them.
+    assert 100 <= context.count("Drug 1 reduced pain") <= 3840 // 31 + 1
+    assert any("embedded model's window (judge 3840" in n for n in result.notes)
+    assert not m["self_judged"]
