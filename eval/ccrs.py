@@ -379,6 +379,9 @@ def reader_answer(text: str) -> str:
 
 def load_data_items(path: Path, *, limit: int | None = None, seed: int = 0) -> list[CcrsItem]:
     """A user's CCRS set: JSONL, one object per line (see the module docstring for the fields)."""
+    from pydantic import ValidationError
+
+    from app import UserDocument
     from eval import select_items
 
     if not path.is_file():
@@ -411,6 +414,13 @@ def load_data_items(path: Path, *, limit: int | None = None, seed: int = 0) -> l
         documents = tuple({"text": d} if isinstance(d, str) else d for d in docs if isinstance(d, str | dict))
         if any(not isinstance(d.get("text"), str) or not d["text"].strip() for d in documents):
             raise EvalInputError(f"{path.name} line {n}: every document needs a non-empty 'text'")
+        for d in documents:
+            try:  # the /ask document schema: text, optional title, pmid (digits), year
+                UserDocument.model_validate(d)
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                where = ".".join(str(x) for x in err.get("loc", ()))
+                raise EvalInputError(f"{path.name} line {n}: document {where}: {err.get('msg')}") from exc
         options = obj.get("options")
         if options is not None and not (
             isinstance(options, dict) and all(isinstance(v, str) for v in options.values())

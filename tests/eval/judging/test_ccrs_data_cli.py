@@ -167,3 +167,27 @@ def test_extractive_only_with_an_embedded_judge_fits_its_window(
     assert 100 <= context.count("Drug 1 reduced pain") <= 3840 // 31 + 1
     assert any("embedded model's window (judge 3840" in n for n in result.notes)
     assert not m["self_judged"]
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"question": "q?"}', "reference answer"),
+        ('{"question": "q?", "reference": "r", "documents": [{"text": "t", "doi": "x"}]}', "document doi"),
+        (
+            '{"question": "q?", "reference": "r", "documents": [{"text": "t", "pmid": "PMC1"}]}',
+            "document pmid",
+        ),
+        ('{"question": "q?", "reference": "r", "documents": [{"title": "no text"}]}', "non-empty 'text'"),
+        ('{"question": "q?", "reference": "r", "options": ["A"]}', "'options'"),
+        ("not json", "not JSON"),
+    ],
+)
+def test_bad_data_lines_are_input_errors(tmp_path: Path, line: str, message: str) -> None:
+    from eval import EvalInputError
+    from eval.ccrs import load_data_items
+
+    path = tmp_path / "bad.jsonl"
+    path.write_text(line + "\n")
+    with pytest.raises(EvalInputError, match=re.escape(message)):
+        load_data_items(path)
