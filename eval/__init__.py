@@ -1,4 +1,4 @@
-"""Evaluation suites (``cometa eval ...``): retrieval, chunking, QA, MedRGB, CCRS, audit; CMMQA and gold sets.
+"""Evaluation suites (``cometa eval ...``): retrieval, chunking, QA, MedRGB, CCRS, audit, judge, PubMedRS.
 
 The runner (``RunOptions``, ``SuiteResult``, ``Table``, ``Plot``, item logs, reports) is shared by every
 suite; the suites run the service in process through the app layer, or against a server URL.
@@ -18,6 +18,7 @@ from ._runner import (
     build_offline_services,
     check_run_dir,
     config_hash,
+    describe_llm,
     eval_settings,
     parse_param,
     progress,
@@ -40,6 +41,7 @@ __all__ = [
     "build_offline_services",
     "check_run_dir",
     "config_hash",
+    "describe_llm",
     "eval_settings",
     "parse_param",
     "progress",

@@ -49,6 +49,7 @@ __all__ = [
     "config_hash",
     "corpus_snapshot",
     "default_out_dir",
+    "describe_llm",
     "eval_settings",
     "parse_param",
     "progress",
@@ -78,6 +79,9 @@ class RunOptions:
     system: Mapping[str, Any] = field(default_factory=dict)  # hashed into config_hash
     subsets: tuple[str, ...] = ()  # () = the suite's default subsets
     params: Mapping[str, Any] = field(default_factory=dict)  # suite-specific knobs
+    # The judged suites' grader (CCRS, MedRGB generation/grading, audit); None = COMETA_JUDGE_LLM__* if set.
+    judge_llm: LLMSettings | None = None
+    allow_self_judge: bool = False  # let the reader grade itself (refused by default; reports are marked)
 
 
 # --- resumable item log -------------------------------------------------------------------------------
@@ -210,8 +214,8 @@ class Table:
 class Plot:
     filename: str
     title: str
-    kind: Literal["bar", "hist", "line"]
-    labels: list[str]  # bar/line: x categories; hist: ignored
+    kind: Literal["bar", "hist", "line", "box", "heatmap"]
+    labels: list[str]  # bar/line: x categories; hist: ignored; box: one label per series; heatmap: columns
     series: dict[str, list[float]]  # name -> values (one per label; hist: raw samples)
     ylabel: str = ""
     xlabel: str = ""
@@ -259,7 +263,14 @@ def eval_settings(opts: RunOptions) -> Settings:
     settings = Settings().offline()
     if opts.llm is not None:
         settings = settings.model_copy(update={"llm": opts.llm})
+    if opts.judge_llm is not None:
+        settings = settings.model_copy(update={"judge_llm": opts.judge_llm})
     return settings
+
+
+def describe_llm(llm: LLMSettings) -> dict[str, Any]:
+    """What names a model in reports and config hashes: backend, model (or GGUF file), URL, sampling."""
+    return _llm_description(llm)
 
 
 def _llm_description(llm: LLMSettings) -> dict[str, Any]:
@@ -346,6 +357,9 @@ def _hashable_options(suite: str, opts: RunOptions, settings: Settings) -> dict[
         "llm": _llm_description(settings.llm),
         "dense": {"encoder": settings.dense.encoder, "enabled": settings.dense.enabled},
         "rerank": settings.rerank.model,
+        # Only when a judge is configured, so the hashes (and resumable folders) of unjudged runs stay put.
+        **({"judge_llm": _llm_description(settings.judge_llm)} if settings.judge_llm is not None else {}),
+        **({"allow_self_judge": True} if opts.allow_self_judge else {}),
     }
 
 
@@ -361,6 +375,9 @@ def run_metadata(suite: str, opts: RunOptions) -> dict[str, Any]:
         "config": hashed,
         "models": {
             "llm": _llm_description(settings.llm),
+            "judge_llm": (
+                _llm_description(settings.judge_llm) if settings.judge_llm is not None else "none configured"
+            ),
             "dense_encoder": _dense_description(settings),
             "reranker": settings.rerank.model,
         },
@@ -492,6 +509,26 @@ def _draw(plot: Plot, out: Path) -> Path:
                 ax.bar(xs, values, width=width, label=name)
             ax.set_xticks(range(len(plot.labels)))
             ax.set_xticklabels(plot.labels, rotation=20, ha="right")
+        elif plot.kind == "box":
+            # One box per series (raw samples), labelled in series order (CCRS Fig. 5).
+            ax.boxplot([plot.series[name] for name in names], showmeans=True)
+            ax.set_xticks(range(1, len(names) + 1))
+            ax.set_xticklabels(names, rotation=20, ha="right")
+            names = []  # no legend: the ticks name the boxes
+        elif plot.kind == "heatmap":
+            # Rows = series (in order), columns = labels: a confusion matrix with its counts written in.
+            grid = [plot.series[name] for name in names]
+            ax.imshow(grid, cmap="Blues")
+            ax.set_xticks(range(len(plot.labels)))
+            ax.set_xticklabels(plot.labels, rotation=20, ha="right")
+            ax.set_yticks(range(len(names)))
+            ax.set_yticklabels(names)
+            top = max((v for row in grid for v in row), default=0.0)
+            for r, row in enumerate(grid):
+                for c, value in enumerate(row):
+                    colour = "white" if top and value > top / 2 else "black"  # readable on dark cells
+                    ax.text(c, r, f"{value:g}", ha="center", va="center", fontsize="small", color=colour)
+            names = []
         elif plot.kind == "line":
             for name in names:
                 ax.plot(plot.labels, plot.series[name], marker="o", label=name)

@@ -19,7 +19,9 @@ Rates (paper, Table 3), reported per question, per source and overall:
 * ``any_div`` - per question: at least one divergent pair; per source and overall: the share of questions.
 
 The per-question N x N matrices go to ``items.jsonl`` and, with per-pair label counts over the whole set,
-to ``matrices.json``. The judge needs an LLM: without one (``--llm``) the run refuses to start.
+to ``matrices.json``. The per-source answers are written by the reader (``--llm``) and judged by a separate
+judge (``--judge-llm`` / ``COMETA_JUDGE_LLM__*``); the run refuses to start without one, or when the judge is
+the reader, unless ``--allow-self-judge`` (the report is then marked SELF-JUDGED).
 """
 
 from __future__ import annotations
@@ -175,6 +177,10 @@ def aggregate(records: Sequence[Mapping[str, Any]], sources: Sequence[str]) -> d
     return {"per_source": per, "overall": overall, "pair_counts": counts}
 
 
+def _name(client: LLMClient | None) -> str:
+    return str(getattr(client, "model_name", None) or "n/a")
+
+
 def _fmt(value: Any) -> Any:
     if isinstance(value, float):
         return round(value, 3)
@@ -224,9 +230,37 @@ async def run_audit(
     *,
     llm: LLMClient | None = None,
     service: SourcesService | None = None,
+    judge: LLMClient | None = None,
 ) -> SuiteResult:
-    """The audit (module docstring). ``llm`` / ``service`` inject a judge model and a sources service
-    (tests: a scripted judge over a temporary store); by default both come from the settings."""
+    """The audit (module docstring). ``llm`` / ``judge`` / ``service`` inject the reader, the judge and a
+    sources service (tests: scripted models over a temporary store); by default all come from the
+    settings. The judge is ``--judge-llm`` / ``COMETA_JUDGE_LLM__*``; judge = reader is refused unless
+    ``opts.allow_self_judge`` (an injected ``llm`` without ``judge`` is the reader judging itself)."""
+    from eval.judging import SELF_JUDGE_WARNING, resolve_judge
+
+    judge_info: dict[str, Any]
+    if opts.server_url:
+        # The server's cross-source judge runs on the server's own LLM: its reader, by construction.
+        if not opts.allow_self_judge:
+            raise EvalInputError(
+                "a server's audit is judged by the server's own LLM, which also writes the per-source "
+                "answers: pass --allow-self-judge to accept that (the report is marked), or audit in-process "
+                "with --judge-llm"
+            )
+        judge_info = {"reader": "the server's LLM", "judge": "the server's LLM", "self_judged": True}
+    elif judge is not None and judge is not llm:
+        judge_info = {"reader": _name(llm), "judge": _name(judge), "self_judged": False}
+    elif llm is not None:
+        if not opts.allow_self_judge:
+            raise EvalInputError("the audit's judge would be the reader: inject a judge or self-judge")
+        judge, judge_info = llm, {"reader": _name(llm), "judge": _name(llm), "self_judged": True}
+    else:
+        choice = resolve_judge(opts, "audit")
+        judge_info = choice.metrics()
+        if not choice.self_judged:
+            from llm import build_llm
+
+            judge = build_llm(choice.settings)
     path = Path(str(opts.params.get("questions", DEFAULT_QUESTIONS)))
     questions = select_items(load_questions(path), opts.limit, opts.seed)
     sources = list(opts.subsets) or [str(s) for s in opts.params.get("sources", [])]
@@ -239,7 +273,11 @@ async def run_audit(
     if opts.server_url:
         sources = await _server_answers(opts, todo, sources, log, times)
     else:
-        sources = await _in_process(opts, todo, sources, log, times, llm, service)
+        try:
+            sources = await _in_process(opts, todo, sources, log, times, llm, service, judge)
+        finally:
+            if judge is not None and judge is not llm and service is None:
+                await judge.aclose()
 
     records = [log.done()[q.id] for q in questions if q.id in log.done()]
     agg = aggregate(records, sources)
@@ -334,12 +372,16 @@ async def run_audit(
         ),
     ]
     notes = [
+        f"Reader (per-source answers): {judge_info['reader']}. Judge (absence screen, pairwise labels): "
+        f"{judge_info['judge']}.",
         "r_abs per source = questions the source does not address / questions it answered; overall = the "
         "mean over sources (HERO-QA's average handbook absence rate); r_abs (pairs) = ABSENT / judged pairs.",
         "R_div = (DIVERGENT + CONTRADICTORY) / non-absent judged pairs; R_con = CONSISTENT / non-absent "
         "judged pairs; any_div = share of questions with at least one divergent pair.",
         "Per-question and aggregate N x N matrices: matrices.json (labels counted per unordered pair).",
     ]
+    if judge_info["self_judged"]:
+        notes.insert(0, SELF_JUDGE_WARNING)
     not_ok = {s: v["not_searched"] for s, v in per_source.items() if v["not_searched"]}
     if not_ok:
         notes.append(f"sources not searched for some questions (denied/failed/timeout): {not_ok}")
@@ -358,6 +400,7 @@ async def run_audit(
                 r["key"]: {k: r[k] for k in ("r_abs", "r_div", "r_con", "any_div")} for r in records
             },
             "wall_s": round(time.perf_counter() - started, 2),
+            **judge_info,
         },
         tables=[per_q, per_s, overall],
         plots=plots,
@@ -374,6 +417,7 @@ async def _in_process(
     times: StageTimes,
     llm: LLMClient | None,
     service: SourcesService | None,
+    judge_llm_in: LLMClient | None = None,
 ) -> list[str]:
     from app.answer import Answerer
     from app.judge import CrossSourceJudge
@@ -390,11 +434,12 @@ async def _in_process(
     from retrieval.embed import load_encoder, load_reranker
 
     settings = eval_settings(opts)
-    judge_llm = llm if llm is not None else build_llm(settings.llm)
-    if judge_llm is None:
-        raise EvalInputError("the audit's judge needs an LLM: pass --llm embedded|openai (or --server)")
+    reader_llm = llm if llm is not None else build_llm(settings.llm)
+    judge_llm = judge_llm_in if judge_llm_in is not None else reader_llm
+    if judge_llm is None or reader_llm is None:
+        raise EvalInputError("the audit needs a reader and a judge: pass --llm and --judge-llm (or --server)")
     owned = service is None  # an injected service's pipeline belongs to the caller
-    pipeline = service.pipeline if service is not None else Pipeline(settings, llm=judge_llm)
+    pipeline = service.pipeline if service is not None else Pipeline(settings, llm=reader_llm)
     try:
         if service is None:
             encoder = reranker = None
@@ -417,7 +462,7 @@ async def _in_process(
         judge = CrossSourceJudge(
             judge_llm, max_sources=max(2, min(8, len(sources))), concurrency=settings.api.judge_concurrency
         )
-        answerer = Answerer(judge_llm, settings.answer)
+        answerer = Answerer(reader_llm, settings.answer)
         # The auditor's JWT, if any: this node's policies decide what it may read, as for /ask.
         bearer = os.environ.get("COMETA_EVAL_BEARER")
         try:
@@ -427,7 +472,13 @@ async def _in_process(
         with progress(len(todo), "audit") as advance:
             for q in todo:
                 out = await service.ask(
-                    q.question, refs, subject=subject, token=token, answerer=answerer, judge=judge
+                    q.question,
+                    refs,
+                    subject=subject,
+                    token=token,
+                    answerer=answerer,
+                    judge=judge,
+                    reader=reader_llm,
                 )
                 for stage, ms in out.timings_ms.items():
                     times.add(stage, ms)

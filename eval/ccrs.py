@@ -10,10 +10,21 @@ divide by 100):
   (case, punctuation, articles, whitespace); with long reference answers it is almost always 0, so AC
   rarely exceeds 0.3 — the paper reports the same ("AC never reached 1.0").
 
-A judge reply is parsed as its first number; a number outside 0-100 is clamped and counted; a reply with no
-number is a **parse failure** and a judge error (timeout, unavailable) a **judge error**: both are counted
-per system and metric and reported, and the item is left out of that metric's statistics (never scored 0
+A judge reply is parsed as its first number after the scale itself is removed ("on a scale of 0 to 100",
+"85/100", "out of 100"); a number outside 0-100 is clamped and counted; a reply with no number is a **parse
+failure** and a judge error (timeout, unavailable) a **judge error**. A system that fails to answer (the
+reader's LLM error, a server's non-200) is a **reader error**: nothing is judged. All three are counted per
+system and metric and reported, and the item is left out of that metric's means and tests (never scored 0
 silently). An empty response scores 0 on every metric without a judge call, as the prompts prescribe.
+
+Judge: a model other than the reader, ``--judge-llm`` / ``COMETA_JUDGE_LLM__*`` (:mod:`eval.judging`); the
+suite refuses (exit 2) to let the reader grade itself unless ``--allow-self-judge``, and marks such reports.
+The report names both models.
+
+Data: ``--data FILE.jsonl`` (``params data``) replaces the built-in items: one JSON object per line with
+``question``, a reference answer (``reference_answer``, ``reference``, ``ground_truth``, ``long_answer`` or
+``ideal_answer``), optional ``id``, ``options``/``answer`` (kept for the record) and ``documents`` (strings or
+``{"text", "title", "pmid", "year"}``): an item with documents is answered from them, without retrieval.
 
 Items: the CMMQA PubMedQA questions (69), whose gold long answers (the abstract's conclusion,
 ``eval/data/ccrs_pubmedqa_gold.jsonl``, from PubMedQA PQA-L) serve as g — MIRAGE items carry only an option
@@ -23,61 +34,50 @@ PubMedQA items). The CCRS paper used BioASQ ideal answers, which we may not ship
 Systems (``params systems``; default all that can run): ``extractive`` — the ``/ask`` pipeline with no
 LLM (quoted evidence sentences); ``llm_rag`` — the ``/ask`` pipeline with the LLM (Answerer, free text);
 ``llm_no_retrieval`` — the LLM on the CCRS reader prompt (Figure 1) with an empty context; with
-``--server`` a ``server`` system posts to ``/ask`` instead of the in-process RAG systems. The same LLM
-(``--llm``) writes the LLM answers and judges; without one the suite cannot judge and says so.
+``--server`` a ``server`` system posts to ``/ask`` instead of the in-process RAG systems. ``--llm`` writes
+the LLM answers; without a reader only ``extractive`` (or ``server``) runs.
 
 Other params: ``judge_output`` — ``text`` (the paper: free text, first number) or ``json`` (``{"score": n}``
-through the LLM layer's JSON mode, grammar-constrained on llama.cpp; the default for the embedded base
-model, which otherwise prints no number); ``max_answer_tokens`` (256) for the LLM systems;
-``max_context_chars`` (4000), the evidence budget of both the RAG reader and the judge (the embedded model
-has a 2,048-token window); ``lambda``.
+through the LLM layer's JSON mode, grammar-constrained on llama.cpp; the default for an embedded judge,
+which otherwise prints no number); ``max_answer_tokens``, ``max_context_chars`` (the reader's evidence)
+and ``judge_context_chars`` override ``COMETA_EVALUATION__CCRS_*`` (paper defaults: 2,048 tokens, ~24,000
+characters = 20 chunks of 300 tokens; the embedded model's 2,048-token window needs ~4,000); ``lambda``;
+``hypotheses`` (``["A>B@QR,IR", "C!=D"]``: one-sided or two-sided, Holm-corrected together).
 
 Statistics (``eval.stats``): per-metric means, histograms, floor/ceiling shares and tie probabilities per
 system; Pearson/Spearman/Kendall between metrics per system, averaged over systems with Fisher's z;
-randomised Tukey HSD (``params B``, default 1000; the paper used 10,000) over the items every system has a
-score for, and discriminative power = share of system pairs significant at α (``params alpha``, 0.05).
+randomised Tukey HSD (``params B``, default 10,000 as in the paper) over the items every system has a score
+for, discriminative power = share of system pairs significant at α (``params alpha``, 0.05), ASL curves and
+box plots (:mod:`eval.compare`; ``cometa eval compare`` merges several runs into one such report).
 
-    cometa eval ccrs --llm embedded --limit 5 [--subsets standard,narrative] [--param B=2000]
+    cometa eval ccrs --llm openai --judge-llm openai:JUDGE@URL [--data my.jsonl] [--limit 5]
+                     [--subsets standard,narrative] [--param B=2000]
 """
 
 from __future__ import annotations
 
-import itertools
 import json
-import math
 import random
 import re
 import string
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from eval.stats import (
-    discriminative_power,
-    fisher_z_average,
-    floor_ceiling,
-    histogram,
-    kendall_tau_b,
-    pearson,
-    randomised_tukey_hsd,
-    spearman,
-    tie_probability,
-)
+from eval.compare import METRICS, aggregate, ccrs_tables, json_safe
 from llm import LLMClient, LLMError, LLMOutputInvalid
 from prompts import load_prompt
 
 from ._runner import (
     EvalInputError,
     ItemLog,
-    Plot,
     RunOptions,
     StageTimes,
     SuiteResult,
-    Table,
     build_offline_services,
     eval_settings,
     progress,
@@ -93,26 +93,37 @@ __all__ = [
     "exact_match",
     "judge_answer",
     "load_ccrs_items",
+    "load_data_items",
     "parse_score",
     "reader_answer",
     "run_ccrs",
     "score_items",
 ]
 
-METRICS: tuple[str, ...] = ("CC", "QR", "ID", "AC", "IR")
 LAMBDA = 0.7
 GOLD_FILE = Path(__file__).resolve().parent / "data" / "ccrs_pubmedqa_gold.jsonl"
 DEFAULT_SYSTEMS = ("extractive", "llm_no_retrieval", "llm_rag")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+# The scale itself, never a score: "on a scale of 0 to 100", "(0-100)", "between 0 and 100", "from 1 to 10",
+# and the denominator of "85/100" or "85 out of 100".
+_SCALE = re.compile(
+    r"(?:\b(?:from|between)\s+)?\b[01](?:\.0+)?\s*(?:-|–|—|to|and)\s*(?:10|100)(?:\.0+)?\b"
+    r"|(?:/|\bout\s+of)\s*(?:10|100)(?:\.0+)?\b",
+    re.IGNORECASE,
+)
 _ANSWER_TAG = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.DOTALL | re.IGNORECASE)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 
 
 @dataclass(frozen=True)
 class CcrsItem:
-    key: str  # "<subset>:pubmedqa:<pmid>"
+    key: str  # "<subset>:pubmedqa:<pmid>", or "data:<id>" for a --data file
     question: str
     ground_truth: str
+    # A --data item's own evidence: the systems that read documents read these instead of retrieving.
+    documents: tuple[Mapping[str, Any], ...] = ()
+    options: Mapping[str, str] | None = None  # kept for the record; CCRS grades free-text answers
+    answer: str | None = None
 
 
 @dataclass(frozen=True)
@@ -123,7 +134,7 @@ class SystemAnswer:
     tokens: int = 0
 
 
-AnswerFn = Callable[[str], Awaitable[SystemAnswer]]
+AnswerFn = Callable[[CcrsItem], Awaitable[SystemAnswer]]
 
 
 class _ScoreOut(BaseModel):
@@ -143,8 +154,12 @@ class JudgeScore:
 
 
 def parse_score(text: str, lo: float = 0.0, hi: float = 100.0) -> tuple[float | None, bool]:
-    """(first number in the reply clamped to [lo, hi], whether it was clamped); (None, False) if none."""
-    match = _NUMBER.search(text)
+    """(first number in the reply clamped to [lo, hi], whether it was clamped); (None, False) if none.
+
+    The scale is not a score: "On a scale of 0 to 100, I rate it 85" is 85, "85/100" is 85, and "On a
+    scale of 0 to 100 ..." with no other number is a parse failure, never 0.
+    """
+    match = _NUMBER.search(_SCALE.sub(" ", text))
     if match is None:
         return None, False
     value = float(match.group(0))
@@ -252,6 +267,15 @@ async def _score_one(
     return {"scores": scores, "status": status, "raw": raw, "em": exact_match(answer.text, item.ground_truth)}
 
 
+def _reader_error() -> dict[str, Any]:
+    return {
+        "scores": dict.fromkeys(METRICS),
+        "status": dict.fromkeys(METRICS, "reader_error"),
+        "raw": dict.fromkeys(METRICS, ""),
+        "em": None,
+    }
+
+
 async def score_items(
     items: Sequence[CcrsItem],
     systems: Mapping[str, AnswerFn],
@@ -279,22 +303,26 @@ async def score_items(
             for name, answer_fn in systems.items():
                 t0 = time.perf_counter()
                 try:
-                    answer = await answer_fn(item.question)
+                    answer = await answer_fn(item)
                 except LLMError as exc:
-                    # An unanswerable system is an empty response (scored 0), and the reason is kept.
+                    # The reader failed: no response to grade. Not an empty answer scored 0 — a reader
+                    # error, counted on its own and left out of every mean (see the module docstring).
                     answer = SystemAnswer("", "", mode=f"error:{type(exc).__name__}")
                 ms = (time.perf_counter() - t0) * 1000
                 if stages is not None:
                     stages.add(f"answer:{name}", ms, answer.tokens)
-                judged = await _score_one(
-                    judge,
-                    item,
-                    answer,
-                    lam=lam,
-                    max_context_chars=max_context_chars,
-                    stages=stages,
-                    structured=structured,
-                )
+                if answer.mode.startswith("error"):
+                    judged = _reader_error()
+                else:
+                    judged = await _score_one(
+                        judge,
+                        item,
+                        answer,
+                        lam=lam,
+                        max_context_chars=max_context_chars,
+                        stages=stages,
+                        structured=structured,
+                    )
                 record["systems"][name] = {
                     "response": answer.text,
                     "mode": answer.mode,
@@ -306,250 +334,6 @@ async def score_items(
             records.append(record)
             advance(1)
     return records
-
-
-# --- aggregation --------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Metric:
-    values: list[float] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
-
-
-def aggregate(
-    records: Sequence[Mapping[str, Any]],
-    systems: Sequence[str],
-    *,
-    B: int = 1000,
-    seed: int = 0,
-    alpha: float = 0.05,
-) -> dict[str, Any]:
-    """Means, failure counts, distributions, correlations, Tukey HSD and discriminative power (JSON-able)."""
-    per: dict[str, dict[str, _Metric]] = {s: {m: _Metric() for m in METRICS} for s in systems}
-    for rec in records:
-        for s in systems:
-            sysrec = rec["systems"].get(s)
-            if sysrec is None:
-                continue
-            for m in METRICS:
-                cell = per[s][m]
-                status = sysrec["status"][m]
-                cell.counts[status] = cell.counts.get(status, 0) + 1
-                value = sysrec["scores"][m]
-                if value is not None:
-                    cell.values.append(float(value))
-    out: dict[str, Any] = {
-        "n_items": len(records),
-        "systems": {},
-        "modes": {},
-        "correlations": {},
-        "tukey": {},
-    }
-    for s in systems:
-        # How each answer was produced: an LLM system that fell back to quoting evidence says so here.
-        modes: dict[str, int] = {}
-        for rec in records:
-            if s in rec["systems"]:
-                mode = str(rec["systems"][s].get("mode", ""))
-                modes[mode] = modes.get(mode, 0) + 1
-        out["modes"][s] = modes
-    for s in systems:
-        sys_out: dict[str, Any] = {}
-        for m in METRICS:
-            cell = per[s][m]
-            vals = cell.values
-            counts, _edges = histogram(vals, bins=10)
-            sys_out[m] = {
-                "mean": sum(vals) / len(vals) if vals else math.nan,
-                "n": len(vals),
-                "parse_failures": cell.counts.get("parse_failure", 0),
-                "judge_errors": cell.counts.get("judge_error", 0),
-                "clamped": cell.counts.get("clamped", 0),
-                "empty_responses": cell.counts.get("empty_response", 0),
-                "histogram": counts,
-                **{k: v for k, v in floor_ceiling(vals, 0.0, 1.0).items() if k != "n"},
-                "tie_probability": tie_probability(vals),
-            }
-        out["systems"][s] = sys_out
-    # Correlations between metrics, per system over the items with both scores, then Fisher-z averaged.
-    for fn_name, fn in (("pearson", pearson), ("spearman", spearman), ("kendall", kendall_tau_b)):
-        matrix: dict[str, dict[str, Any]] = {}
-        for a, b in itertools.combinations(METRICS, 2):
-            rs = []
-            for s in systems:
-                xs, ys = _paired(records, s, a, b)
-                rs.append(fn(xs, ys) if len(xs) >= 3 else math.nan)
-            matrix[f"{a}-{b}"] = {
-                "per_system": dict(zip(systems, rs, strict=True)),
-                "avg": fisher_z_average(rs),
-            }
-        out["correlations"][fn_name] = matrix
-    # Tukey HSD per metric over the items every system has a score for.
-    for m in METRICS:
-        if len(systems) < 2:
-            break
-        complete = [
-            rec
-            for rec in records
-            if all(rec["systems"].get(s, {}).get("scores", {}).get(m) is not None for s in systems)
-        ]
-        if len(complete) < 2:
-            out["tukey"][m] = {"n_items": len(complete), "note": "too few items scored by every system"}
-            continue
-        tk = randomised_tukey_hsd(
-            {s: [float(r["systems"][s]["scores"][m]) for r in complete] for s in systems}, B=B, seed=seed
-        )
-        out["tukey"][m] = {
-            "n_items": tk.n_items,
-            "B": tk.B,
-            "pairs": {
-                f"{a} vs {b}": {"diff": tk.diffs[(a, b)], "p": tk.p_values[(a, b)]} for a, b in tk.p_values
-            },
-            "discriminative_power": discriminative_power(tk, alpha),
-            "significant_pairs": sum(1 for p in tk.p_values.values() if p < alpha),
-            "pairs_total": len(tk.p_values),
-        }
-    return out
-
-
-def _paired(
-    records: Sequence[Mapping[str, Any]], system: str, a: str, b: str
-) -> tuple[list[float], list[float]]:
-    xs: list[float] = []
-    ys: list[float] = []
-    for rec in records:
-        scores = rec["systems"].get(system, {}).get("scores", {})
-        if scores.get(a) is not None and scores.get(b) is not None:
-            xs.append(float(scores[a]))
-            ys.append(float(scores[b]))
-    return xs, ys
-
-
-def _fmt(x: float) -> float | None:
-    return None if isinstance(x, float) and math.isnan(x) else round(x, 4)
-
-
-def _tables(agg: Mapping[str, Any], systems: Sequence[str], alpha: float) -> tuple[list[Table], list[Plot]]:
-    tables: list[Table] = []
-    sysagg = agg["systems"]
-    tables.append(
-        Table(
-            "CCRS mean scores (0-1) per system",
-            ["system", *METRICS],
-            [[s, *(_fmt(sysagg[s][m]["mean"]) for m in METRICS)] for s in systems],
-        )
-    )
-    tables.append(
-        Table(
-            "How the answers were produced (answer mode counts)",
-            ["system", "modes"],
-            [[s, ", ".join(f"{k}: {v}" for k, v in sorted(agg["modes"][s].items()))] for s in systems],
-        )
-    )
-    tables.append(
-        Table(
-            "Judged items and failures (n scored / parse failures / judge errors / clamped)",
-            ["system", *METRICS],
-            [
-                [
-                    s,
-                    *(
-                        f"{c['n']} / {c['parse_failures']} / {c['judge_errors']} / {c['clamped']}"
-                        for c in (sysagg[s][m] for m in METRICS)
-                    ),
-                ]
-                for s in systems
-            ],
-        )
-    )
-    tables.append(
-        Table(
-            "Floor (0) / ceiling (1) shares and tie probability",
-            ["system", "metric", "floor", "ceiling", "tie probability"],
-            [
-                [s, m, _fmt(c["floor_share"]), _fmt(c["ceiling_share"]), _fmt(c["tie_probability"])]
-                for s in systems
-                for m in METRICS
-                for c in (sysagg[s][m],)
-            ],
-        )
-    )
-    for fn_name in ("pearson", "spearman", "kendall"):
-        corr = agg["correlations"][fn_name]
-        rows = []
-        for a in METRICS:
-            row: list[Any] = [a]
-            for b in METRICS:
-                if a == b:
-                    row.append(1.0)
-                else:
-                    cell = corr.get(f"{a}-{b}") or corr[f"{b}-{a}"]
-                    row.append(_fmt(cell["avg"]))
-            rows.append(row)
-        tables.append(
-            Table(
-                f"{fn_name.capitalize()} correlation between metrics (Fisher-z average over systems)",
-                ["", *METRICS],
-                rows,
-            )
-        )
-    if agg["tukey"]:
-        tk_rows = []
-        for m, tk in agg["tukey"].items():
-            if "pairs" not in tk:
-                tk_rows.append([m, tk["n_items"], "n/a", "n/a", tk["note"]])
-                continue
-            detail = "; ".join(
-                f"{pair}: {v['diff']:+.3f} (p={v['p']:.4f})" for pair, v in tk["pairs"].items()
-            )
-            tk_rows.append(
-                [
-                    m,
-                    tk["n_items"],
-                    f"{tk['significant_pairs']} / {tk['pairs_total']}",
-                    _fmt(tk["discriminative_power"]),
-                    detail,
-                ]
-            )
-        tables.append(
-            Table(
-                f"Randomised Tukey HSD and discriminative power (α = {alpha})",
-                ["metric", "items", "significant pairs", "DP", "pairs: mean diff (p)"],
-                tk_rows,
-            )
-        )
-    plots = [
-        Plot(
-            "ccrs_means.png",
-            "CCRS mean score per metric",
-            "bar",
-            list(METRICS),
-            {
-                s: [sysagg[s][m]["mean"] if not math.isnan(sysagg[s][m]["mean"]) else 0.0 for m in METRICS]
-                for s in systems
-            },
-            ylabel="mean score (0-1)",
-        )
-    ]
-    if any("pairs" in tk for tk in agg["tukey"].values()):
-        plots.append(
-            Plot(
-                "ccrs_discriminative_power.png",
-                "Discriminative power per metric",
-                "bar",
-                [m for m in METRICS if "pairs" in agg["tukey"].get(m, {})],
-                {
-                    "DP": [
-                        agg["tukey"][m]["discriminative_power"]
-                        for m in METRICS
-                        if "pairs" in agg["tukey"].get(m, {})
-                    ]
-                },
-                ylabel=f"share of system pairs with p < {alpha}",
-            )
-        )
-    return tables, plots
 
 
 # --- items and systems --------------------------------------------------------------------------------
@@ -593,6 +377,74 @@ def reader_answer(text: str) -> str:
     return inner or _ANSWER_TAG.sub("", text).replace("</answer>", "").strip()
 
 
+def load_data_items(path: Path, *, limit: int | None = None, seed: int = 0) -> list[CcrsItem]:
+    """A user's CCRS set: JSONL, one object per line (see the module docstring for the fields)."""
+    from pydantic import ValidationError
+
+    from app import UserDocument
+    from eval import select_items
+
+    if not path.is_file():
+        raise EvalInputError(f"--data: no such file: {path}")
+    items: list[CcrsItem] = []
+    seen: set[str] = set()
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise EvalInputError(f"{path.name} line {n}: not JSON ({exc.msg})") from exc
+        if not isinstance(obj, dict):
+            raise EvalInputError(f"{path.name} line {n}: expected a JSON object")
+        question = obj.get("question")
+        reference = next((obj[k] for k in _REFERENCE_KEYS if isinstance(obj.get(k), str)), None)
+        if not isinstance(question, str) or not question.strip() or not reference or not reference.strip():
+            raise EvalInputError(
+                f"{path.name} line {n}: needs 'question' and a reference answer "
+                f"({', '.join(_REFERENCE_KEYS)})"
+            )
+        key = f"data:{obj.get('id', n)}"
+        if key in seen:
+            raise EvalInputError(f"{path.name} line {n}: duplicate id {obj.get('id')!r}")
+        seen.add(key)
+        docs = obj.get("documents") or []
+        if not isinstance(docs, list):
+            raise EvalInputError(f"{path.name} line {n}: 'documents' must be a list")
+        documents = tuple({"text": d} if isinstance(d, str) else d for d in docs if isinstance(d, str | dict))
+        if any(not isinstance(d.get("text"), str) or not d["text"].strip() for d in documents):
+            raise EvalInputError(f"{path.name} line {n}: every document needs a non-empty 'text'")
+        for d in documents:
+            try:  # the /ask document schema: text, optional title, pmid (digits), year
+                UserDocument.model_validate(d)
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                where = ".".join(str(x) for x in err.get("loc", ()))
+                raise EvalInputError(f"{path.name} line {n}: document {where}: {err.get('msg')}") from exc
+        options = obj.get("options")
+        if options is not None and not (
+            isinstance(options, dict) and all(isinstance(v, str) for v in options.values())
+        ):
+            raise EvalInputError(f"{path.name} line {n}: 'options' must map letters to strings")
+        answer = obj.get("answer")
+        items.append(
+            CcrsItem(
+                key,
+                question.strip(),
+                reference.strip(),
+                documents,
+                options,
+                answer if isinstance(answer, str) else None,
+            )
+        )
+    if not items:
+        raise EvalInputError(f"{path.name}: no items")
+    return select_items(items, limit, seed)
+
+
+_REFERENCE_KEYS = ("reference_answer", "reference", "ground_truth", "long_answer", "ideal_answer")
+
+
 def _build_systems(
     names: Sequence[str],
     pipeline: Any,
@@ -602,49 +454,55 @@ def _build_systems(
     max_context_chars: int = 12_000,
     http: Any | None = None,
 ) -> dict[str, AnswerFn]:
+    from app import UserDocument
     from app.answer import Answerer, build_evidence_context
+    from app.asker import user_evidence
     from app.settings import AnswerSettings
 
-    # The context budget is the judge's too: a small model's window must hold the evidence and the answer.
     settings = AnswerSettings(max_tokens=max_tokens, max_context_chars=max_context_chars)
     extractive = Answerer(None, settings)
     rag = Answerer(llm, settings) if llm is not None else None
     reader = load_prompt("ccrs_reader")
     systems: dict[str, AnswerFn] = {}
 
-    # extractive and llm_rag read the same retrieval for a question: run it once, so both systems are
-    # judged on identical evidence and the slow stages are not paid twice.
-    last: dict[str, tuple[Any, str]] = {}
+    # extractive and llm_rag read the same evidence for a question: retrieve it once, so both systems are
+    # judged on identical evidence and the slow stages are not paid twice. An item with its own
+    # documents (--data) is read from those, without retrieval.
+    last: dict[str, tuple[Any, Any, str]] = {}
 
-    async def retrieve(question: str) -> tuple[Any, str]:
-        if question in last:
-            return last[question]
-        outcome = await pipeline.search(question)
+    async def evidence(item: CcrsItem) -> tuple[Any, Any, str]:
+        if item.key in last:
+            return last[item.key]
+        if item.documents:
+            docs = user_evidence([UserDocument.model_validate(dict(d)) for d in item.documents])
+            passages = None
+        else:
+            if pipeline is None or getattr(pipeline, "documents_only", False):
+                raise EvalInputError(f"{item.key}: no documents and no retrieval pipeline")
+            outcome = await pipeline.search(item.question)
+            docs, passages = outcome.evidence.docs, outcome.context
         ctx = build_evidence_context(
-            outcome.evidence.docs,
-            outcome.context,
-            max_passages=settings.max_passages,
-            max_chars=settings.max_context_chars,
+            docs, passages, max_passages=settings.max_passages, max_chars=settings.max_context_chars
         )
         last.clear()
-        last[question] = (outcome, ctx.text)
-        return outcome, ctx.text
+        last[item.key] = (docs, passages, ctx.text)
+        return last[item.key]
 
-    async def run_extractive(question: str) -> SystemAnswer:
-        outcome, ctx = await retrieve(question)
-        ans = await extractive.answer(question, outcome.evidence.docs, outcome.context)
+    async def run_extractive(item: CcrsItem) -> SystemAnswer:
+        docs, passages, ctx = await evidence(item)
+        ans = await extractive.answer(item.question, docs, passages)
         return SystemAnswer(ans.text if ans.mode != "insufficient_evidence" else "", ctx, ans.mode)
 
-    async def run_rag(question: str) -> SystemAnswer:
+    async def run_rag(item: CcrsItem) -> SystemAnswer:
         assert rag is not None
-        outcome, ctx = await retrieve(question)
-        ans = await rag.answer(question, outcome.evidence.docs, outcome.context)
+        docs, passages, ctx = await evidence(item)
+        ans = await rag.answer(item.question, docs, passages)
         return SystemAnswer(ans.text, ctx, ans.mode, ans.prompt_tokens + ans.completion_tokens)
 
-    async def run_no_retrieval(question: str) -> SystemAnswer:
+    async def run_no_retrieval(item: CcrsItem) -> SystemAnswer:
         assert llm is not None
         result = await llm.complete_text(
-            reader.render(context="", question=question),
+            reader.render(context="", question=item.question),
             prompt_version=reader.id,
             max_tokens=max_tokens,
             temperature=0.0,
@@ -653,9 +511,12 @@ def _build_systems(
             reader_answer(result.value), "", "llm", result.prompt_tokens + result.completion_tokens
         )
 
-    async def run_server(question: str) -> SystemAnswer:
+    async def run_server(item: CcrsItem) -> SystemAnswer:
         assert http is not None
-        resp = await http.post("/ask", json={"question": question})
+        body_in: dict[str, Any] = {"question": item.question}
+        if item.documents:
+            body_in["documents"] = [dict(d) for d in item.documents]
+        resp = await http.post("/ask", json=body_in)
         if resp.status_code != 200:
             return SystemAnswer("", "", f"error:http {resp.status_code}")
         body = resp.json()
@@ -663,9 +524,10 @@ def _build_systems(
         tokens = sum(v or 0 for v in (body.get("tokens") or {}).values())
         return SystemAnswer(body.get("answer", ""), ctx, str(body.get("mode", "")), int(tokens))
 
+    can_read = pipeline is not None
     table: dict[str, tuple[AnswerFn, bool]] = {
-        "extractive": (run_extractive, pipeline is not None),
-        "llm_rag": (run_rag, pipeline is not None and rag is not None),
+        "extractive": (run_extractive, can_read),
+        "llm_rag": (run_rag, can_read and rag is not None),
         "llm_no_retrieval": (run_no_retrieval, llm is not None),
         "server": (run_server, http is not None),
     }
@@ -681,17 +543,6 @@ def _build_systems(
     return systems
 
 
-def _json_safe(value: Any) -> Any:
-    """NaN (undefined statistic) -> None, so result.json stays strict JSON."""
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    return value
-
-
 def _param_list(value: Any, default: Sequence[str]) -> list[str]:
     if value is None:
         return list(default)
@@ -700,31 +551,77 @@ def _param_list(value: Any, default: Sequence[str]) -> list[str]:
     return [str(v) for v in value]
 
 
+class _DocumentsOnly:
+    """Stands in for the pipeline when every --data item brings its documents: nothing to retrieve."""
+
+    documents_only = True
+
+    async def aclose(self) -> None:
+        return None
+
+
 async def run_ccrs(opts: RunOptions) -> SuiteResult:
     """Answer the CCRS items with each configured system, judge them, and report the validity statistics."""
+    from eval.judging import build_judge_llm, judge_notes, resolve_judge
+    from llm import build_llm
+
     settings = eval_settings(opts)
-    if settings.llm.backend == "none":
-        raise EvalInputError("ccrs needs a judge LLM: --llm embedded or --llm openai (COMETA_LLM__*)")
+    choice = resolve_judge(opts, "ccrs", reader_in_process=not opts.server_url)
+    budgets = settings.evaluation
     params = dict(opts.params)
-    B = int(params.get("B", 1000))
+    B = int(params.get("B", budgets.ccrs_tukey_b))
     alpha = float(params.get("alpha", 0.05))
     lam = float(params.get("lambda", LAMBDA))
-    max_tokens = int(params.get("max_answer_tokens", 256))
-    max_ctx = int(params.get("max_context_chars", 4000))
+    max_tokens = int(params.get("max_answer_tokens", budgets.ccrs_max_answer_tokens))
+    max_ctx = int(params.get("max_context_chars", budgets.ccrs_context_chars))
+    judge_ctx = int(params.get("judge_context_chars", budgets.ccrs_judge_context_chars))
+    # An embedded model's window is small (2,048 tokens by default): unless a budget was set explicitly,
+    # fit the context in it (~3 characters per token, ~768 tokens left for the prompt and the answer).
+    window: list[str] = []
+    for role, llm_settings, key, field_name in (
+        ("reader", settings.llm, "max_context_chars", "ccrs_context_chars"),
+        ("judge", choice.settings, "judge_context_chars", "ccrs_judge_context_chars"),
+    ):
+        explicit = key in params or field_name in budgets.model_fields_set
+        if llm_settings.backend == "embedded" and not explicit:
+            fit = max(1000, (llm_settings.embedded_n_ctx - 768) * 3)
+            if role == "reader" and fit < max_ctx:
+                max_ctx = fit
+                window.append(f"reader {fit}")
+            elif role == "judge" and fit < judge_ctx:
+                judge_ctx = fit
+                window.append(f"judge {fit}")
+    hypotheses = _param_list(params.get("hypotheses"), ())
     # The embedded base model never obeys "only print the score": constrain it to {"score": n} by default.
-    judge_output = str(params.get("judge_output", "json" if settings.llm.backend == "embedded" else "text"))
+    judge_output = str(
+        params.get("judge_output", "json" if choice.settings.backend == "embedded" else "text")
+    )
     if judge_output not in ("text", "json"):
         raise EvalInputError(f"judge_output must be text or json, got {judge_output!r}")
     structured = judge_output == "json"
-    default_systems = ("server", "llm_no_retrieval") if opts.server_url else DEFAULT_SYSTEMS
+    data = params.get("data")
+    if data is not None:
+        items = load_data_items(Path(str(data)), limit=opts.limit, seed=opts.seed)
+    else:
+        items = load_ccrs_items(opts.subsets or ("standard",), limit=opts.limit, seed=opts.seed)
+    has_reader = settings.llm.backend != "none"
+    if opts.server_url:
+        default_systems: tuple[str, ...] = ("server", "llm_no_retrieval") if has_reader else ("server",)
+    else:
+        default_systems = DEFAULT_SYSTEMS if has_reader else ("extractive",)
     names = _param_list(params.get("systems") or opts.system.get("systems"), default_systems)
-    items = load_ccrs_items(opts.subsets or ("standard",), limit=opts.limit, seed=opts.seed)
     stages = StageTimes()
-    pipeline, _answerer, llm = await build_offline_services(opts)
+    needs_retrieval = not opts.server_url and any(not it.documents for it in items)
+    llm: LLMClient | None
+    pipeline: Any
+    if needs_retrieval:
+        pipeline, _answerer, llm = await build_offline_services(opts)
+    else:
+        pipeline, llm = _DocumentsOnly(), build_llm(settings.llm)
     http = None
+    judge: LLMClient | None = None
     try:
-        if llm is None:
-            raise EvalInputError("the configured LLM could not be built; ccrs needs a judge")
+        judge = build_judge_llm(choice, llm)
         if opts.server_url:
             import httpx
 
@@ -738,55 +635,86 @@ async def run_ccrs(opts: RunOptions) -> SuiteResult:
         records = await score_items(
             items,
             systems,
-            llm,
+            judge,
             log,
             lam=lam,
-            max_context_chars=max_ctx,
+            max_context_chars=judge_ctx,
             stages=stages,
             structured=structured,
         )
-        model = llm.model_name
+        reader_name = llm.model_name if llm is not None else None
+        judge_name = judge.model_name
     finally:
         if http is not None:
             await http.aclose()
+        if judge is not None and judge is not llm:
+            await judge.aclose()
         await pipeline.aclose()
-    agg = aggregate(records, list(systems), B=B, seed=opts.seed, alpha=alpha)
-    tables, plots = _tables(agg, list(systems), alpha)
+        if not needs_retrieval and llm is not None:
+            await llm.aclose()
+    try:
+        agg = aggregate(records, list(systems), B=B, seed=opts.seed, alpha=alpha, hypotheses=hypotheses)
+    except ValueError as exc:  # a malformed hypothesis
+        raise EvalInputError(str(exc)) from exc
+    tables, plots = ccrs_tables(agg, list(systems), alpha, records)
     failures = sum(
         c["parse_failures"] + c["judge_errors"] for s in agg["systems"].values() for c in s.values()
     )
+    reader_errors = sum(c["reader_errors"] for s in agg["systems"].values() for c in s.values())
+    source = (
+        f"--data {Path(str(data)).name}: the file's reference answers"
+        if data is not None
+        else "PubMedQA long answers (the abstract's conclusion)"
+    )
     notes = [
-        f"Judge and LLM reader: {model}. {len(items)} items ({', '.join(opts.subsets or ('standard',))}), "
-        f"systems: {', '.join(systems)}. Gold answers: PubMedQA long answers (the abstract's conclusion).",
-        f"{failures} judgements were unusable (parse failures + judge errors) and are excluded from the "
-        "statistics of that metric, not scored 0; see the failures table.",
-        f"AC = {lam}·EM + {1 - lam:.1f}·judge; EM (normalised exact match with the long answer) was 1 for "
+        *judge_notes(choice, reader_name, judge_name),
+        f"{len(items)} items ({'data file' if data is not None else ', '.join(opts.subsets or ('standard',))}"
+        f"), systems: {', '.join(systems)}. Gold answers: {source}.",
+        f"{failures} judgements were unusable (parse failures + judge errors) and {reader_errors} answers "
+        "were reader errors (the system failed to answer): both are counted in the failures table and "
+        "excluded from that metric's means and tests, never scored 0. An empty answer scores 0.",
+        f"AC = {lam}·EM + {1 - lam:.1f}·judge; EM (normalised exact match with the reference) was 1 for "
         f"{sum(1 for r in records for s in r['systems'].values() if s['em'] == 1.0)} responses.",
-        "The bundled corpus contains each PubMedQA abstract including its conclusion, i.e. the gold answer: "
-        "the retrieval systems can find the reference text itself, unlike on live PubMed.",
         "Judge output: "
         + (
             "JSON {score}, grammar-constrained where the backend supports it."
             if structured
-            else "free text, first number parsed, as in the paper."
+            else "free text, first number parsed (the scale, e.g. '0 to 100', is never a score), as in "
+            "the paper."
         ),
-        f"Tukey HSD is randomised with B={B} (the paper used 10,000) over the items every system has a "
-        "score for.",
+        f"Context: the reader gets up to {max_ctx} characters of evidence, the judge sees up to {judge_ctx} "
+        f"(COMETA_EVALUATION__CCRS_*; paper: top-20 chunks of 300 tokens for both); answers up to "
+        f"{max_tokens} tokens.",
+        f"Tukey HSD is randomised with B={B} (paper: 10,000) over the items every system has a score for.",
     ]
-    if settings.llm.backend == "embedded":
+    if window:
         notes.append(
-            "The embedded Gemma-3-270M is a base model: as a judge it exercises the real path (prompts, "
-            "parsing, statistics) but its scores say little about answer quality."
+            f"Context cut to the embedded model's window ({', '.join(window)} characters): not the paper's "
+            "budget."
         )
-    metrics = _json_safe(
+    if data is None:
+        notes.append(
+            "The bundled corpus contains each PubMedQA abstract including its conclusion, i.e. the gold "
+            "answer: the retrieval systems can find the reference text itself, unlike on live PubMed."
+        )
+    if "embedded" in (settings.llm.backend, choice.settings.backend):
+        notes.append(
+            "SMOKE TEST: the embedded Gemma-3-270M is a base model; it exercises the real path (prompts, "
+            "parsing, statistics) but its answers and scores say little about answer quality."
+        )
+    metrics = json_safe(
         {
             "n_items": len(items),
             "system_names": list(systems),
             "lambda": lam,
             "alpha": alpha,
+            "B": B,
+            "context_chars": {"reader": max_ctx, "judge": judge_ctx},
+            **choice.metrics(),
             "per_system": agg["systems"],
             "correlations": agg["correlations"],
             "tukey": agg["tukey"],
+            "hypotheses": agg["hypotheses"],
             "modes": agg["modes"],
         }
     )

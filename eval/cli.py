@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
 import os
 from collections.abc import Callable, Coroutine
 from dataclasses import replace
@@ -20,6 +21,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from ._runner import (
     EvalInputError,
@@ -66,6 +68,28 @@ SubsetsOpt = Annotated[str | None, typer.Option("--subsets", help="Comma-separat
 NoResumeOpt = Annotated[
     bool, typer.Option("--no-resume", help="Start over instead of skipping items already in items.jsonl.")
 ]
+JudgeLLMOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--judge-llm",
+        help="The judge, apart from the reader: none, embedded, embedded:FILE.gguf, openai or "
+        "openai:MODEL@URL, over COMETA_JUDGE_LLM__* (default: COMETA_JUDGE_LLM__* if set). "
+        "Judge = reader is refused.",
+    ),
+]
+SelfJudgeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-self-judge", help="Let the reader grade its own answers (the report is marked SELF-JUDGED)."
+    ),
+]
+DataOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--data",
+        help="Your own items (JSONL: question, reference answer, optional options/answer, documents).",
+    ),
+]
 ParamOpt = Annotated[
     list[str] | None,
     typer.Option("--param", help="Suite knob key=value (value read as JSON when it parses), repeatable."),
@@ -81,6 +105,17 @@ def _llm_settings(choice: LLMChoice | None) -> Any:
     return Settings().llm.model_copy(update={"backend": choice})
 
 
+def _judge_settings(spec: str | None) -> Any:
+    if spec is None:
+        return None
+    from app.settings import Settings
+    from eval.judging import parse_llm_spec
+
+    settings = Settings()
+    # Model, URL and key from COMETA_JUDGE_LLM__* when set, else the LLM layer's defaults.
+    return parse_llm_spec(spec, settings.judge_llm)
+
+
 def _options(
     suite: str,
     *,
@@ -92,10 +127,14 @@ def _options(
     subsets: str | None,
     no_resume: bool,
     params: list[str] | None,
+    judge_llm: str | None = None,
+    allow_self_judge: bool = False,
+    extra_params: dict[str, Any] | None = None,
 ) -> RunOptions:
     if server is not None and not server.startswith(("http://", "https://")):
         raise EvalInputError(f"--server wants an http(s) URL, got {server!r}")
     parsed = dict(parse_param(p) for p in params or [])
+    parsed.update(extra_params or {})
     names = tuple(s.strip() for s in (subsets or "").split(",") if s.strip())
     opts = RunOptions(
         out_dir=Path("."),
@@ -106,6 +145,8 @@ def _options(
         server_url=server,
         subsets=names,
         params=parsed,
+        judge_llm=_judge_settings(judge_llm),
+        allow_self_judge=allow_self_judge,
     )
     return replace(opts, out_dir=out if out is not None else default_out_dir(suite, opts))
 
@@ -128,14 +169,17 @@ def run_suite(
         check_run_dir(opts, metadata)
         result = asyncio.run(runner(opts))
     except EvalInputError as exc:
-        _err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        _err.print(f"[red]error:[/red] {escape(str(exc))}", markup=True, highlight=False)
         raise typer.Exit(2) from exc
     except Exception as exc:  # any failure of a run: one line, exit 1, no traceback wall
         from core import CometaError
 
         if not isinstance(exc, CometaError | OSError):
             raise
-        _err.print(f"[red]error:[/red] {suite} failed: {type(exc).__name__}: {exc}", highlight=False)
+        # The message is text, not markup: "cometa[llm]" must print as written.
+        _err.print(
+            f"[red]error:[/red] {suite} failed: {type(exc).__name__}: {escape(str(exc))}", highlight=False
+        )
         raise typer.Exit(1) from exc
     paths = write_result(result, opts, metadata)
     for table in result.tables:
@@ -157,6 +201,50 @@ def _suite(
         return fn
 
     return load
+
+
+def _judged_command(suite: str, module: str, function: str, doc: str, *, data: bool = False) -> None:
+    """A suite that grades with a judge model: ``--judge-llm``, ``--allow-self-judge`` (and ``--data``)."""
+
+    def command(
+        limit: LimitOpt = None,
+        seed: SeedOpt = 0,
+        out: OutOpt = None,
+        llm: LLMOpt = None,
+        judge_llm: JudgeLLMOpt = None,
+        allow_self_judge: SelfJudgeOpt = False,
+        server: ServerOpt = None,
+        subsets: SubsetsOpt = None,
+        no_resume: NoResumeOpt = False,
+        param: ParamOpt = None,
+        data_file: DataOpt = None,
+    ) -> None:
+        try:
+            if data_file is not None and not data:
+                raise EvalInputError(f"{suite} takes no --data")
+            if data_file is not None and not data_file.is_file():
+                raise EvalInputError(f"--data: no such file: {data_file}")
+            opts = _options(
+                suite,
+                limit=limit,
+                seed=seed,
+                out=out,
+                llm=llm,
+                server=server,
+                subsets=subsets,
+                no_resume=no_resume,
+                params=param,
+                judge_llm=judge_llm,
+                allow_self_judge=allow_self_judge,
+                extra_params={"data": str(data_file.resolve())} if data_file is not None else None,
+            )
+        except EvalInputError as exc:
+            _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+            raise typer.Exit(2) from exc
+        run_suite(suite, _suite(module, function), opts)
+
+    command.__doc__ = doc
+    eval_app.command(suite)(command)
 
 
 def _command(suite: str, module: str, function: str, doc: str) -> None:
@@ -183,7 +271,7 @@ def _command(suite: str, module: str, function: str, doc: str) -> None:
                 params=param,
             )
         except EvalInputError as exc:
-            _err.print(f"[red]error:[/red] {exc}", highlight=False)
+            _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
             raise typer.Exit(2) from exc
         run_suite(suite, _suite(module, function), opts)
 
@@ -215,23 +303,45 @@ _command(
     "Subsets: medqa, medmcqa, pubmedqa, bioasq, mmlu. "
     "Params: variant=standard|narrative, source=cmmqa|mirage, arms=[...].",
 )
-_command(
+_judged_command(
     "medrgb",
     "medrgb",
     "run_medrgb",
-    "MedRGB scenarios: standard RAG, sufficiency (signal share rho), integration, robustness.",
+    "MedRGB scenarios: standard RAG, sufficiency (signal share rho), integration, robustness. The judge "
+    "(--judge-llm) checks signal relevance, writes sub-QA pairs and counterfactuals and grades sub-answers.",
 )
-_command(
+_judged_command(
     "ccrs",
     "ccrs",
     "run_ccrs",
-    "CCRS LLM-judge metrics (CC, QR, ID, AC, IR) and their validity statistics across systems.",
+    "CCRS LLM-judge metrics (CC, QR, ID, AC, IR) and their validity statistics across systems; "
+    "--data FILE.jsonl for your own questions and reference answers.",
+    data=True,
 )
-_command(
+_judged_command(
     "audit",
     "audit",
     "run_audit",
     "Source-dependence audit over a question set (judge matrix per question and aggregated).",
+)
+
+_judged_command(
+    "judge",
+    "judging",
+    "run_judge",
+    "Validate the five-label cross-source judge (the judge under test: --judge-llm / COMETA_JUDGE_LLM__* "
+    "when set, else --llm; there is no reader here) against human labels: "
+    "Citation-Integrity, HealthVer, COVID-Fact, SciFact-RTE; accuracy, per-label P/R, Cohen's kappa, "
+    "confusion matrices. Subsets: citation_integrity, healthver, covidfact, scifact_rte.",
+)
+
+_command(
+    "pubmedrs",
+    "pubmedrs",
+    "run_pubmedrs",
+    "Clinfo.AI's PubMedRS-200: ROUGE-L vs the human answers and recall of the reviews' reference PMIDs. "
+    "Live mode: --server URL of a CoMeta on live NCBI with an LLM (in process: the offline corpus, "
+    "labelled so).",
 )
 
 
@@ -271,7 +381,7 @@ def build_cmmqa_command(
             resume=not no_resume,
         )
     except EvalInputError as exc:
-        _err.print(f"[red]error:[/red] {exc}", highlight=False)
+        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from exc
     table = summary.get("table")
     if table is not None:
@@ -315,7 +425,7 @@ def build_gold_command(
         with progress_bar("evidence inference articles") as on_progress:
             summary = gold.build_gold(shared, target, seed=seed, ei_items=ei_items, on_progress=on_progress)
     except EvalInputError as exc:
-        _err.print(f"[red]error:[/red] {exc}", highlight=False)
+        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from exc
     for name, counts in summary.counts.items():
         _out.print(f"{name}: dev {counts['dev']}, test {counts['test']}", markup=False)
@@ -327,3 +437,99 @@ def build_gold_command(
         markup=False,
     )
     _out.print(f"wrote {target}", markup=False)
+
+
+@eval_app.command("compare")
+def compare_command(
+    run_dirs: Annotated[list[Path], typer.Argument(help="CCRS run folders (each with items.jsonl).")],
+    out: OutOpt = None,
+    label: Annotated[
+        list[str] | None,
+        typer.Option("--label", help="A name per run folder, in order (default: folder names)."),
+    ] = None,
+    hypothesis: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--hypothesis",
+            help="A>B or A<B (one-sided), A!=B (two-sided), optionally @CC,QR: Holm-corrected together.",
+        ),
+    ] = None,
+    b: Annotated[
+        int, typer.Option("--B", min=100, help="Randomised Tukey HSD trials (CCRS: 10,000).")
+    ] = 10_000,
+    alpha: Annotated[float, typer.Option("--alpha", min=0.0, max=1.0, help="Significance level.")] = 0.05,
+    seed: SeedOpt = 0,
+) -> None:
+    """Merge CCRS runs into one statistics report over all systems: Tukey HSD, DP, Holm, ASL, box plots."""
+    from eval.compare import compare_runs
+
+    params = {
+        "runs": [str(d.resolve()) for d in run_dirs],
+        "labels": list(label or []),
+        "hypotheses": list(hypothesis or []),
+        "B": b,
+        "alpha": alpha,
+    }
+    opts = RunOptions(out_dir=Path("."), seed=seed, params=params, llm=_llm_settings("none"))
+    opts = replace(opts, out_dir=out if out is not None else default_out_dir("compare", opts))
+    try:
+        result = compare_runs(
+            run_dirs, labels=label or None, B=b, seed=seed, alpha=alpha, hypotheses=hypothesis or ()
+        )
+    except EvalInputError as exc:
+        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(2) from exc
+    write_result(result, opts, run_metadata("compare", opts))
+    for table in result.tables:
+        _out.print(f"\n{table.title}\n", markup=False, highlight=False)
+        _out.print(table.markdown(), markup=False, highlight=False, soft_wrap=True)
+    for note in result.notes:
+        _out.print(f"- {note}", markup=False, highlight=False)
+    _out.print(f"\nreport: {opts.out_dir / 'report.md'}", markup=False)
+
+
+@eval_app.command("backbones")
+def backbones_command(
+    backbone: Annotated[
+        list[str],
+        typer.Option(
+            "--backbone",
+            help="A reader LLM: embedded, embedded:FILE.gguf, openai or openai:MODEL@URL (over "
+            "COMETA_LLM__*); repeat for each backbone.",
+        ),
+    ],
+    limit: LimitOpt = None,
+    seed: SeedOpt = 0,
+    out: OutOpt = None,
+    subsets: SubsetsOpt = None,
+    no_resume: NoResumeOpt = False,
+    param: ParamOpt = None,
+) -> None:
+    """CoMeta Table 6: the QA suite (naive RAG vs CoMeta by default) once per reader LLM, one report."""
+    from app.settings import Settings
+    from eval.compare import run_backbones
+    from eval.judging import parse_llm_spec
+
+    try:
+        base = Settings().llm
+        specs = [parse_llm_spec(b, base) for b in backbone]
+        opts = _options(
+            "backbones",
+            limit=limit,
+            seed=seed,
+            out=out,
+            llm=None,
+            server=None,
+            subsets=subsets,
+            no_resume=no_resume,
+            params=[*(param or []), f"backbones={json.dumps([b for b in backbone])}"],
+        )
+    except EvalInputError as exc:
+        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(2) from exc
+
+    async def runner(o: RunOptions) -> SuiteResult:
+        params = {k: v for k, v in o.params.items() if k != "backbones"}
+        return await run_backbones(replace(o, params=params), specs)
+
+    run_suite("backbones", lambda: runner, opts)

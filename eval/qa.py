@@ -55,17 +55,26 @@ from ._runner import (
 __all__ = [
     "ARMS",
     "COT_PROMPT",
+    "DEPTHS",
     "Outcome",
     "accuracy_table",
     "answer_cometa",
     "answer_cot",
     "answer_rag",
+    "depth_table",
     "load_qa_items",
     "run_qa",
     "summarise",
 ]
 
 ARMS: tuple[str, ...] = ("cot", "rag", "cometa")
+# CoMeta Table 2's retrieval-depth ablation: which document classes are read in full (PMC JATS) rather than
+# as abstracts. D1 PubMed primary research, D2 PMC reviews, D3 other PMC full texts (retrieval.evidence).
+DEPTHS: dict[str, dict[str, str]] = {
+    "d1": {"depth_d1": "abstract", "depth_d2": "abstract", "depth_d3": "abstract"},
+    "d1+d2": {"depth_d1": "abstract", "depth_d2": "fulltext", "depth_d3": "abstract"},
+    "d1+d2+d3": {"depth_d1": "abstract", "depth_d2": "fulltext", "depth_d3": "fulltext"},
+}
 ARM_NAMES = {"cot": "LLM + CoT (no retrieval)", "rag": "naive RAG (top-5 docs)", "cometa": "CoMeta pipeline"}
 RAG_K = 5
 Status = Literal["ok", "unparseable", "llm_error", "no_evidence", "error"]
@@ -200,14 +209,14 @@ async def answer_rag(pipeline: Any, answerer: Any, item: Any, *, k: int = RAG_K)
     )
 
 
-async def answer_cometa(asker: AskRunner, item: Any) -> Outcome:
+async def answer_cometa(asker: AskRunner, item: Any, arm: str = "cometa") -> Outcome:
     """``POST /ask`` with the options: the full pipeline, in-process or on a server."""
     started = time.perf_counter()
     try:
         reply = await asker.ask({"question": item.question, "options": dict(item.options)})
     except (EvalInputError, EvalServerError) as exc:
         ms = (time.perf_counter() - started) * 1000
-        return _outcome("cometa", item, None, "error", ms, detail=f"{type(exc).__name__}: {exc}"[:300])
+        return _outcome(arm, item, None, "error", ms, detail=f"{type(exc).__name__}: {exc}"[:300])
     ms = (time.perf_counter() - started) * 1000
     choice = reply.get("answer_choice")
     choice = choice if isinstance(choice, str) and choice in item.options else None
@@ -215,7 +224,7 @@ async def answer_cometa(asker: AskRunner, item: Any) -> Outcome:
     tokens = sum(int(v or 0) for v in (reply.get("tokens") or {}).values())
     warnings = [str(w) for w in reply.get("warnings") or []]
     return _outcome(
-        "cometa",
+        arm,
         item,
         choice,
         status,
@@ -224,6 +233,16 @@ async def answer_cometa(asker: AskRunner, item: Any) -> Outcome:
         stages_ms=reply.get("timings_ms") or {},
         detail="; ".join(warnings)[:300] if status != "ok" else None,
     )
+
+
+def _set_depth(pipeline: Any, depth: str) -> None:
+    """Point the pipeline's evidence stage at one depth policy (the rest of the pipeline is shared)."""
+    from retrieval.evidence import EvidenceBuilder
+
+    current = pipeline.evidence
+    wanted = pipeline.settings.evidence.model_copy(update=DEPTHS[depth])
+    if current.settings != wanted:
+        pipeline.evidence = EvidenceBuilder(current.client, wanted)
 
 
 # --- items --------------------------------------------------------------------------------------------
@@ -266,12 +285,33 @@ def load_qa_items(opts: RunOptions) -> list[Any]:
     return chosen
 
 
+def _depths(opts: RunOptions) -> tuple[str, ...]:
+    """``params depth``: one of :data:`DEPTHS` or a list of them (the Table 2 ablation); () = the default."""
+    raw = opts.params.get("depth")
+    if raw is None:
+        return ()
+    depths = tuple(raw.split(",")) if isinstance(raw, str) else tuple(str(d) for d in raw)
+    bad = [d for d in depths if d not in DEPTHS]
+    if bad or not depths:
+        raise EvalInputError(f"depth must be one or more of {list(DEPTHS)}, got {raw!r}")
+    return tuple(dict.fromkeys(depths))
+
+
 def _arms(opts: RunOptions) -> tuple[str, ...]:
     raw = opts.params.get("arms", list(ARMS))
     arms = tuple(raw.split(",")) if isinstance(raw, str) else tuple(raw)
     unknown = [a for a in arms if a not in ARMS]
     if unknown or not arms:
         raise EvalInputError(f"arms must be a subset of {list(ARMS)}, got {list(arms)}")
+    depths = _depths(opts)
+    if depths:
+        if "cometa" not in arms:
+            raise EvalInputError("param depth varies the CoMeta pipeline: keep the cometa arm")
+        if opts.server_url:
+            raise EvalInputError("param depth runs the pipeline in-process (the server has its own policy)")
+        # One CoMeta arm per depth policy, in place of the default one.
+        i = arms.index("cometa")
+        arms = (*arms[:i], *(f"cometa@{d}" for d in depths), *arms[i + 1 :])
     return arms
 
 
@@ -279,8 +319,12 @@ def _arms(opts: RunOptions) -> tuple[str, ...]:
 
 
 def summarise(records: Sequence[Outcome], arms: Sequence[str], datasets: Sequence[str]) -> dict[str, Any]:
-    """arm -> {"datasets": {ds: {"n", "correct", "acc", "std"}}, "average", "n", "by_status"}."""
-    from eval.stats import mirage_std
+    """arm -> {"datasets": {ds: {"n", "correct", "acc", "std"}}, "average", "weighted_average", "n", ...}.
+
+    ``average`` is the macro mean of the subset accuracies (MIRAGE's); ``weighted_average`` weighs each
+    subset by its question count, Σ nᵢ·accᵢ / Σ nᵢ (CoMeta Table 4's "Avg": 72.39 over 344 questions).
+    """
+    from eval.stats import mirage_std, weighted_accuracy
 
     out: dict[str, Any] = {}
     for arm in arms:
@@ -297,6 +341,9 @@ def summarise(records: Sequence[Outcome], arms: Sequence[str], datasets: Sequenc
         out[arm] = {
             "datasets": per,
             "average": sum(v["acc"] for v in per.values()) / len(per) if per else None,
+            "weighted_average": (
+                weighted_accuracy({ds: (int(v["n"]), v["acc"]) for ds, v in per.items()}) if per else None
+            ),
             "n": len(mine),
             "unparseable": statuses.get("unparseable", 0),
             "by_status": dict(sorted(statuses.items())),
@@ -304,16 +351,76 @@ def summarise(records: Sequence[Outcome], arms: Sequence[str], datasets: Sequenc
     return out
 
 
+def _arm_name(arm: str) -> str:
+    base, _, depth = arm.partition("@")
+    name = ARM_NAMES.get(base, base)
+    return f"{name}, depth {depth.upper()}" if depth else name
+
+
+def depth_table(records: Sequence[Outcome], arms: Sequence[str]) -> Table | None:
+    """CoMeta Table 2's columns per depth arm: accuracy and macro precision / recall / F1 over the answer
+    letters (an answer without a letter counts as a miss of its gold letter), pooled over the subsets."""
+    from eval.stats import label_agreement
+
+    depth_arms = [a for a in arms if "@" in a]
+    if not depth_arms:
+        return None
+    rows: list[list[Any]] = []
+    for arm in depth_arms:
+        mine = [r for r in records if r["arm"] == arm]
+        gold = [str(r["gold"]) for r in mine]
+        pred = [str(r["choice"]) if r["choice"] is not None else "-" for r in mine]
+        labels = sorted(set(gold))
+        agreement = label_agreement(gold, pred, labels)
+        per = agreement["per_label"]
+        assert isinstance(per, dict)
+        precision = [v["precision"] for v in per.values() if v["precision"] == v["precision"]]
+        recall = [v["recall"] for v in per.values() if v["recall"] == v["recall"]]
+        f1 = [
+            2 * v["precision"] * v["recall"] / (v["precision"] + v["recall"])
+            if v["precision"] == v["precision"] and v["precision"] + v["recall"] > 0
+            else 0.0
+            for v in per.values()
+        ]
+        rows.append(
+            [
+                arm.split("@", 1)[1].upper(),
+                len(mine),
+                _pct(agreement["accuracy"]),
+                _pct(sum(precision) / len(precision) if precision else None),
+                _pct(sum(recall) / len(recall) if recall else None),
+                _pct(sum(f1) / len(f1) if f1 else None),
+            ]
+        )
+    return Table(
+        "Retrieval depth (CoMeta Table 2): D1 abstracts; +D2 PMC reviews in full; +D3 other PMC full texts",
+        ["source", "n", "Acc", "Prec (macro)", "Rec (macro)", "F1 (macro)"],
+        rows,
+    )
+
+
+def _pct(value: Any) -> str:
+    return "n/a" if value is None or value != value else f"{100 * float(value):.2f}"
+
+
 def accuracy_table(summary: Mapping[str, Any], datasets: Sequence[str], title: str) -> Table:
     """Accuracy % ± MIRAGE std per subset, the average, and the answers without a valid letter."""
-    header = ["system", *datasets, "average", "no letter (unparseable / LLM error / no evidence / error)"]
+    header = [
+        "system",
+        *datasets,
+        "average (macro)",
+        "average (question-weighted)",
+        "no letter (unparseable / LLM error / no evidence / error)",
+    ]
     rows: list[list[Any]] = []
     for arm, s in summary.items():
-        cells: list[Any] = [ARM_NAMES.get(arm, arm)]
+        cells: list[Any] = [_arm_name(arm)]
         for ds in datasets:
             d = s["datasets"].get(ds)
             cells.append(f"{100 * d['acc']:.1f} ± {100 * d['std']:.1f} (n={d['n']})" if d else "n/a")
         cells.append("n/a" if s["average"] is None else f"{100 * s['average']:.1f}")
+        weighted = s.get("weighted_average")
+        cells.append("n/a" if weighted is None else f"{100 * weighted:.2f}")
         st = s["by_status"]
         cells.append(
             f"{st.get('unparseable', 0)} / {st.get('llm_error', 0)} / {st.get('no_evidence', 0)} / "
@@ -337,7 +444,7 @@ async def run_qa(opts: RunOptions) -> SuiteResult:
             "qa needs a reader model and the offline default has none: pass --llm embedded (the bundled "
             "Gemma-3-270M), --llm openai (COMETA_LLM__BASE_URL/MODEL), or --server URL"
         )
-    skipped = [a for a in arms if a != "cometa" and not local_llm]
+    skipped = [a for a in arms if not a.startswith("cometa") and not local_llm]
     runnable = [a for a in arms if a not in skipped]
     context_chars = opts.params.get("context_chars")
     max_tokens = opts.params.get("max_tokens")
@@ -371,7 +478,9 @@ async def run_qa(opts: RunOptions) -> SuiteResult:
                         elif arm == "rag":
                             record = await answer_rag(pipeline, answerer, it)
                         else:
-                            record = await answer_cometa(asker, it)
+                            if "@" in arm:
+                                _set_depth(pipeline, arm.split("@", 1)[1])
+                            record = await answer_cometa(asker, it, arm)
                         log.append(record)
                         advance(1)
         finally:
@@ -390,7 +499,8 @@ async def run_qa(opts: RunOptions) -> SuiteResult:
             stage_times.add(f"{r['arm']}: {stage}", float(ms))
         stage_times.add(f"{r['arm']}: total", float(r["ms"]), int(r["tokens"]))
     notes = [
-        "Accuracy ± sqrt(acc(1-acc)/n) per subset (MIRAGE); average = mean of the subset accuracies. "
+        "Accuracy ± sqrt(acc(1-acc)/n) per subset (MIRAGE); average (macro) = mean of the subset "
+        "accuracies (MIRAGE's); average (question-weighted) = Σ nᵢ·accᵢ / Σ nᵢ (CoMeta Table 4's Avg). "
         "An answer without a valid option letter counts as wrong; the last column counts them by cause.",
         f"Reader model: {model_name or (opts.server_url and 'the server' + chr(39) + 's') or 'n/a'}; "
         f"CoT prompt {COT_PROMPT.id} (eval/qa.py); naive RAG and CoMeta use answer_choice.",
@@ -413,14 +523,20 @@ async def run_qa(opts: RunOptions) -> SuiteResult:
             "bar",
             datasets,
             {
-                ARM_NAMES[a]: [100 * summary[a]["datasets"].get(ds, {}).get("acc", 0.0) for ds in datasets]
+                _arm_name(a): [100 * summary[a]["datasets"].get(ds, {}).get("acc", 0.0) for ds in datasets]
                 for a in runnable
             },
             "accuracy %",
         )
     ]
     table = accuracy_table(summary, datasets, title)
+    depth = depth_table(records, runnable)
     for arm in skipped:
-        table.rows.append([ARM_NAMES[arm], *["n/a"] * len(datasets), "n/a", "n/a"])
+        table.rows.append([_arm_name(arm), *["n/a"] * len(datasets), "n/a", "n/a", "n/a"])
     metrics = {"arms": summary, "items": len(items), "source": source, "variant": variant}
-    return SuiteResult("qa", metrics, [table], plots, notes, stage_times)
+    if depth is not None:
+        notes.append(
+            "Depth arms share one pipeline; only the evidence stage's depth policy changes between them "
+            "(param depth; retrieval.evidence depth_d1/d2/d3)."
+        )
+    return SuiteResult("qa", metrics, [table, *([depth] if depth else [])], plots, notes, stage_times)

@@ -7,6 +7,11 @@
   ``tie_probability``.
 * ``randomised_tukey_hsd`` and ``discriminative_power`` (CCRS §4.1.3): a paired randomisation test over all
   system pairs at once, and the share of system pairs it separates at α.
+* ``one_sided_p`` and ``holm`` (CCRS §5, Appendix E): a directional hypothesis from a two-sided p-value, and
+  the Holm-Bonferroni step-down adjustment across hypotheses.
+* ``cohen_kappa`` and ``label_agreement`` (judge validation): chance-corrected agreement with human labels,
+  accuracy, per-label precision/recall and the confusion matrix.
+* ``weighted_accuracy``: accuracy pooled over subsets, Σ nᵢ·accᵢ / Σ nᵢ (CoMeta Table 4's "Avg").
 
 Everything is plain numpy; NaN means "undefined" (zero variance, fewer than two values), never an error.
 """
@@ -26,16 +31,21 @@ __all__ = [
     "TukeyResult",
     "asl_curve",
     "average_ranks",
+    "cohen_kappa",
     "discriminative_power",
     "fisher_z_average",
     "floor_ceiling",
     "histogram",
+    "holm",
     "kendall_tau_b",
+    "label_agreement",
     "mirage_std",
+    "one_sided_p",
     "pearson",
     "randomised_tukey_hsd",
     "spearman",
     "tie_probability",
+    "weighted_accuracy",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -257,3 +267,98 @@ def asl_curve(result: TukeyResult | Mapping[tuple[str, str], float]) -> list[flo
     """Achieved significance levels of all pairs, ascending: the y values of an ASL curve (CCRS Fig. 3b)."""
     p_values = result.p_values if isinstance(result, TukeyResult) else result
     return sorted(p_values.values())
+
+
+def one_sided_p(p_two_sided: float, diff: float, expected_sign: int, *, tol: float = 1e-9) -> float:
+    """The one-sided p-value of "the difference has sign ``expected_sign``" from a symmetric two-sided test.
+
+    Observed in the expected direction: p / 2 (as CCRS Appendix E); a zero difference: 0.5; the opposite
+    direction: 1 - p / 2 (CCRS's script keeps the two-sided p there, which could call a difference in the
+    wrong direction significant). ``expected_sign`` 0 keeps the two-sided p.
+    """
+    if expected_sign == 0 or math.isnan(p_two_sided):
+        return p_two_sided
+    if abs(diff) < tol:
+        return 0.5
+    if (diff > 0) == (expected_sign > 0):
+        return p_two_sided / 2.0
+    return 1.0 - p_two_sided / 2.0
+
+
+def holm(p_values: Mapping[str, float]) -> dict[str, float]:
+    """Holm-Bonferroni adjusted p-values, same keys: the i-th smallest raw p (1-based) of m becomes
+    ``max_{j <= i} min(1, (m - j + 1) * p_(j))``, so rejecting adjusted p < α controls the family-wise error.
+
+    NaN p-values are left out of m and adjusted to 1.0 (as CCRS's script does).
+    """
+    finite = sorted(((p, k) for k, p in p_values.items() if not math.isnan(p)), key=lambda t: (t[0], t[1]))
+    m = len(finite)
+    out = {k: 1.0 for k, p in p_values.items() if math.isnan(p)}
+    running = 0.0
+    for i, (p, key) in enumerate(finite):
+        running = max(running, min(1.0, (m - i) * p))
+        out[key] = running
+    return {k: out[k] for k in p_values}
+
+
+def weighted_accuracy(per_subset: Mapping[str, tuple[int, float]]) -> float:
+    """Question-weighted accuracy over subsets ``{name: (n, acc)}``: ``Σ nᵢ·accᵢ / Σ nᵢ``.
+
+    CoMeta Table 4's CoMeta row: (23·82.61 + 86·69.77 + 93·68.82 + 60·65.00 + 82·81.71) / 344 = 72.39, where
+    the mean of the five subset accuracies would be 73.58. NaN when there are no questions.
+    """
+    total = sum(n for n, _ in per_subset.values())
+    if total <= 0:
+        return math.nan
+    return sum(n * acc for n, acc in per_subset.values()) / total
+
+
+def cohen_kappa(gold: Sequence[str], predicted: Sequence[str]) -> float:
+    """Cohen's κ = (p_o - p_e) / (1 - p_e): p_o the observed agreement, p_e = Σ_k p_gold(k)·p_pred(k).
+
+    NaN when there are no pairs or chance agreement is already 1 (one label everywhere on both sides).
+    """
+    if len(gold) != len(predicted):
+        raise ValueError("gold and predicted must have the same length")
+    n = len(gold)
+    if n == 0:
+        return math.nan
+    p_o = sum(1 for g, p in zip(gold, predicted, strict=True) if g == p) / n
+    cg, cp = Counter(gold), Counter(predicted)
+    p_e = sum(cg[k] * cp[k] for k in cg) / (n * n)
+    if p_e >= 1.0:
+        return math.nan
+    return (p_o - p_e) / (1.0 - p_e)
+
+
+def label_agreement(
+    gold: Sequence[str], predicted: Sequence[str], labels: Sequence[str]
+) -> dict[str, object]:
+    """Accuracy, Cohen's κ, per-label precision/recall/support and the confusion matrix (rows gold, columns
+    predicted, both in ``labels`` order). A prediction outside ``labels`` (no answer) is a miss: it counts in
+    its gold label's support and recall, in no matrix cell."""
+    n = len(gold)
+    index = {label: i for i, label in enumerate(labels)}
+    matrix = [[0] * len(labels) for _ in labels]
+    for g, p in zip(gold, predicted, strict=True):
+        if g in index and p in index:
+            matrix[index[g]][index[p]] += 1
+    per_label: dict[str, dict[str, float]] = {}
+    for label, i in index.items():
+        tp = matrix[i][i]
+        predicted_as = sum(1 for p in predicted if p == label)
+        # Every gold occurrence counts, also where the prediction is outside ``labels`` (a miss).
+        support = sum(1 for g in gold if g == label)
+        per_label[label] = {
+            "precision": tp / predicted_as if predicted_as else math.nan,
+            "recall": tp / support if support else math.nan,
+            "support": float(support),
+        }
+    return {
+        "n": n,
+        "accuracy": sum(1 for g, p in zip(gold, predicted, strict=True) if g == p) / n if n else math.nan,
+        "kappa": cohen_kappa(gold, predicted),
+        "per_label": per_label,
+        "labels": list(labels),
+        "confusion": matrix,
+    }

@@ -54,6 +54,7 @@ from app.schemas import (
 )
 from app.settings import Settings
 from core import CometaError, Encoder, Reranker
+from llm import LLMClient
 from prompts import load_prompt
 from retrieval.collections import (
     Collection,
@@ -481,8 +482,12 @@ class SourcesService:
         judge: CrossSourceJudge | None,
         req: AskRequest | None = None,
         request_id: str | None = None,
+        reader: LLMClient | None = None,
     ) -> AcrossOutcome:
-        """Retrieve, answer and judge every source; the in-process core of ``/ask`` with ``sources``."""
+        """Retrieve, answer and judge every source; the in-process core of ``/ask`` with ``sources``.
+
+        ``reader`` writes the per-source answers when given (the evaluation audit keeps its judge apart from
+        the reader); by default the judge's LLM does, as on ``/ask``."""
         cfg = self.settings.sources
         timings: dict[str, float] = {}
         warnings: list[str] = []
@@ -518,7 +523,7 @@ class SourcesService:
         for o in outcomes:
             warnings.extend(o.warnings)
 
-        llm = judge.llm if judge is not None else self.pipeline.llm
+        llm = reader if reader is not None else judge.llm if judge is not None else self.pipeline.llm
         budget = cfg.context_chars
         if self.settings.llm.backend == "embedded":
             # The embedded model's window is small (2,048 tokens by default): leave ~768 tokens for the

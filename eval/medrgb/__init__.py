@@ -1,10 +1,12 @@
 """MedRGB (Medical Retrieval-Augmented Generation Benchmark) scenarios over our pipeline.
 
-After ``../shared/papers/medrgb-benchmark.txt``. Four scenarios, each a ``params["scenarios"]`` choice:
+After ``../shared/papers/medrgb-benchmark.txt``. Five scenarios, each a ``params["scenarios"]`` choice:
 
 * **standard** (Standard-RAG): the question goes through the same code as ``/ask`` (Understand, Adapt-E +
   dense, fusion, metadata policy, passages) and the :class:`~app.answer.Answerer` picks an option
   (``answer_choice`` prompt) from ``k`` passages. Main accuracy.
+* **no_retrieval**: the reader alone on the question and options (the QA suite's CoT prompt), the baseline
+  every RAG number is read against.
 * **sufficiency**: ``k`` documents of which ``rho`` % are *signal* (the question's own retrieved evidence)
   and the rest *noise* (evidence retrieved for the *other* questions of the run), in random order; an
   "Insufficient information" option is added. The reader (``medrgb_sufficiency``) flags the relevant
@@ -25,18 +27,25 @@ After ``../shared/papers/medrgb-benchmark.txt``. Four scenarios, each a ``params
   sub-answer EM / judged score against the original sub-answers, fact detection (per-document accuracy,
   recall on the counterfactuals, specificity on the untouched documents).
 
+Signal documents are each question's retrieved evidence (the configured retrieval: the world, the bundled
+corpus, or ``--server``) that the **judge** found relevant (``medrgb_relevance``, YES/NO, cached); the judge
+(``--judge-llm``, never the reader unless ``--allow-self-judge``) also writes the sub-QA pairs and the
+counterfactuals and grades the sub-answers. The sampling frame (one benchmark file for every dataset, the
+population and sample per dataset, the seed) is reported, and every metric is reported per dataset.
+
 Every unparseable LLM output counts as wrong and is counted (``parse_failures``); an LLM error likewise
 (``llm_errors``). Generated artefacts (evidence sets, sub-QA pairs, counterfactuals) live in
 ``<out>/medrgb_artifacts.json`` and are reused by reruns; ``params["artifacts"]`` points a run at another
 run's file so that several reader models are compared on identical instances, as MedRGB does.
 
-Params (``--param k=v``): ``scenarios`` (comma list, default all four), ``k`` (documents per context,
+Params (``--param k=v``): ``scenarios`` (comma list, default all five), ``k`` (documents per context,
 default 5), ``rho`` (comma list, default 0,20,40,60,80,100), ``doc_chars`` (characters kept per document,
 default 800; the embedded model has a 2,048-token window), ``source`` (``mirage``, ``cmmqa``,
-``cmmqa-narrative``), ``mirage`` (path of a MIRAGE-format ``benchmark.json``), ``product`` and ``judge``
-(booleans), ``concurrency`` (items in flight, default 1), ``artifacts`` (path), ``rewriter``
-(``pipeline``, or ``deterministic`` to keep the Understand stage rule-based while the LLM reads),
-``max_tokens`` (the readers' output budget; default: the Answerer's, 400 and 600 for the scenarios). Subsets
+``cmmqa-narrative``), ``mirage`` (path of a MIRAGE-format ``benchmark.json``), ``product``, ``judge`` and
+``relevance`` (booleans; ``relevance``: the judge's signal check), ``concurrency`` (items in flight,
+default 1), ``artifacts`` (path), ``rewriter`` (``pipeline``, or ``deterministic`` to keep the Understand
+stage rule-based while the LLM reads), ``max_tokens`` (the readers' output budget; default: the
+Answerer's, 400 and 600 for the scenarios). Subsets
 are MIRAGE datasets, default MedRGB's four: bioasq, pubmedqa, medqa, mmlu.
 """
 
@@ -50,6 +59,7 @@ from ._data import (
     compose_noisy,
     compose_robustness,
     mix_counts,
+    sampling_frame,
     with_insufficient_option,
 )
 from ._llm import (
@@ -84,6 +94,7 @@ __all__ = [
     "mix_counts",
     "normalise_answer",
     "run_medrgb",
+    "sampling_frame",
     "summarise",
     "with_insufficient_option",
 ]

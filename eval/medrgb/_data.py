@@ -14,7 +14,7 @@ from typing import Any, Literal
 from eval import EvalInputError, RunOptions
 from eval.mirage import MCQItem
 
-SCENARIOS = ("standard", "sufficiency", "integration", "robustness")
+SCENARIOS = ("standard", "no_retrieval", "sufficiency", "integration", "robustness")
 DEFAULT_SUBSETS = ("bioasq", "pubmedqa", "medqa", "mmlu")
 DEFAULT_RHOS = (0, 20, 40, 60, 80, 100)
 INSUFFICIENT_OPTION = "Insufficient information"
@@ -147,6 +147,8 @@ class _Artifacts:
         self.subqa: dict[str, dict[str, dict[str, Any] | None]] = {}
         self.counterfactual: dict[str, dict[str, dict[str, Any] | None]] = {}
         self.generator: dict[str, str] = {}
+        # item key -> doc id -> the judge's relevance verdict (None: the check failed; not signal)
+        self.relevance: dict[str, dict[str, bool | None]] = {}
         source = path if path.exists() else seed_from
         if source is not None:
             self._read(source)
@@ -162,6 +164,7 @@ class _Artifacts:
         self.subqa = data.get("subqa", {})
         self.counterfactual = data.get("counterfactual", {})
         self.generator = data.get("generator", {})
+        self.relevance = data.get("relevance", {})
 
     def save(self) -> None:
         payload = {
@@ -170,6 +173,7 @@ class _Artifacts:
             "evidence": {k: [d.to_json() for d in v] for k, v in self.evidence.items()},
             "subqa": self.subqa,
             "counterfactual": self.counterfactual,
+            "relevance": self.relevance,
         }
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -239,6 +243,7 @@ class _Params:
     artifacts: Path | None
     rewriter: str = "pipeline"
     max_tokens: int | None = None  # the readers' output budget (Standard-RAG and the scenario prompts)
+    relevance: bool = True  # the judge checks every retrieved document before it counts as signal
 
     @classmethod
     def parse(cls, params: Mapping[str, Any]) -> _Params:
@@ -255,6 +260,7 @@ class _Params:
             "artifacts",
             "rewriter",
             "max_tokens",
+            "relevance",
         }
         unknown = sorted(set(params) - known)
         if unknown:
@@ -285,10 +291,62 @@ class _Params:
             concurrency=_int(params.get("concurrency", 1), "concurrency", 1, 64),
             artifacts=Path(str(artifacts)) if artifacts else None,
             rewriter=rewriter,
+            relevance=_bool(params.get("relevance", True), "relevance"),
             max_tokens=_int(params["max_tokens"], "max_tokens", 16, 32_000)
             if "max_tokens" in params
             else None,
         )
+
+
+def _frame_source(p: _Params) -> Path | None:
+    """The benchmark file every dataset is drawn from: ``params mirage``, else MIRAGE's full
+    ``benchmark.json`` when one is found; None = the repository copy (cancer subset + a pinned sample)."""
+    if p.mirage is not None:
+        return p.mirage
+    from eval.mirage import find_benchmark
+
+    return find_benchmark()
+
+
+def sampling_frame(opts: RunOptions, p: _Params, items: Sequence[MCQItem]) -> dict[str, Any]:
+    """What the questions were drawn from, per dataset: file, population, sample size, seed, enrichment."""
+    from eval.mirage import REPO_MIRAGE_DIR
+
+    subsets = list(opts.subsets or DEFAULT_SUBSETS)
+    bench = _frame_source(p) if p.source == "mirage" else None
+    if p.source == "mirage":
+        from eval.mirage import load_mirage
+
+        population = load_mirage(bench, datasets=subsets)
+        if bench is not None:
+            where = {ds: f"MIRAGE benchmark.json ({bench})" for ds in subsets}
+        else:
+            where = {
+                ds: f"MIRAGE repository copy ({REPO_MIRAGE_DIR}): the whole CMMQA cancer subset plus a "
+                "pinned sample of the rest, so cancer questions are over-represented"
+                for ds in subsets
+            }
+    else:
+        from eval.cmmqa import load_cmmqa
+
+        variant: Literal["standard", "narrative"] = (
+            "narrative" if p.source.endswith("narrative") else "standard"
+        )
+        population = load_cmmqa(variant, datasets=subsets, benchmark=p.mirage)
+        where = {
+            ds: f"CMMQA ({variant}): MIRAGE questions filtered by the MeSH neoplasm subtree" for ds in subsets
+        }
+    return {
+        ds: {
+            "drawn_from": where[ds],
+            "population": sum(1 for it in population if it.dataset == ds),
+            "sampled": sum(1 for it in items if it.dataset == ds),
+            "seed": opts.seed,
+            "limit": opts.limit,
+            "sampling": "uniform without replacement (seeded shuffle, first --limit)",
+        }
+        for ds in subsets
+    }
 
 
 def _load_items(opts: RunOptions, p: _Params) -> list[MCQItem]:
@@ -296,7 +354,9 @@ def _load_items(opts: RunOptions, p: _Params) -> list[MCQItem]:
     if p.source == "mirage":
         from eval.mirage import load_mirage
 
-        items = load_mirage(p.mirage, datasets=list(subsets))
+        # One frame for every dataset: MIRAGE's full benchmark when it is found (BioASQ needs it anyway),
+        # not three datasets from the cancer-enriched repository copy and BioASQ from the full file.
+        items = load_mirage(_frame_source(p), datasets=list(subsets))
     else:
         from eval.cmmqa import load_cmmqa
 

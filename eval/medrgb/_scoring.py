@@ -97,17 +97,53 @@ def _detection(records: Sequence[Mapping[str, Any]], flag: str, positive_role: s
     )
 
 
+def _scenario_metrics(at: Sequence[Mapping[str, Any]], scenario: str) -> dict[str, Any]:
+    """One scenario's metrics over some records (one ρ, all datasets or one)."""
+    acc, sd = _acc(at)
+    m: dict[str, Any] = {
+        "n": len(at),
+        "accuracy": acc,
+        "std": sd,
+        "parse_failures": sum(1 for r in at if r.get("parse_failed")),
+        "llm_errors": sum(1 for r in at if r.get("llm_error")),
+        "short_contexts": sum(
+            1 for r in at if (r["n_signal"], r["n_other"]) != (r["wanted_signal"], r["wanted_other"])
+        ),
+    }
+    if scenario == "sufficiency":
+        m["insufficient_share"] = _share(at, "insufficient")
+        m["noise_detection"] = _detection(at, "predicted_noise", "noise")
+        prod = [r["product"] for r in at if "product" in r]
+        if prod:
+            pacc, psd = _acc(prod)
+            m["product"] = {
+                "n": len(prod),
+                "accuracy": pacc,
+                "std": psd,
+                "insufficient_share": _share(prod, "insufficient"),
+                "parse_failures": sum(1 for p in prod if p.get("parse_failed")),
+            }
+    else:
+        m.update(_sub_scores(at))
+        m["empty_contexts"] = sum(1 for r in at if r.get("empty_context"))
+    if scenario == "robustness":
+        m["fact_detection"] = _detection(at, "predicted_cf", "counterfactual")
+    return m
+
+
 def summarise(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Metrics per scenario (and per rho; Standard-RAG per dataset too) from the item records."""
     by_scenario: dict[str, list[Mapping[str, Any]]] = {}
     for r in records:
         by_scenario.setdefault(str(r["scenario"]), []).append(r)
     out: dict[str, Any] = {}
-    std = by_scenario.get("standard", [])
-    if std:
+    for plain in ("standard", "no_retrieval"):
+        std = by_scenario.get(plain, [])
+        if not std:
+            continue
         acc, sd = _acc(std)
         datasets = sorted({str(r["dataset"]) for r in std})
-        out["standard"] = {
+        out[plain] = {
             "n": len(std),
             "accuracy": acc,
             "std": sd,
@@ -126,40 +162,12 @@ def summarise(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         per_rho: dict[str, Any] = {}
         for rho in sorted({int(r["rho"]) for r in rows}):
             at = [r for r in rows if int(r["rho"]) == rho]
-            acc, sd = _acc(at)
-            m: dict[str, Any] = {
-                "n": len(at),
-                "accuracy": acc,
-                "std": sd,
-                "parse_failures": sum(1 for r in at if r.get("parse_failed")),
-                "llm_errors": sum(1 for r in at if r.get("llm_error")),
-                "short_contexts": sum(
-                    1 for r in at if (r["n_signal"], r["n_other"]) != (r["wanted_signal"], r["wanted_other"])
-                ),
-            }
+            m = _scenario_metrics(at, scenario)
+            # Every metric per dataset, as MedRGB reports them (Tables 2-4), not pooled across datasets.
             m["by_dataset"] = {
-                ds: {"n": len(group), "accuracy": _acc(group)[0]}
+                ds: _scenario_metrics([r for r in at if r["dataset"] == ds], scenario)
                 for ds in sorted({str(r["dataset"]) for r in at})
-                for group in [[r for r in at if r["dataset"] == ds]]
             }
-            if scenario == "sufficiency":
-                m["insufficient_share"] = _share(at, "insufficient")
-                m["noise_detection"] = _detection(at, "predicted_noise", "noise")
-                prod = [r["product"] for r in at if "product" in r]
-                if prod:
-                    pacc, psd = _acc(prod)
-                    m["product"] = {
-                        "n": len(prod),
-                        "accuracy": pacc,
-                        "std": psd,
-                        "insufficient_share": _share(prod, "insufficient"),
-                        "parse_failures": sum(1 for p in prod if p.get("parse_failed")),
-                    }
-            else:
-                m.update(_sub_scores(at))
-                m["empty_contexts"] = sum(1 for r in at if r.get("empty_context"))
-            if scenario == "robustness":
-                m["fact_detection"] = _detection(at, "predicted_cf", "counterfactual")
             per_rho[str(rho)] = m
         out[scenario] = {
             "by_rho": per_rho,
@@ -295,6 +303,71 @@ def _tables(metrics: Mapping[str, Any]) -> list[Table]:
                     "parse fail",
                 ],
                 rows,
+            )
+        )
+    tables += _dataset_tables(metrics)
+    return tables
+
+
+def _dataset_tables(metrics: Mapping[str, Any]) -> list[Table]:
+    """Every scenario's metrics per dataset and ρ (MedRGB reports each dataset on its own)."""
+    tables: list[Table] = []
+    plain = [(s, metrics[s]) for s in ("standard", "no_retrieval") if metrics.get(s)]
+    if plain:
+        datasets = sorted({ds for _s, m in plain for ds in m["by_dataset"]})
+        tables.append(
+            Table(
+                "Per dataset: Standard-RAG vs no retrieval (the reader alone, same question and options)",
+                ["dataset", *(f"{s} acc % (n)" for s, _m in plain)],
+                [
+                    [
+                        ds,
+                        *(
+                            f"{_pct(m['by_dataset'][ds]['accuracy'])} ({m['by_dataset'][ds]['n']})"
+                            if ds in m["by_dataset"]
+                            else "n/a"
+                            for _s, m in plain
+                        ),
+                    ]
+                    for ds in datasets
+                ],
+            )
+        )
+    columns: dict[str, list[tuple[str, Callable[[Mapping[str, Any]], float | None]]]] = {
+        "sufficiency": [
+            ("main acc %", lambda v: v["accuracy"]),
+            ("insufficient %", lambda v: v["insufficient_share"]),
+            ("noise acc %", lambda v: v["noise_detection"]["accuracy"]),
+            ("noise recall %", lambda v: v["noise_detection"]["recall"]),
+            ("specificity %", lambda v: v["noise_detection"]["specificity"]),
+        ],
+        "integration": [
+            ("main acc %", lambda v: v["accuracy"]),
+            ("sub EM %", lambda v: v["sub_em"]),
+            ("sub judged %", lambda v: v["sub_judged"]),
+        ],
+        "robustness": [
+            ("main acc %", lambda v: v["accuracy"]),
+            ("sub EM %", lambda v: v["sub_em"]),
+            ("sub judged %", lambda v: v["sub_judged"]),
+            ("fact detect acc %", lambda v: v["fact_detection"]["accuracy"]),
+            ("counterfactual recall %", lambda v: v["fact_detection"]["recall"]),
+        ],
+    }
+    for scenario, cols in columns.items():
+        sc = metrics.get(scenario)
+        if not sc:
+            continue
+        rows = [
+            [ds, rho, v["n"], *(_pct(pick(v)) for _name, pick in cols), v["parse_failures"]]
+            for rho, at in sc["by_rho"].items()
+            for ds, v in at["by_dataset"].items()
+        ]
+        tables.append(
+            Table(
+                f"Per dataset: {scenario}",
+                ["dataset", "ρ %", "n", *(name for name, _p in cols), "parse fail"],
+                sorted(rows, key=lambda r: (str(r[0]), int(r[1]))),
             )
         )
     return tables

@@ -39,6 +39,7 @@ from ._data import (
     compose_noisy,
     compose_robustness,
     mix_counts,
+    sampling_frame,
     with_insufficient_option,
 )
 from ._llm import (
@@ -59,6 +60,8 @@ if TYPE_CHECKING:
     from retrieval.evidence import EvidenceDoc
 
 __all__ = ["run_medrgb"]
+
+_default_loader = _load_items  # tests swap _load_items for fixed items; the frame describes the real one
 
 
 # --- the suite ----------------------------------------------------------------------------------------
@@ -94,13 +97,22 @@ class _Suite:
         for record in self.done.values():
             self.times.merge(record.get("timings") or {})
         self.keys: list[str] = []
-        self.llm: LLMClient | None = None
+        self.llm: LLMClient | None = None  # the reader
+        self.judge_llm: LLMClient | None = None  # generation (sub-QA, counterfactuals) and grading
         self.pipeline: Pipeline | None = None
         self.answerer: Answerer | None = None
         self.http: Any = None  # httpx.AsyncClient in server mode
         self.prompts = {
             name: load_prompt(f"medrgb_{name}")
-            for name in ("sufficiency", "subqa", "integration", "counterfactual", "robustness", "judge")
+            for name in (
+                "sufficiency",
+                "subqa",
+                "integration",
+                "counterfactual",
+                "robustness",
+                "judge",
+                "relevance",
+            )
         }
 
     # -- plumbing --
@@ -215,6 +227,82 @@ class _Suite:
                 docs.append(RGBDoc(pmid, _clip(" ".join(texts[pmid]), self.p.doc_chars), "signal", pmid, key))
         return docs[: self.p.k]
 
+    # -- signal: retrieved evidence the judge found relevant --
+
+    def signal(self, key: str) -> list[RGBDoc]:
+        """The item's signal documents: its retrieved evidence, minus what the judge found irrelevant (or
+        could not check) when the relevance check ran."""
+        docs = self.art.evidence.get(key, [])
+        if not self.p.relevance or self.judge_llm is None:
+            return list(docs)
+        verdicts = self.art.relevance.get(key, {})
+        return [d for d in docs if verdicts.get(d.doc_id) is True]
+
+    async def check_relevance(self, items: Sequence[MCQItem]) -> None:
+        """One YES/NO judge call per retrieved document (cached in the artefacts)."""
+        assert self.judge_llm is not None
+        judge = self.judge_llm
+        jobs = [
+            functools.partial(self._relevance_one, judge, item, doc)
+            for item in items
+            for doc in self.art.evidence.get(item.key, [])
+            if doc.doc_id not in self.art.relevance.get(item.key, {})
+        ]
+        await self.gather(jobs, "medrgb: signal relevance (judge)")
+
+    async def _relevance_one(self, judge: LLMClient, item: MCQItem, doc: RGBDoc) -> None:
+        from app.judge import parse_yes_no
+        from llm import LLMError
+
+        prompt = self.prompts["relevance"]
+        started = time.perf_counter()
+        verdict: bool | None
+        try:
+            result = await judge.complete_text(
+                prompt.render(question=item.question, document=doc.text),
+                prompt_version=prompt.id,
+                max_tokens=4,
+                temperature=0.0,
+            )
+            verdict = parse_yes_no(result.value)
+            tokens = result.prompt_tokens + result.completion_tokens
+        except LLMError:
+            verdict, tokens = None, 0
+        self.times.add("relevance_check", (time.perf_counter() - started) * 1000, tokens)
+        self.art.relevance.setdefault(item.key, {})[doc.doc_id] = verdict
+        self.art.save()
+
+    # -- no retrieval: the reader alone --
+
+    async def no_retrieval(self, items: Sequence[MCQItem]) -> None:
+        from eval.qa import answer_cot
+
+        assert self.llm is not None
+        llm = self.llm
+
+        async def job(item: MCQItem) -> None:
+            out = await answer_cot(llm, item, max_tokens=self.p.max_tokens or 400)
+            self.append(
+                {
+                    "key": _record_key("no_retrieval", item.key),
+                    "scenario": "no_retrieval",
+                    "rho": None,
+                    "item": item.key,
+                    "dataset": item.dataset,
+                    "gold": item.answer,
+                    "predicted": out["choice"],
+                    "correct": bool(out["correct"]),
+                    "parse_failed": out["status"] == "unparseable",
+                    "no_choice": out["choice"] is None,
+                    "mode": out["status"],
+                    "n_docs": 0,
+                    "timings": {"no_retrieval": {"ms": out["ms"], "tokens": out["tokens"]}},
+                }
+            )
+
+        todo = [it for it in items if _record_key("no_retrieval", it.key) not in self.done]
+        await self.gather([functools.partial(job, it) for it in todo], "medrgb: no retrieval")
+
     # -- sufficiency --
 
     def noise_pool(self, key: str) -> list[RGBDoc]:
@@ -234,9 +322,7 @@ class _Suite:
     async def _sufficiency_one(self, llm: LLMClient, item: MCQItem, rho: int) -> None:
         call = _Call()
         rng = _rng(self.opts, "sufficiency", rho, item.key)
-        docs = compose_noisy(
-            self.art.evidence.get(item.key, []), self.noise_pool(item.key), k=self.p.k, rho=rho, rng=rng
-        )
+        docs = compose_noisy(self.signal(item.key), self.noise_pool(item.key), k=self.p.k, rho=rho, rng=rng)
         options, insufficient = with_insufficient_option(item.options)
         schema = SufficiencyOutput.for_question(options, len(docs))
         out = await _complete(
@@ -340,11 +426,11 @@ class _Suite:
     # -- generation (cached) --
 
     async def generate_subqa(self, items: Sequence[MCQItem]) -> None:
-        assert self.llm is not None
-        llm = self.llm
+        assert self.judge_llm is not None
+        llm = self.judge_llm
         jobs = []
         for item in items:
-            for doc in self.art.evidence.get(item.key, []):
+            for doc in self.signal(item.key):
                 if doc.doc_id not in self.art.subqa.get(item.key, {}):
                     jobs.append(lambda item=item, doc=doc: self._subqa_one(llm, item, doc))
         await self.gather(jobs, "medrgb: sub-questions")
@@ -370,12 +456,12 @@ class _Suite:
         self.art.save()
 
     async def generate_counterfactuals(self, items: Sequence[MCQItem]) -> None:
-        assert self.llm is not None
-        llm = self.llm
+        assert self.judge_llm is not None
+        llm = self.judge_llm
         jobs = []
         for item in items:
             subqas = self.art.subqas(item.key)
-            for doc in self.art.evidence.get(item.key, []):
+            for doc in self.signal(item.key):
                 if doc.doc_id in subqas and doc.doc_id not in self.art.counterfactual.get(item.key, {}):
                     sq = subqas[doc.doc_id]
                     jobs.append(lambda item=item, doc=doc, sq=sq: self._cf_one(llm, item, doc, sq))
@@ -422,7 +508,7 @@ class _Suite:
         call = _Call()
         rng = _rng(self.opts, scenario, rho, item.key)
         subqas = self.art.subqas(item.key)
-        signal = [d for d in self.art.evidence.get(item.key, []) if d.doc_id in subqas]
+        signal = [d for d in self.signal(item.key) if d.doc_id in subqas]
         if scenario == "integration":
             docs = compose_noisy(signal, self.noise_pool(item.key), k=self.p.k, rho=rho, rng=rng)
             asked = [subqas[d.doc_id] for d in docs if d.role == "signal"]
@@ -451,7 +537,8 @@ class _Suite:
         for i, sq in enumerate(asked):
             pred = predictions[i].strip() if i < len(predictions) else None
             em = exact_match(pred, sq.answer)
-            judged, judge_failed = await self._judge(llm, sq, pred, em, call)
+            assert self.judge_llm is not None
+            judged, judge_failed = await self._judge(self.judge_llm, sq, pred, em, call)
             subs.append(
                 {
                     "doc_id": sq.doc_id,
@@ -506,18 +593,43 @@ def _http_client(server_url: str) -> Any:
 
 async def run_medrgb(opts: RunOptions) -> SuiteResult:
     """Run the configured MedRGB scenarios; see the module docstring for the params and metrics."""
+    from eval.judging import build_judge_llm, judge_notes, resolve_judge
+
     p = _Params.parse(opts.params)
+    # Relevance checks, sub-QA/counterfactual generation and grading need a judge apart from the reader.
+    wants_judge = any(s in p.scenarios for s in ("integration", "robustness")) or (
+        "sufficiency" in p.scenarios and p.relevance
+    )
+    has_reader = eval_settings(opts).llm.backend != "none"
+    choice = resolve_judge(opts, "medrgb") if wants_judge and has_reader else None
     items = _load_items(opts, p)
     opts.out_dir.mkdir(parents=True, exist_ok=True)
     suite = _Suite(opts, p)
     suite.keys = [it.key for it in items]
+    frame = sampling_frame(opts, p, items) if _load_items is _default_loader else {}
+    retrieval = eval_settings(opts)
+    where = (
+        f"the server at {opts.server_url}"
+        if opts.server_url
+        else f"the configured retrieval (E-utilities backend {retrieval.eutils.backend}, corpus "
+        f"{retrieval.local_server.corpus_dir or 'bundled'})"
+    )
     notes = [
         f"{len(items)} questions ({', '.join(sorted({it.dataset for it in items}))}; source {p.source}); "
         f"k={p.k} documents per context, each clipped to {p.doc_chars} characters; ρ = {list(p.rhos)}.",
-        "Signal documents are the question's own top-k evidence from the CoMeta pipeline over the bundled "
-        "corpus; noise documents are evidence retrieved for the other questions of the run (MedRGB samples "
-        "them from other questions' signal sets). Documents are shown as text only (the bundled corpus "
-        "titles PubMedQA records with the question itself).",
+        *(
+            f"Sampling frame, {ds}: {v['sampled']} of {v['population']} drawn from {v['drawn_from']} "
+            f"(seed {v['seed']}, {v['sampling']})."
+            for ds, v in frame.items()
+        ),
+        f"Signal candidates are each question's top-k evidence from {where}; "
+        + (
+            "a document counts as signal only after the judge says it is relevant (prompt medrgb_relevance); "
+            if p.relevance
+            else "they are NOT relevance-checked (param relevance=false); "
+        )
+        + "noise documents are evidence retrieved for the other questions of the run (MedRGB samples "
+        "them from other questions' signal sets). Documents are shown as text only.",
         "Every unparseable LLM output counts as wrong and is counted; a judged sub-answer score is 1 on "
         "exact match and 0 for a missing answer without calling the judge.",
     ]
@@ -552,11 +664,23 @@ async def run_medrgb(opts: RunOptions) -> SuiteResult:
             if p.max_tokens is not None:
                 answer_settings.max_tokens = p.max_tokens
             suite.answerer = Answerer(llm, answer_settings)
+        if choice is not None:
+            suite.judge_llm = build_judge_llm(choice, suite.llm)
+            notes[:0] = judge_notes(
+                choice,
+                getattr(suite.llm, "model_name", None),
+                getattr(suite.judge_llm, "model_name", None),
+            )
         await suite.standard(items)
         wants_llm = [s for s in p.scenarios if s != "standard"]
         if wants_llm and suite.llm is None:
             notes.append(f"No LLM configured: {', '.join(wants_llm)} skipped (they need a reader model).")
         elif wants_llm:
+            if "no_retrieval" in p.scenarios:
+                await suite.no_retrieval(items)
+            needs_signal = any(s in p.scenarios for s in ("sufficiency", "integration", "robustness"))
+            if needs_signal and p.relevance and suite.judge_llm is not None:
+                await suite.check_relevance(items)
             if len(suite.art.evidence) < 2:
                 notes.append("Only one question: there is no other question's evidence to use as noise.")
             if "sufficiency" in p.scenarios:
@@ -571,6 +695,8 @@ async def run_medrgb(opts: RunOptions) -> SuiteResult:
     finally:
         if client is not None:
             await client.aclose()
+        if suite.judge_llm is not None and suite.judge_llm is not suite.llm:
+            await suite.judge_llm.aclose()
         if suite.pipeline is not None:
             await suite.pipeline.aclose()
         elif suite.llm is not None:
@@ -581,6 +707,23 @@ async def run_medrgb(opts: RunOptions) -> SuiteResult:
     metrics = summarise(records)
     generated = _generation_stats(suite.art, keys)
     metrics["generation"] = generated
+    if choice is not None:
+        metrics.update(choice.metrics())
+    metrics["sampling_frame"] = frame
+    checked = [v for k in keys for v in suite.art.relevance.get(k, {}).values()]
+    if checked:
+        metrics["relevance"] = {
+            "checked": len(checked),
+            "relevant": sum(1 for v in checked if v is True),
+            "irrelevant": sum(1 for v in checked if v is False),
+            "check_failed": sum(1 for v in checked if v is None),
+        }
+        rel = metrics["relevance"]
+        notes.append(
+            f"Relevance check by the judge: {rel['relevant']} of {rel['checked']} retrieved documents kept "
+            f"as signal, {rel['irrelevant']} judged irrelevant, {rel['check_failed']} unchecked (call or "
+            "parse failed; not used as signal)."
+        )
     metrics["params"] = {
         "scenarios": list(p.scenarios),
         "k": p.k,
@@ -588,6 +731,7 @@ async def run_medrgb(opts: RunOptions) -> SuiteResult:
         "doc_chars": p.doc_chars,
         "source": p.source,
         "n_items": len(items),
+        "relevance_check": p.relevance,
     }
     if generated["subqa"]["attempted"]:
         notes.append(

@@ -68,8 +68,14 @@ def test_bad_question_sets(tmp_path: Path, content: str, message: str) -> None:
 @ASYNC
 async def test_audit_over_five_handbooks(service: SourcesService, questions: Path, tmp_path: Path) -> None:
     llm = handbook_llm()
-    opts = RunOptions(out_dir=tmp_path / "run", subsets=tuple(ORDER), params={"questions": str(questions)})
+    opts = RunOptions(
+        out_dir=tmp_path / "run",
+        subsets=tuple(ORDER),
+        params={"questions": str(questions)},
+        allow_self_judge=True,
+    )
     result = await run_audit(opts, llm=llm, service=service)
+    assert result.metrics["self_judged"] is True and result.notes[0].startswith("SELF-JUDGED")
 
     per_q = result.metrics["per_question"]
     assert per_q["travel"] == {
@@ -120,13 +126,24 @@ async def test_audit_refuses_without_a_judge_or_sources(
     service: SourcesService, questions: Path, tmp_path: Path
 ) -> None:
     opts = RunOptions(out_dir=tmp_path / "a", subsets=tuple(ORDER), params={"questions": str(questions)})
-    with pytest.raises(CometaError, match="needs an LLM"):
+    with pytest.raises(CometaError, match="no LLM is configured"):
         await run_audit(opts, service=service)
-    one = RunOptions(out_dir=tmp_path / "b", subsets=("northbridge",), params={"questions": str(questions)})
+    # The reader as its own judge is refused unless allowed.
+    with pytest.raises(CometaError, match="would be the reader"):
+        await run_audit(opts, llm=handbook_llm(), service=service)
+    one = RunOptions(
+        out_dir=tmp_path / "b",
+        subsets=("northbridge",),
+        params={"questions": str(questions)},
+        allow_self_judge=True,
+    )
     with pytest.raises(CometaError, match="compares sources"):
         await run_audit(one, llm=handbook_llm(), service=service)
     unknown = RunOptions(
-        out_dir=tmp_path / "c", subsets=("northbridge", "atlantis"), params={"questions": str(questions)}
+        out_dir=tmp_path / "c",
+        subsets=("northbridge", "atlantis"),
+        params={"questions": str(questions)},
+        allow_self_judge=True,
     )
     with pytest.raises(CometaError, match="unknown source 'atlantis'"):
         await run_audit(unknown, llm=handbook_llm(), service=service)
@@ -146,3 +163,17 @@ def test_aggregate_reports_sources_not_searched_or_not_answered() -> None:
     assert agg["per_source"]["b"]["not_searched"] == 1 and agg["per_source"]["b"]["r_abs"] is None
     assert agg["per_source"]["c"]["answer_errors"] == 1 and agg["per_source"]["c"]["questions"] == 0
     assert agg["per_source"]["a"]["r_abs"] == 0.0 and agg["overall"]["questions_judged"] == 0
+
+
+@ASYNC
+async def test_audit_with_a_separate_judge_routes_answers_and_labels(
+    service: SourcesService, questions: Path, tmp_path: Path
+) -> None:
+    reader, judge = handbook_llm(), handbook_llm()
+    opts = RunOptions(out_dir=tmp_path / "sep", subsets=tuple(ORDER), params={"questions": str(questions)})
+    result = await run_audit(opts, llm=reader, judge=judge, service=service)
+    assert result.metrics["self_judged"] is False
+    assert not any(n.startswith("SELF-JUDGED") for n in result.notes)
+    # The reader wrote the per-source answers only; every absence screen and pair label was the judge's.
+    assert reader.versions and all(v.startswith("answer_per_source") for v in reader.versions)
+    assert judge.versions and all(v.startswith(("judge_compare", "judge_absence")) for v in judge.versions)

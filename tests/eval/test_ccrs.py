@@ -77,15 +77,15 @@ ITEMS = [CcrsItem(f"standard:pubmedqa:{i}", f"question {i}?", f"gold answer {i}"
 
 
 def _systems() -> dict[str, Any]:
-    async def good(question: str) -> SystemAnswer:
-        i = question.split()[1].rstrip("?")
+    async def good(item: CcrsItem) -> SystemAnswer:
+        i = item.question.split()[1].rstrip("?")
         return SystemAnswer(f"gold answer {i}", "retrieved context")  # equals g: EM = 1
 
-    async def bad(question: str) -> SystemAnswer:
-        i = question.split()[1].rstrip("?")
+    async def bad(item: CcrsItem) -> SystemAnswer:
+        i = item.question.split()[1].rstrip("?")
         return SystemAnswer(f"bad answer {i}", "")
 
-    async def broken(_question: str) -> SystemAnswer:
+    async def broken(_item: CcrsItem) -> SystemAnswer:
         raise LLMTimeout("reader down")
 
     return {"good": good, "bad": bad, "broken": broken}
@@ -104,7 +104,7 @@ def test_score_items_and_aggregate_numbers(tmp_path: Path) -> None:
     judge = ScriptedLLM(_judge)
     log = ItemLog(tmp_path / "items.jsonl", resume=True)
     records = asyncio.run(score_items(ITEMS, _systems(), judge, log))
-    # good and bad: 5 judgements per item; broken: empty response, no judge call
+    # good and bad: 5 judgements per item; broken: a reader error, no judge call
     assert len(judge.seen) == 3 * 2 * 5
     agg = aggregate(records, ["good", "bad", "broken"], B=200, seed=0)
     good, bad, broken = (agg["systems"][s] for s in ("good", "bad", "broken"))
@@ -121,17 +121,20 @@ def test_score_items_and_aggregate_numbers(tmp_path: Path) -> None:
     assert good["QR"]["tie_probability"] == pytest.approx(1.0)
     assert bad["QR"]["tie_probability"] == pytest.approx(1 / 3)
     assert bad["ID"]["histogram"] == [0, 0, 3, 0, 0, 0, 0, 0, 0, 0]
-    # broken: every metric 0 at the floor, reported as empty responses
-    assert broken["IR"]["mean"] == 0.0
-    assert broken["IR"]["floor_share"] == 1.0
-    assert broken["IR"]["empty_responses"] == 3
+    # broken: reader errors, counted on their own and in no mean (not 0 at the floor)
+    assert math.isnan(broken["IR"]["mean"])
+    assert (broken["IR"]["n"], broken["IR"]["reader_errors"], broken["IR"]["empty_responses"]) == (0, 3, 0)
+    assert records[0]["systems"]["broken"]["status"]["CC"] == "reader_error"
     assert records[0]["systems"]["broken"]["mode"] == "error:LLMTimeout"
     assert agg["modes"] == {"good": {"llm": 3}, "bad": {"llm": 3}, "broken": {"error:LLMTimeout": 3}}
-    # Tukey on CC uses only the two items every system has a score for
-    assert agg["tukey"]["CC"]["n_items"] == 2
-    assert agg["tukey"]["AC"]["n_items"] == 3
-    assert agg["tukey"]["AC"]["pairs_total"] == 3
-    assert agg["tukey"]["AC"]["pairs"]["good vs bad"]["diff"] == pytest.approx(0.91)
+    # Tukey needs every system scored on an item: with the broken reader in, no item qualifies
+    assert agg["tukey"]["AC"]["n_items"] == 0
+    two = aggregate(records, ["good", "bad"], B=200, seed=0)
+    # Tukey on CC uses only the two items both systems have a score for
+    assert two["tukey"]["CC"]["n_items"] == 2
+    assert two["tukey"]["AC"]["n_items"] == 3
+    assert two["tukey"]["AC"]["pairs_total"] == 1
+    assert two["tukey"]["AC"]["pairs"]["good vs bad"]["diff"] == pytest.approx(0.91)
 
 
 def test_score_items_resumes_without_re_judging(tmp_path: Path) -> None:
@@ -174,8 +177,17 @@ def test_correlations_are_fisher_z_averaged_over_systems() -> None:
 
 def test_run_ccrs_without_an_llm_is_a_clear_error(tmp_path: Path) -> None:
     opts = RunOptions(out_dir=tmp_path, llm=LLMSettings(backend="none"))
-    with pytest.raises(EvalInputError, match="needs a judge LLM"):
+    with pytest.raises(EvalInputError, match="no LLM is configured"):
         asyncio.run(ccrs.run_ccrs(opts))
+
+
+def test_run_ccrs_refuses_the_reader_as_judge(tmp_path: Path) -> None:
+    reader = LLMSettings(backend="openai", model="m", base_url="http://h:1/v1")
+    with pytest.raises(EvalInputError, match="--allow-self-judge"):
+        asyncio.run(ccrs.run_ccrs(RunOptions(out_dir=tmp_path, llm=reader)))
+    same = reader.model_copy(update={"temperature": 0.7})  # same weights, other sampling: still itself
+    with pytest.raises(EvalInputError, match="is the reader model"):
+        asyncio.run(ccrs.run_ccrs(RunOptions(out_dir=tmp_path, llm=reader, judge_llm=same)))
 
 
 def test_load_ccrs_items_pairs_questions_with_gold_long_answers() -> None:
@@ -217,7 +229,9 @@ def test_run_ccrs_end_to_end_with_a_scripted_llm(tmp_path: Path, monkeypatch: py
         return pipeline, Answerer(llm), llm  # type: ignore[arg-type]
 
     monkeypatch.setattr(ccrs, "build_offline_services", services)
-    opts = RunOptions(out_dir=tmp_path, limit=2, llm=LLMSettings(backend="openai"), params={"B": 200})
+    opts = RunOptions(
+        out_dir=tmp_path, limit=2, llm=LLMSettings(backend="openai"), params={"B": 200}, allow_self_judge=True
+    )
     result = asyncio.run(ccrs.run_ccrs(opts))
     m = result.metrics
     assert m["system_names"] == ["extractive", "llm_no_retrieval", "llm_rag"]

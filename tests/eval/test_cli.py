@@ -13,7 +13,7 @@ from app.cli import app
 from eval import ITEMS_FILE, RunOptions
 from eval.cli import run_suite
 
-SUITES = ("retrieval", "chunking", "qa", "medrgb", "ccrs", "audit", "build-cmmqa")
+SUITES = ("retrieval", "chunking", "qa", "medrgb", "ccrs", "audit", "judge", "compare", "build-cmmqa")
 
 
 def _invoke(*args: str) -> tuple[int, str, str]:

@@ -37,6 +37,7 @@ from eval.medrgb import (
     with_insufficient_option,
 )
 from eval.mirage import MCQItem
+from llm import LLMSettings
 from retrieval.evidence import EvidenceDoc
 from tests._fakes import Reply, ScriptedLLM
 
@@ -205,6 +206,10 @@ SUB_ANSWERS = {
 
 def reader(prompt: str, *, garbage: AbstractSet[str] = frozenset()) -> Reply:
     """A perfect noise/fact detector that answers from its own documents, else says insufficient."""
+    if "checking retrieved evidence" in prompt:  # the judge's relevance check: every document is on topic
+        return "YES" if "DOC9" not in prompt else "NO"
+    if "think step by step, then choose" in prompt:  # no retrieval (the CoT prompt): always "maybe"
+        return {"step_by_step_thinking": "no evidence", "answer_choice": "C"}
     if "Task: answer a multi-choice medical question" in prompt:  # the product's answer_choice prompt
         if "Insufficient information" in prompt and not re.search(rf"DOC{_own_prefix(prompt)}0", prompt):
             return {"step_by_step_thinking": "none relevant", "answer_choice": "D"}
@@ -252,15 +257,28 @@ def _run(
     *,
     params: dict[str, Any] | None = None,
     resume: bool = True,
+    judge: ScriptedLLM | None = None,
 ) -> tuple[SuiteResult, _FakePipeline]:
+    """Run the suite on the scripted reader; with ``judge`` a separate judge model, else self-judged."""
+    import eval.judging._select as select
+
     pipeline = _FakePipeline()
+    if judge is not None:
+        monkeypatch.setattr(select, "build_llm", lambda _settings: judge)
 
     async def services(_opts: RunOptions) -> tuple[Any, Answerer, ScriptedLLM]:
         return pipeline, Answerer(llm), llm  # type: ignore[arg-type]
 
     monkeypatch.setattr(medrgb_suite, "build_offline_services", services)
     monkeypatch.setattr(medrgb_suite, "_load_items", lambda _opts, _p: list(ITEMS))
-    opts = RunOptions(out_dir=tmp_path, params=params or {}, resume=resume)
+    opts = RunOptions(
+        out_dir=tmp_path,
+        params=params or {},
+        resume=resume,
+        llm=LLMSettings(backend="openai", model="reader"),
+        judge_llm=LLMSettings(backend="openai", model="judge") if judge is not None else None,
+        allow_self_judge=judge is None,
+    )
     return asyncio.run(run_medrgb(opts)), pipeline
 
 
@@ -329,6 +347,66 @@ def test_integration_sub_answer_em_and_judged_score(tmp_path: Path, monkeypatch:
     assert llm.versions.count("medrgb_judge@1") == 6
     assert llm.versions.count("medrgb_subqa@1") == 10
     assert result.metrics["generation"]["subqa"] == {"attempted": 10, "ok": 10, "failed": 0, "extractive": 10}
+
+
+def test_a_separate_judge_generates_and_grades_the_reader_only_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reader_llm, judge_llm = ScriptedLLM(reader), ScriptedLLM(reader)
+    result, _ = _run(
+        tmp_path, monkeypatch, reader_llm, params={"scenarios": "integration", "rho": "100"}, judge=judge_llm
+    )
+    assert result.metrics["self_judged"] is False
+    assert result.metrics["judge"]["model"] == "judge" and result.metrics["reader"]["model"] == "reader"
+    # Sub-QA generation and 0/0.5/1 grading went to the judge; the reader only answered.
+    assert judge_llm.versions.count("medrgb_subqa@1") == 10
+    assert judge_llm.versions.count("medrgb_judge@1") == 6
+    assert not {"medrgb_subqa@1", "medrgb_judge@1"} & set(reader_llm.versions)
+    assert "medrgb_integration@1" in reader_llm.versions
+    assert not any(n.startswith("SELF-JUDGED") for n in result.notes)
+
+
+def test_irrelevant_documents_are_not_signal_and_no_retrieval_is_an_arm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def judge_script(prompt: str) -> Reply:
+        # The judge rejects each question's fifth document as off topic.
+        if "checking retrieved evidence" in prompt:
+            return "NO" if re.search(r"Document: DOC\d05", prompt) else "Yes."
+        return reader(prompt)
+
+    reader_llm, judge_llm = ScriptedLLM(reader), ScriptedLLM(judge_script)
+    result, _ = _run(
+        tmp_path,
+        monkeypatch,
+        reader_llm,
+        params={"scenarios": "standard,no_retrieval,integration", "rho": "100"},
+        judge=judge_llm,
+    )
+    m = result.metrics
+    assert m["relevance"] == {"checked": 10, "relevant": 8, "irrelevant": 2, "check_failed": 0}
+    assert judge_llm.versions.count("medrgb_relevance@1") == 10
+    # Sub-QA pairs only for the 4 relevant documents of each question.
+    assert judge_llm.versions.count("medrgb_subqa@1") == 8
+    assert m["integration"]["by_rho"]["100"]["n_sub"] == 8
+    # No retrieval: the reader alone answers "maybe" (C): 0 of 2, per dataset too.
+    assert m["no_retrieval"]["accuracy"] == 0.0 and m["no_retrieval"]["by_dataset"]["pubmedqa"]["n"] == 2
+    assert m["standard"]["accuracy"] == 1.0
+    # Every metric per dataset, not only accuracy.
+    per_ds = m["integration"]["by_rho"]["100"]["by_dataset"]["pubmedqa"]
+    assert per_ds["n_sub"] == 8 and per_ds["sub_em"] == pytest.approx(4 / 8)
+    titles = [t.title for t in result.tables]
+    assert "Per dataset: integration" in titles
+    assert any(t.startswith("Per dataset: Standard-RAG vs no retrieval") for t in titles)
+    assert any("2 judged irrelevant" in n for n in result.notes)
+
+
+def test_self_judging_is_refused_unless_allowed(tmp_path: Path) -> None:
+    opts = RunOptions(
+        out_dir=tmp_path, params={"scenarios": "integration"}, llm=LLMSettings(backend="openai", model="r")
+    )
+    with pytest.raises(EvalInputError, match="allow-self-judge"):
+        asyncio.run(run_medrgb(opts))
 
 
 def test_integration_parse_failure_leaves_sub_answers_missing(
@@ -530,3 +608,22 @@ def test_generation_rejects_copied_format_placeholders(
     assert at100["short_contexts"] == 2 and at100["n_sub"] == 0 and at100["sub_em"] is None
     assert at100["empty_contexts"] == 2 and at100["accuracy"] == 0.0
     assert any("were empty" in note for note in result.notes)
+
+
+def test_sampling_frame_names_one_file_for_every_dataset() -> None:
+    from eval.medrgb import sampling_frame
+    from eval.medrgb._data import _load_items, _Params
+    from eval.mirage import find_benchmark
+
+    bench = find_benchmark()
+    if bench is None:
+        pytest.skip("MIRAGE benchmark.json not found")
+    opts = RunOptions(out_dir=Path("."), limit=2, subsets=("medqa", "bioasq"), seed=3)
+    p = _Params.parse({})
+    items = _load_items(opts, p)
+    frame = sampling_frame(opts, p, items)
+    assert set(frame) == {"medqa", "bioasq"}
+    for v in frame.values():
+        # The same full benchmark for both (no cancer-enriched copy for some and the full file for others).
+        assert v["drawn_from"] == f"MIRAGE benchmark.json ({bench})"
+        assert v["sampled"] == 2 and v["population"] > 100 and v["seed"] == 3

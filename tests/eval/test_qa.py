@@ -40,6 +40,7 @@ def test_summarise_by_hand() -> None:
     assert medqa["std"] == pytest.approx(math.sqrt(0.5 * 0.5 / 4))  # 0.25
     assert s["cot"]["datasets"]["mmlu"] == {"n": 1, "correct": 1, "acc": 1.0, "std": 0.0}
     assert s["cot"]["average"] == pytest.approx(0.75)  # mean of subset accuracies, not of items (0.6)
+    assert s["cot"]["weighted_average"] == pytest.approx(0.6)  # (4 * 0.5 + 1 * 1.0) / 5
     assert s["cot"]["unparseable"] == 1 and s["cot"]["by_status"] == {"ok": 4, "unparseable": 1}
     assert s["cometa"]["datasets"] == {"medqa": {"n": 1, "correct": 0, "acc": 0.0, "std": 0.0}}
     assert s["cometa"]["by_status"] == {"no_evidence": 1}
@@ -49,6 +50,7 @@ def test_summarise_by_hand() -> None:
         "50.0 ± 25.0 (n=4)",
         "100.0 ± 0.0 (n=1)",
         "75.0",
+        "60.00",
         "1 / 0 / 0 / 0",
     ]
     assert table.rows[1][2] == "n/a" and table.rows[1][-1] == "0 / 0 / 1 / 0"
@@ -146,3 +148,81 @@ async def test_run_qa_refuses_without_a_reader(tmp_path: Path, monkeypatch: pyte
         await qa.run_qa(opts)
     with pytest.raises(EvalInputError, match="arms"):
         await qa.run_qa(RunOptions(out_dir=tmp_path, params={"arms": ["cot", "oracle"]}))
+
+
+def test_weighted_average_reproduces_cometa_table_4() -> None:
+    """CoMeta Table 4, CoMeta row: 19/23, 60/86, 64/93, 39/60, 67/82 correct; weighted vs macro average."""
+    counts = {
+        "mmlu": (19, 23),
+        "medqa": (60, 86),
+        "medmcqa": (64, 93),
+        "pubmedqa": (39, 60),
+        "bioasq": (67, 82),
+    }
+    records = [_rec("cometa", ds, i, i < correct) for ds, (correct, n) in counts.items() for i in range(n)]
+    s = qa.summarise(records, ["cometa"], list(counts))["cometa"]
+    assert [round(100 * s["datasets"][ds]["acc"], 2) for ds in counts] == [82.61, 69.77, 68.82, 65.0, 81.71]
+    assert round(100 * s["weighted_average"], 2) == 72.38  # 249 / 344 exactly
+    assert round(100 * s["average"], 2) == 73.58  # the macro mean the table does not print
+
+
+def test_depth_table_by_hand() -> None:
+    records = [
+        _rec("cometa@d1", "pubmedqa", 1, True) | {"gold": "A", "choice": "A"},
+        _rec("cometa@d1", "pubmedqa", 2, False) | {"gold": "A", "choice": "B"},
+        _rec("cometa@d1", "pubmedqa", 3, True) | {"gold": "B", "choice": "B"},
+        _rec("cometa@d1", "pubmedqa", 4, False) | {"gold": "B", "choice": None},
+    ]
+    table = qa.depth_table(records, ["cot", "cometa@d1"])
+    assert table is not None
+    # Acc 2/4. A: P 1/1, R 1/2; B: P 1/2 (B predicted twice), R 1/2 -> macro P 0.75, R 0.5,
+    # F1 = mean(2*1*0.5/1.5, 2*0.5*0.5/1.0) = mean(0.6667, 0.5) = 0.5833.
+    assert table.rows == [["D1", 4, "50.00", "75.00", "50.00", "58.33"]]
+    assert qa.depth_table(records, ["cot"]) is None
+
+
+async def test_depth_ablation_runs_one_cometa_arm_per_policy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from retrieval.evidence import EvidenceBuilder
+
+    items = _items()[:2]
+    seen: list[tuple[str, str]] = []
+    build = EvidenceBuilder.build
+
+    async def spy(self: EvidenceBuilder, *args: Any, **kwargs: Any) -> Any:
+        seen.append((self.settings.depth_d2, self.settings.depth_d3))
+        return await build(self, *args, **kwargs)
+
+    monkeypatch.setattr(EvidenceBuilder, "build", spy)
+
+    def script(prompt: str) -> Any:
+        if "POTENTIAL CHOICES" not in prompt:
+            return LLMUnavailable("no rewriter in this test")
+        return {"step_by_step_thinking": ".", "answer_choice": items[0].answer}
+
+    llm = ScriptedLLM(script)
+    settings = Settings().offline()
+    settings = settings.model_copy(update={"dense": settings.dense.model_copy(update={"enabled": False})})
+
+    async def services(_opts: RunOptions) -> tuple[Pipeline, Answerer, Any]:
+        pipeline = Pipeline(settings, llm=llm, use_dense=False, use_passages=False)  # type: ignore[arg-type]
+        return pipeline, Answerer(llm), llm  # type: ignore[arg-type]
+
+    monkeypatch.setattr(qa, "build_offline_services", services)
+    opts = RunOptions(
+        out_dir=tmp_path,
+        limit=2,
+        subsets=("pubmedqa",),
+        params={"source": "mirage", "arms": ["cometa"], "depth": ["d1", "d1+d2+d3"]},
+        llm=LLMSettings(backend="embedded"),
+    )
+    result = await qa.run_qa(opts)
+    assert set(result.metrics["arms"]) == {"cometa@d1", "cometa@d1+d2+d3"}
+    # Two questions per policy, each searched with its own depth policy, in that order.
+    assert seen == [("abstract", "abstract")] * 2 + [("fulltext", "fulltext")] * 2
+    assert [r[0] for r in result.tables[1].rows] == ["D1", "D1+D2+D3"]
+    with pytest.raises(EvalInputError, match="depth must be"):
+        await qa.run_qa(
+            RunOptions(out_dir=tmp_path / "x", params={"depth": "d4"}, llm=LLMSettings(backend="embedded"))
+        )
