@@ -14,9 +14,13 @@
 Each unordered pair is judged once, in canonical order (A = the source listed first), and the matrix is
 symmetrised: the five labels are symmetric relations, and judging both orders would double the cost.
 
-Rates (paper, Table 2): ``r_abs`` = ABSENT / judged pairs; ``r_div`` = (DIVERGENT + CONTRADICTORY) /
-non-absent judged pairs; ``r_con`` = CONSISTENT / non-absent judged pairs; ``None`` when the denominator
-is 0. A pair whose LLM call failed has ``classification=None`` and counts in no rate.
+Rates (HERO-QA §5, Table 3): ``r_abs`` is the paper's absence rate, per source: the share of the sources'
+answers that do not address the question (absent answers / answers screened; a failed answer counts in
+neither); ``r_abs_pairs`` = ABSENT / judged pairs, the share of pairs the absence screen decided (what
+``r_abs`` meant before: a pair is ABSENT when either side is, so it overstates absence); ``r_div`` =
+(DIVERGENT + CONTRADICTORY) / non-absent judged pairs; ``r_con`` = CONSISTENT / non-absent judged pairs;
+``None`` when the denominator is 0. A pair whose LLM call failed has ``classification=None`` and counts in
+no pair rate.
 """
 
 from __future__ import annotations
@@ -95,7 +99,8 @@ class JudgeReport:
     pairs: tuple[PairJudgement, ...]
     matrix: list[list[Label | None]]  # N x N over ``sources``, symmetric, diagonal None
     counts: dict[Label, int]
-    r_abs: float | None
+    r_abs: float | None  # absent answers / screened answers (the paper's per-source absence rate)
+    r_abs_pairs: float | None  # ABSENT pairs / judged pairs
     r_div: float | None
     r_con: float | None
     any_div: bool
@@ -295,6 +300,7 @@ class CrossSourceJudge:
         judged = sum(counts.values())
         present = judged - counts["ABSENT"]
         divergent = counts["DIVERGENT"] + counts["CONTRADICTORY"]
+        screened = [a for a in answers if a.error is None]
         return JudgeReport(
             question_hash=hashlib.sha256(question.encode()).hexdigest()[:16],
             sources=sources,
@@ -302,7 +308,8 @@ class CrossSourceJudge:
             pairs=pairs,
             matrix=matrix,
             counts=counts,
-            r_abs=counts["ABSENT"] / judged if judged else None,
+            r_abs=sum(a.absent for a in screened) / len(screened) if screened else None,
+            r_abs_pairs=counts["ABSENT"] / judged if judged else None,
             r_div=divergent / present if present else None,
             r_con=counts["CONSISTENT"] / present if present else None,
             any_div=divergent > 0,

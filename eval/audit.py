@@ -12,8 +12,10 @@ every collection of the configured store (``COMETA_COLLECTIONS__ROOT``); the que
 
 Rates (paper, Table 3), reported per question, per source and overall:
 
-* ``r_abs`` - absence. Per source: the share of answered questions it does not address (the paper's
-  per-handbook absence rate); overall: the mean over sources; per question: ABSENT pairs / judged pairs.
+* ``r_abs`` - absence, as the paper defines it: per source, the share of answered questions it does not
+  address (the per-handbook absence rate); overall: the mean over sources; per question: the share of the
+  answered sources that do not address it. ``r_abs_pairs`` - ABSENT pairs / judged pairs (per question and
+  overall): a pair is ABSENT when either side is, so this is not the absence rate.
 * ``R_div`` - DIVERGENT + CONTRADICTORY pairs / non-absent judged pairs (per source: the pairs it is in).
 * ``R_con`` - CONSISTENT pairs / non-absent judged pairs.
 * ``any_div`` - per question: at least one divergent pair; per source and overall: the share of questions.
@@ -112,6 +114,7 @@ def _record(q: AuditQuestion, body: Mapping[str, Any]) -> dict[str, Any]:
         "matrix": judge.get("matrix", []),
         "counts": judge.get("counts", {}),
         "r_abs": judge.get("r_abs"),
+        "r_abs_pairs": judge.get("r_abs_pairs"),
         "r_div": judge.get("r_div"),
         "r_con": judge.get("r_con"),
         "any_div": judge.get("any_div"),
@@ -298,7 +301,7 @@ async def run_audit(
     o = agg["overall"]
     overall = Table(
         "Overall",
-        ["questions", "judged", "r_abs (mean per source)", "r_abs (pairs)", "R_div", "R_con", "pct any_div"],
+        ["questions", "judged", "r_abs (mean per source)", "r_abs_pairs", "R_div", "R_con", "pct any_div"],
         [
             [
                 o["questions"],
@@ -335,7 +338,7 @@ async def run_audit(
     ]
     notes = [
         "r_abs per source = questions the source does not address / questions it answered; overall = the "
-        "mean over sources (HERO-QA's average handbook absence rate); r_abs (pairs) = ABSENT / judged pairs.",
+        "mean over sources (HERO-QA's average handbook absence rate); r_abs_pairs = ABSENT / judged pairs (not an absence rate).",
         "R_div = (DIVERGENT + CONTRADICTORY) / non-absent judged pairs; R_con = CONSISTENT / non-absent "
         "judged pairs; any_div = share of questions with at least one divergent pair.",
         "Per-question and aggregate N x N matrices: matrices.json (labels counted per unordered pair).",
@@ -355,7 +358,8 @@ async def run_audit(
             "overall": o,
             "per_source": per_source,
             "per_question": {
-                r["key"]: {k: r[k] for k in ("r_abs", "r_div", "r_con", "any_div")} for r in records
+                r["key"]: {k: r.get(k) for k in ("r_abs", "r_abs_pairs", "r_div", "r_con", "any_div")}
+                for r in records
             },
             "wall_s": round(time.perf_counter() - started, 2),
         },

@@ -104,7 +104,8 @@ async def test_four_sources_rates_matrix_and_note() -> None:
         "DIVERGENT": 2,
         "CONTRADICTORY": 0,
     }
-    assert report.r_abs == pytest.approx(2 / 6)
+    # The paper's absence rate is per source (none of the four answers is absent); the pair share is not it.
+    assert report.r_abs == 0.0 and report.r_abs_pairs == pytest.approx(2 / 6)
     assert report.r_div == pytest.approx(2 / 4)
     assert report.r_con == pytest.approx(1 / 4)
     assert report.any_div
@@ -127,7 +128,9 @@ async def test_absent_pairs_skip_llm_and_one_call_per_present_pair() -> None:
     report = await CrossSourceJudge(llm).judge(Q, answers)
     assert len(llm.seen) == 3  # pairs among 2, 3, 4 only
     assert [p.parsed_by for p in report.pairs[:3]] == ["prescreen"] * 3
-    assert report.r_abs == pytest.approx(3 / 6) and report.r_con == 1.0 and report.r_div == 0.0
+    # One source of four is silent: r_abs 1/4, though it makes half the pairs ABSENT.
+    assert report.r_abs == pytest.approx(1 / 4) and report.r_abs_pairs == pytest.approx(3 / 6)
+    assert report.r_con == 1.0 and report.r_div == 0.0
     assert not report.any_div and report.note is None
 
 
@@ -140,7 +143,7 @@ async def test_pair_error_excluded_from_rates() -> None:
     report = await CrossSourceJudge(ScriptedLLM(script)).judge(Q, [present("1"), present("2"), present("3")])
     assert report.matrix[0][1] is None and report.matrix[1][0] is None
     assert sum(report.counts.values()) == 2
-    assert report.r_div == 1.0 and report.r_abs == 0.0
+    assert report.r_div == 1.0 and report.r_abs == 0.0 and report.r_abs_pairs == 0.0
     assert len(report.errors) == 1 and "PMID:1 vs PMID:2" in report.errors[0]
     assert "opposite guidance on dose" in (report.note or "")
 

@@ -73,12 +73,13 @@ async def test_audit_over_five_handbooks(service: SourcesService, questions: Pat
 
     per_q = result.metrics["per_question"]
     assert per_q["travel"] == {
-        "r_abs": pytest.approx(0.4),
+        "r_abs": pytest.approx(1 / 5),  # the paper's rate: one source of five (Hillcrest) is silent
+        "r_abs_pairs": pytest.approx(0.4),  # its four pairs of ten
         "r_div": pytest.approx(5 / 6),
         "r_con": pytest.approx(1 / 6),
         "any_div": True,
     }
-    assert per_q["parrot"] == {"r_abs": 1.0, "r_div": None, "r_con": None, "any_div": False}
+    assert per_q["parrot"] == {"r_abs": 1.0, "r_abs_pairs": 1.0, "r_div": None, "r_con": None, "any_div": False}
     per_s = result.metrics["per_source"]
     assert per_s["northbridge"] == {
         "questions": 2,

@@ -184,7 +184,7 @@ async def test_scripted_judge_over_the_handbooks(root: Path, pipeline: Pipeline)
         "DIVERGENT": 5,
         "CONTRADICTORY": 0,
     }
-    assert report.r_abs == pytest.approx(0.4)
+    assert report.r_abs == pytest.approx(1 / 5) and report.r_abs_pairs == pytest.approx(0.4)
     assert report.r_div == pytest.approx(5 / 6) and report.r_con == pytest.approx(1 / 6)
     assert report.any_div and report.pairs_judged_by_llm == 6  # absent pairs never reach the LLM
     # The patient's note: their hospital (the first listed) against the others, with section and page.
