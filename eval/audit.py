@@ -338,7 +338,8 @@ async def run_audit(
     ]
     notes = [
         "r_abs per source = questions the source does not address / questions it answered; overall = the "
-        "mean over sources (HERO-QA's average handbook absence rate); r_abs_pairs = ABSENT / judged pairs (not an absence rate).",
+        "mean over sources (HERO-QA's average handbook absence rate); r_abs_pairs = ABSENT / judged pairs "
+        "(not an absence rate).",
         "R_div = (DIVERGENT + CONTRADICTORY) / non-absent judged pairs; R_con = CONSISTENT / non-absent "
         "judged pairs; any_div = share of questions with at least one divergent pair.",
         "Per-question and aggregate N x N matrices: matrices.json (labels counted per unordered pair).",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -50,10 +51,22 @@ async def test_per_source_prefix_and_yes_no_screen_with_cache() -> None:
     assert len(yes_no) == 2  # the prefix-matched answer never reaches the YES/NO check
     assert "answer only" not in llm.seen[0][-1]["content"]  # per-source prompt carries the single source
     assert "Abstract of 1" in llm.seen[0][-1]["content"] and "Abstract of 2" not in llm.seen[0][-1]["content"]
-    # Cache hit: the same source and question are not screened twice.
-    again = await judge.screen(Q, present("3", "Stop it 5 days before."))
+    # Cache hit: the same answer written from the same evidence is not screened twice.
+    again = await judge.screen(Q, answers[2])
     assert again.absent is False and again.absence_method == "llm"
     assert len([m for m in llm.seen if "Does this response indicate" in m[-1]["content"]]) == 2
+    # The cache is keyed by the answer's content, not by (source, question): another text from the same
+    # source, or the same text from changed evidence, is screened afresh; a caller's answer (no evidence
+    # version: POST /judge) never reads or fills the cache.
+    other = await judge.screen(
+        Q, dataclasses.replace(answers[2], text="The article mentions nothing relevant.")
+    )
+    assert other.absent is True
+    newer = await judge.screen(Q, dataclasses.replace(answers[2], evidence_version="v2"))
+    assert newer.absent is False
+    for _ in range(2):
+        assert (await judge.screen(Q, present("3", answers[2].text))).absent is False
+    assert len([m for m in llm.seen if "Does this response indicate" in m[-1]["content"]]) == 6
 
 
 async def test_screen_failure_treated_as_present_and_recorded() -> None:
