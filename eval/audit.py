@@ -143,7 +143,9 @@ def aggregate(records: Sequence[Mapping[str, Any]], sources: Sequence[str]) -> d
         )
         per[s] = {
             "questions": len(answered),
-            "not_searched": sum(1 for r in records if r["status"].get(s, "ok") != "ok"),
+            # Access denial is neither absence nor failure: counted apart, never in r_abs.
+            "not_available": sum(1 for r in records if r["status"].get(s) == "denied"),
+            "not_searched": sum(1 for r in records if r["status"].get(s, "ok") not in ("ok", "denied")),
             "answer_errors": sum(1 for r in records if s in r.get("errors", ())),
             "r_abs": _rate(absent, len(answered)),
             "R_div": _rate(div, len(present)),
@@ -277,6 +279,7 @@ async def run_audit(
         [
             "source",
             "questions answered",
+            "not available",
             "not searched",
             "answer errors",
             "r_abs",
@@ -288,6 +291,7 @@ async def run_audit(
             [
                 s,
                 v["questions"],
+                v["not_available"],
                 v["not_searched"],
                 v["answer_errors"],
                 _fmt(v["r_abs"]),
@@ -344,9 +348,12 @@ async def run_audit(
         "judged pairs; any_div = share of questions with at least one divergent pair.",
         "Per-question and aggregate N x N matrices: matrices.json (labels counted per unordered pair).",
     ]
+    denied = {s: v["not_available"] for s, v in per_source.items() if v["not_available"]}
+    if denied:
+        notes.append(f"sources not available to the auditor for some questions (access denied): {denied}")
     not_ok = {s: v["not_searched"] for s, v in per_source.items() if v["not_searched"]}
     if not_ok:
-        notes.append(f"sources not searched for some questions (denied/failed/timeout): {not_ok}")
+        notes.append(f"sources not searched for some questions (failed/timeout): {not_ok}")
     failed = {s: v["answer_errors"] for s, v in per_source.items() if v["answer_errors"]}
     if failed:
         notes.append(
@@ -416,7 +423,9 @@ async def _in_process(
                 "(cometa collections add) or pass --subsets a,b,..."
             )
         try:
-            refs = parse_sources(sources, local=service.local_names(), nodes=list(service.federation.nodes))
+            refs = parse_sources(
+                sources, local=service.local_names(), nodes=list(service.federation.nodes), strict=True
+            )
         except UnknownSource as exc:
             raise EvalInputError(str(exc)) from exc
         judge = CrossSourceJudge(

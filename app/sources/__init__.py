@@ -3,6 +3,7 @@ each answered on its own behind attribute-based access policies, then compared b
 
 from ._access import (
     ANONYMOUS,
+    NOT_AVAILABLE,
     AccessEngine,
     InvalidToken,
     PolicyError,
@@ -30,6 +31,7 @@ from ._service import (
 
 __all__ = [
     "ANONYMOUS",
+    "NOT_AVAILABLE",
     "AccessEngine",
     "AcrossOutcome",
     "FederationClient",

@@ -33,6 +33,7 @@ from core import CometaError
 
 __all__ = [
     "ANONYMOUS",
+    "NOT_AVAILABLE",
     "AccessEngine",
     "AccessError",
     "Decision",
@@ -43,6 +44,11 @@ __all__ = [
     "bearer_token",
     "load_policies",
 ]
+
+# The one answer for a collection or node the caller may not read, whether it exists or not (status
+# "denied", this reason, no timing): a private collection and a missing one are indistinguishable. Which
+# policy decided, or that nothing exists, goes to the node's audit log only.
+NOT_AVAILABLE = "not available to you"
 
 # Registered JWT claims describe the token, not the person: they are not subject attributes.
 _REGISTERED = frozenset({"exp", "nbf", "iat", "iss", "aud", "jti"})

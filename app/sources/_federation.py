@@ -15,6 +15,8 @@ Evidence from different nodes is merged by reciprocal rank fusion over each sour
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +27,8 @@ import httpx
 from app.schemas import CollectionEvidenceOut
 from app.settings import FederationSettings, NodeSettings
 from retrieval.search import ArmHit, rrf
+
+from ._access import NOT_AVAILABLE
 
 if TYPE_CHECKING:  # settings import this module: keep the collection stack out of that import
     from retrieval.collections import InstEvidence
@@ -39,6 +43,8 @@ __all__ = [
     "evidence_to_json",
     "fuse_sources",
 ]
+
+log = logging.getLogger("cometa.sources")
 
 Status = Literal["ok", "denied", "failed", "timeout"]
 T = TypeVar("T")
@@ -180,8 +186,17 @@ class FederationClient:
         except httpx.HTTPError as exc:
             return whole("failed", f"node {name} unreachable ({type(exc).__name__})")
         if resp.status_code in (401, 403):
-            return whole(
-                "denied", f"node {name} refused the request (HTTP {resp.status_code}: {_reason(resp)})"
+            # A node that refuses the caller answers like a collection it refuses, like a node that does
+            # not exist: the caller learns nothing; why is in this node's log.
+            _log_refusal(name, resp)
+            return NodeAnswer(
+                name,
+                SourceStatus("denied", NOT_AVAILABLE, None),
+                {
+                    f"{name}/{c}": (SourceStatus("denied", NOT_AVAILABLE, None), [])
+                    for c in collections
+                    if c != "*"
+                },
             )
         if resp.status_code != 200:
             return whole("failed", f"node {name} answered HTTP {resp.status_code} ({_reason(resp)})")
@@ -199,6 +214,9 @@ class FederationClient:
                 evidence = [evidence_from_json(e) for e in item.get("evidence", [])] if status == "ok" else []
                 reason = item.get("reason")
                 key = f"{name}/{item['collection']}"
+                if status == "denied":  # whatever the node says why, the caller hears the one answer
+                    results[key] = (SourceStatus("denied", NOT_AVAILABLE, None), [])
+                    continue
                 results[key] = (
                     SourceStatus(status, None if reason is None else str(reason)[:300], elapsed),
                     evidence[:top_docs],
@@ -227,7 +245,8 @@ class FederationClient:
             return SourceStatus("failed", f"node {name} unreachable ({type(exc).__name__})"), []
         elapsed = (time.perf_counter() - started) * 1000
         if resp.status_code in (401, 403):
-            return SourceStatus("denied", f"HTTP {resp.status_code}: {_reason(resp)}", elapsed), []
+            _log_refusal(name, resp)
+            return SourceStatus("denied", NOT_AVAILABLE, None), []
         if resp.status_code != 200:
             return SourceStatus("failed", f"HTTP {resp.status_code}", elapsed), []
         try:
@@ -237,6 +256,12 @@ class FederationClient:
         except (ValueError, KeyError, TypeError) as exc:
             return SourceStatus("failed", f"malformed reply ({type(exc).__name__})", elapsed), []
         return SourceStatus("ok", None, elapsed), [i for i in items if isinstance(i, dict)]
+
+
+def _log_refusal(name: str, resp: httpx.Response) -> None:
+    log.info(
+        json.dumps({"event": "node_refused", "node": name, "http": resp.status_code, "reason": _reason(resp)})
+    )
 
 
 def _reason(resp: httpx.Response) -> str:

@@ -70,7 +70,15 @@ from retrieval.ncbi import EutilsError
 from retrieval.passages import PassageContext
 from retrieval.understand import hash_text, scrub
 
-from ._access import ANONYMOUS, AccessEngine, Subject, TokenVerifier, bearer_token, load_policies
+from ._access import (
+    ANONYMOUS,
+    NOT_AVAILABLE,
+    AccessEngine,
+    Subject,
+    TokenVerifier,
+    bearer_token,
+    load_policies,
+)
 from ._federation import FederationClient, SourceStatus, fuse_sources
 
 __all__ = [
@@ -93,7 +101,9 @@ SourceKind = Literal["pubmed", "collection", "remote"]
 
 
 class UnknownSource(CometaError, ValueError):
-    """A requested source that is neither PubMed, a local collection nor on a configured node (HTTP 422)."""
+    """A source that is neither PubMed, a local collection nor on a configured node, where the caller is
+    the operator (``parse_sources(strict=True)``: the audit's configuration). A caller of the API is never
+    told: to them a missing source is :data:`NOT_AVAILABLE`, like one they may not read."""
 
 
 @dataclass(frozen=True)
@@ -104,19 +114,23 @@ class SourceRef:
     collection: str | None = None
 
 
-def parse_sources(names: Sequence[str], *, local: Sequence[str], nodes: Sequence[str]) -> list[SourceRef]:
+def parse_sources(
+    names: Sequence[str], *, local: Sequence[str], nodes: Sequence[str], strict: bool = False
+) -> list[SourceRef]:
+    """Source names -> refs. A name that names nothing still becomes a ref (answered "not available to
+    you" like a private one) unless ``strict``, where it raises :class:`UnknownSource`; the message never
+    lists what does exist."""
     refs: list[SourceRef] = []
     for name in names:
         if name == PUBMED:
             refs.append(SourceRef(name, "pubmed"))
         elif "/" in name:
             node, collection = name.split("/", 1)
-            if node not in nodes:
-                known = ", ".join(nodes) or "none configured"
-                raise UnknownSource(f"unknown node {node!r} in source {name!r} (nodes: {known})")
+            if strict and node not in nodes:
+                raise UnknownSource(f"unknown node {node!r} in source {name!r}")
             refs.append(SourceRef(name, "remote", node, collection))
         else:
-            if name not in local:
+            if strict and name not in local:
                 raise UnknownSource(
                     f"unknown source {name!r}: use pubmed, a collection of this node (GET /collections) "
                     "or node/collection"
@@ -327,28 +341,45 @@ class SourcesService:
         self, name: str, question: str, subject: Subject, top_docs: int
     ) -> tuple[SourceStatus, list[InstEvidence], CollectionMeta | None]:
         """One local collection behind the gate and the per-document filter; of a denied collection only
-        the metadata is read."""
+        the metadata is read. A missing collection, one the gate refuses and one whose every document the
+        filter withholds all answer the same ``denied`` / :data:`NOT_AVAILABLE` (no timing): the caller
+        learns neither whether it exists nor why; the reason goes to the audit log."""
         started = time.perf_counter()
 
         def ms() -> float:
             return (time.perf_counter() - started) * 1000
 
+        def unavailable(why: str) -> tuple[SourceStatus, list[InstEvidence], CollectionMeta | None]:
+            log.info(
+                json.dumps(
+                    {
+                        "event": "collection_not_available",
+                        "collection": name,
+                        "subject": hash_text(subject.id) if subject.id else None,
+                        "why": why,
+                    }
+                )
+            )
+            return SourceStatus("denied", NOT_AVAILABLE, None), [], None
+
         metas = {m.name: m for m in await asyncio.to_thread(self.store.list)}
         meta = metas.get(name)
         if meta is None:
-            return SourceStatus("failed", f"unknown collection {name}", ms()), [], None
+            return unavailable("no such collection")
         decision = self.engine.can_search(subject, meta)  # decided on metadata: no document is read
         if not decision.allowed:
-            return SourceStatus("denied", decision.reason, ms()), [], None
+            return unavailable(decision.reason)
         try:
             collection = await asyncio.to_thread(self.store.get, name)
         except CollectionNotFound:  # removed in between
-            return SourceStatus("failed", f"unknown collection {name}", ms()), [], None
+            return unavailable("no such collection")
+        doc_filter = self.engine.doc_filter(subject, name)
+        if doc_filter is not None and collection.documents and not any(map(doc_filter, collection.documents)):
+            # Every document withheld: "not available to you", never "does not address this question".
+            return unavailable("every document withheld by the retrieve policies")
         try:
             retriever = await self._retriever(collection)
-            evidence = await retriever.search(
-                question, top_docs=top_docs, doc_filter=self.engine.doc_filter(subject, name)
-            )
+            evidence = await retriever.search(question, top_docs=top_docs, doc_filter=doc_filter)
         except CometaError as exc:
             log.warning(
                 json.dumps(
@@ -414,13 +445,17 @@ class SourcesService:
         request_id: str | None,
     ) -> list[SourceOutcome]:
         wanted: dict[str, list[str]] = {}
+        out: list[SourceOutcome] = []
         for ref in refs:
             assert ref.node is not None and ref.collection is not None
+            if ref.node not in self.federation.nodes:  # answered like a collection the node refuses
+                status = SourceStatus("denied", NOT_AVAILABLE, None)
+                out.append(SourceOutcome(ref.name, "remote", status, node=ref.node))
+                continue
             wanted.setdefault(ref.node, []).append(ref.collection)
         answers = await self.federation.search(
             question, wanted, top_docs=top_docs, token=token, request_id=request_id
         )
-        out: list[SourceOutcome] = []
         metas = {a.node: a.metas for a in answers}
         for node_answer in answers:
             for name, (status, evidence) in node_answer.results.items():
@@ -563,6 +598,8 @@ class SourcesService:
                 lines.append(f"{o.label}: {o.answer.text}")
             elif o.answer is not None:
                 lines.append(f"{o.label}: could not be answered this time (the language model failed).")
+            elif o.status.status == "denied":  # never "does not address": that would be a false answer
+                lines.append(f"{o.label}: not available to you.")
             elif o.status.status != "ok":
                 lines.append(f"{o.label}: not searched ({o.status.status}).")
         if differences:

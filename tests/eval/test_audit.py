@@ -83,6 +83,7 @@ async def test_audit_over_five_handbooks(service: SourcesService, questions: Pat
     per_s = result.metrics["per_source"]
     assert per_s["northbridge"] == {
         "questions": 2,
+        "not_available": 0,
         "not_searched": 0,
         "answer_errors": 0,
         "r_abs": 0.5,
@@ -136,14 +137,17 @@ async def test_audit_refuses_without_a_judge_or_sources(
 def test_aggregate_reports_sources_not_searched_or_not_answered() -> None:
     record = {
         "key": "q",
-        "status": {"a": "ok", "b": "denied", "c": "ok"},
-        "absent": {"a": False, "b": None, "c": None},  # c: its answer failed
+        "status": {"a": "ok", "b": "denied", "c": "ok", "d": "timeout"},
+        "absent": {"a": False, "b": None, "c": None, "d": None},  # c: its answer failed
         "errors": ["c"],
         "judged": [],
         "pairs": [],
         "any_div": None,
     }
-    agg = aggregate([record], ["a", "b", "c"])
-    assert agg["per_source"]["b"]["not_searched"] == 1 and agg["per_source"]["b"]["r_abs"] is None
+    agg = aggregate([record], ["a", "b", "c", "d"])
+    # Denied is "not available to the auditor": neither absence nor a failed search.
+    assert agg["per_source"]["b"]["not_available"] == 1 and agg["per_source"]["b"]["not_searched"] == 0
+    assert agg["per_source"]["b"]["r_abs"] is None
+    assert agg["per_source"]["d"]["not_searched"] == 1 and agg["per_source"]["d"]["not_available"] == 0
     assert agg["per_source"]["c"]["answer_errors"] == 1 and agg["per_source"]["c"]["questions"] == 0
     assert agg["per_source"]["a"]["r_abs"] == 0.0 and agg["overall"]["questions_judged"] == 0

@@ -10,7 +10,6 @@ up as silence; a handbook longer than the context budget cut without a word. Tok
 from __future__ import annotations
 
 import json
-import shutil
 import statistics
 import time
 from collections.abc import AsyncIterator
@@ -26,9 +25,8 @@ from pydantic import SecretStr
 from app.api import create_app
 from app.judge import CrossSourceJudge
 from app.pipeline import Pipeline
-from app.settings import AccessSettings, ApiSettings, Policy
-from app.sources import SourcesService
-from retrieval.collections import CollectionStore
+from app.settings import AccessSettings, ApiSettings, FederationSettings, NodeSettings, Policy
+from app.sources import FederationClient, SourcesService
 from tests._fakes import Reply, ScriptedLLM
 from tests._handbooks import BowEncoder, build_store, handbook_llm, node_settings
 
@@ -119,3 +117,132 @@ async def test_judge_cannot_poison_the_absence_screen_of_a_real_source(
             assert (
                 len([m for m in llm.seen if "Does this response indicate" in m[-1]["content"]]) == after + 2
             )
+
+
+# --- 2. existence oracle: a private collection or node and a missing one answer alike -------------------
+
+POLICIES = [
+    {"id": "nb-staff", "collections": ["northbridge"], "action": "search", "subject": {"org": "northbridge"}},
+    # Lakeshore is public, but its retrieve policy releases staff documents only: its handbook (for
+    # patients) is withheld from everyone.
+    {
+        "id": "lake-staff-docs",
+        "collections": ["lakeshore"],
+        "action": "retrieve",
+        "document": {"audience": "staff"},
+    },
+]
+
+
+def refusing_node(request: httpx.Request) -> httpx.Response:
+    """Node b: its "secret" collection exists and is refused; anything else is unknown to it."""
+    body = json.loads(request.content)
+    items = [
+        {"collection": c, "status": "denied", "reason": f"policy b-{c} refused"} for c in body["collections"]
+    ]
+    return httpx.Response(200, json={"results": items})
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def client(root: Path, pipeline: Pipeline) -> AsyncIterator[httpx.AsyncClient]:
+    access = AccessSettings(
+        jwt_secret=SecretStr(SECRET), policies=[Policy.model_validate(p) for p in POLICIES]
+    )
+    settings = node_settings(root, access=access, federation=federation_to_b())
+    app = create_app(settings, api_settings=ApiSettings(rate_limit_per_minute=0), pipeline=pipeline)
+    async with app.router.lifespan_context(app):
+        fed = FederationClient(settings.federation, transport=httpx.MockTransport(refusing_node))
+        app.state.sources = SourcesService(
+            settings, pipeline, encoder=BowEncoder(), reranker=None, federation=fed
+        )
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://n") as c:
+            yield c
+
+
+def federation_to_b() -> FederationSettings:
+    return FederationSettings(nodes=[NodeSettings(name="b", url="https://b.test")])
+
+
+def without(body: dict[str, Any], *names: str) -> str:
+    """The body as text with the request id and the probed names blanked out."""
+    text = json.dumps(
+        {k: v for k, v in body.items() if k not in ("request_id", "timings_ms")}, sort_keys=True
+    )
+    for n in names:
+        text = text.replace(n, "NAME")
+    return text
+
+
+@ASYNC
+async def test_private_and_missing_collections_and_nodes_are_indistinguishable(
+    client: httpx.AsyncClient,
+) -> None:
+    # /ask, the probed source alone: the same status and body for private, missing, refused and unknown node.
+    answers = {}
+    for name in ("northbridge", "atlantis", "b/secret", "nowhere/secret"):
+        r = await client.post("/ask", json={"question": QUESTION, "sources": [name]})
+        answers[name] = (r.status_code, without(r.json(), name))
+    assert len(set(answers.values())) == 1, answers
+    assert answers["atlantis"][0] == 403 and "not available to you" in answers["atlantis"][1]
+    assert "nodes" not in answers["nowhere/secret"][1] and "b," not in answers["nowhere/secret"][1]
+    # /ask beside a public source: the probed entry is the same, down to its timing (none is given).
+    entries = {}
+    for name in ("northbridge", "atlantis", "b/secret", "nowhere/secret"):
+        r = await client.post("/ask", json={"question": QUESTION, "sources": ["riverside", name]})
+        assert r.status_code == 200
+        body = r.json()
+        entry = {k: v for k, v in body["sources"][1].items() if k not in ("kind", "node")}
+        entries[name] = without({"entry": entry, "status": body["sources_status"][name]}, name)
+        assert name not in json.dumps(body["evidence"])
+    assert len(set(entries.values())) == 1, entries
+    # /collections/search: one item shape for both, no metadata.
+    r = await client.post(
+        "/collections/search", json={"question": QUESTION, "collections": ["northbridge", "atlantis"]}
+    )
+    a, b = r.json()["results"]
+    assert {**a, "collection": "x"} == {**b, "collection": "x"}
+    assert a["status"] == "denied" and a["reason"] == "not available to you" and a["meta"] is None
+    # /collections: neither is named.
+    listed = [c["name"] for c in (await client.get("/collections")).json()["collections"]]
+    assert "northbridge" not in listed and "atlantis" not in listed
+
+
+@ASYNC
+async def test_denial_timing_does_not_tell_private_from_missing(client: httpx.AsyncClient) -> None:
+    async def once(name: str) -> float:
+        t = time.perf_counter()
+        r = await client.post("/collections/search", json={"question": QUESTION, "collections": [name]})
+        assert r.status_code == 200
+        return time.perf_counter() - t
+
+    times: dict[str, list[float]] = {"northbridge": [], "atlantis": []}
+    for _ in range(3):  # warm up both paths
+        await once("northbridge"), await once("atlantis")
+    for _ in range(40):  # interleaved: machine load hits both alike
+        for name in times:
+            times[name].append(await once(name))
+    med = {n: statistics.median(v) for n, v in times.items()}
+    assert abs(med["northbridge"] - med["atlantis"]) < 0.002 + 0.25 * max(med.values()), med
+
+
+# --- 7. not available to you is not "does not address" ---------------------------------------------------
+
+
+@ASYNC
+async def test_withheld_documents_are_not_available_not_absent(client: httpx.AsyncClient) -> None:
+    r = await client.post("/ask", json={"question": QUESTION, "sources": ["lakeshore", "riverside"]})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    lake = body["sources"][0]
+    # Before: status ok, no evidence, answered NOT ADDRESSED and counted as absence.
+    assert lake["status"] == "denied" and lake["reason"] == "not available to you"
+    assert lake["answer"] is None and lake["absent"] is None and lake["evidence"] == []
+    assert "Lakeshore" not in json.dumps(body["evidence"])
+    assert "lakeshore: not available to you." in body["answer"]
+    assert (
+        "lakeshore" not in (body["differences"] or "")
+        and "does not address" not in body["answer"].split("\n\n")[0]
+    )
+    # Alone, it is refused like any collection the caller may not read.
+    r = await client.post("/ask", json={"question": QUESTION, "sources": ["lakeshore"]})
+    assert r.status_code == 403 and r.json()["reason"] == "lakeshore: not available to you"
