@@ -73,7 +73,10 @@ def _install_collection_routes(app: FastAPI) -> None:
             extra = [m.name for m in service.searchable(subject)] if name == "*" else [name]
             names.extend(n for n in extra if n not in names)
         results = await asyncio.gather(
-            *(service.search_collection(n, req.question, subject, req.top_docs) for n in names)
+            *(
+                service.search_collection(n, req.question, subject, req.top_docs, max_chars=req.max_chars)
+                for n in names
+            )
         )
         log.info(
             json.dumps(

@@ -182,6 +182,13 @@ class CollectionSearchRequest(BaseModel):
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
     collections: list[str] = Field(min_length=1, max_length=20)  # names, or ["*"]: all the caller may search
     top_docs: int = Field(default=3, ge=1, le=10)
+    max_chars: int | None = Field(
+        default=None,
+        ge=500,
+        le=1_000_000,
+        description="The most text of one document the caller's answer context holds: longer documents "
+        "come back as their best chunks, never cut (None: this node's own budget).",
+    )
 
     @field_validator("question")
     @classmethod

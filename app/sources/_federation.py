@@ -142,12 +142,14 @@ class FederationClient:
         top_docs: int,
         token: str | None,
         request_id: str | None = None,
+        max_chars: int | None = None,
     ) -> list[NodeAnswer]:
-        """``wanted``: node name -> collection names (``"*"`` = all the caller may search there)."""
+        """``wanted``: node name -> collection names (``"*"`` = all the caller may search there);
+        ``max_chars``: the most text of one document this node's answer context holds."""
         return list(
             await asyncio.gather(
                 *(
-                    self._search_node(n, list(c), question, top_docs, token, request_id)
+                    self._search_node(n, list(c), question, top_docs, token, request_id, max_chars)
                     for n, c in wanted.items()
                 )
             )
@@ -161,6 +163,7 @@ class FederationClient:
         top_docs: int,
         token: str | None,
         request_id: str | None,
+        max_chars: int | None = None,
     ) -> NodeAnswer:
         node = self.nodes[name]
         started = time.perf_counter()
@@ -176,7 +179,9 @@ class FederationClient:
         headers = self._headers(node, token)
         if request_id:
             headers["x-request-id"] = request_id
-        body = {"question": question, "collections": collections, "top_docs": top_docs}
+        body: dict[str, Any] = {"question": question, "collections": collections, "top_docs": top_docs}
+        if max_chars is not None:
+            body["max_chars"] = max_chars
         try:
             # httpx's timeouts are per phase; the node's deadline covers the whole exchange.
             async with asyncio.timeout(node.timeout_s), self._client(node) as client:

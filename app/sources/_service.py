@@ -297,6 +297,25 @@ class SourcesService:
         self._retrievers: dict[str, tuple[tuple[str, ...], CollectionRetriever]] = {}
         self._llm_slots = asyncio.Semaphore(settings.api.judge_concurrency)
 
+    # The room a document's label takes in the answer's context ([DOC:...] citation, title, section list):
+    # a document routed within ``budget - _LABEL_ROOM`` characters is never cut by the context builder.
+    _LABEL_ROOM = 800
+
+    def context_budget(self) -> int:
+        """Characters of evidence one per-source answer reads: ``sources.context_chars``, and with the
+        embedded model what its window holds (2,048 tokens by default: ~768 left for the prompt and the
+        answer, ~3 characters per token)."""
+        budget = self.settings.sources.context_chars
+        if self.settings.llm.backend == "embedded":
+            budget = min(budget, max(1000, (self.settings.llm.embedded_n_ctx - 768) * 3))
+        return budget
+
+    def document_budget(self, requested: int | None = None) -> int:
+        """The most text of one document a search returns: this node's answer budget less the label, or
+        less when a calling node asks for less (its own model's budget)."""
+        own = max(500, self.context_budget() - self._LABEL_ROOM)
+        return own if requested is None else max(500, min(own, requested))
+
     # --- who is asking ---
 
     def subject(self, authorization: str | None) -> tuple[Subject, str | None]:
@@ -338,7 +357,7 @@ class SourcesService:
         return [m for m in self.store.list() if self.engine.can_search(subject, m).allowed]
 
     async def search_collection(
-        self, name: str, question: str, subject: Subject, top_docs: int
+        self, name: str, question: str, subject: Subject, top_docs: int, *, max_chars: int | None = None
     ) -> tuple[SourceStatus, list[InstEvidence], CollectionMeta | None]:
         """One local collection behind the gate and the per-document filter; of a denied collection only
         the metadata is read. A missing collection, one the gate refuses and one whose every document the
@@ -379,7 +398,9 @@ class SourcesService:
             return unavailable("every document withheld by the retrieve policies")
         try:
             retriever = await self._retriever(collection)
-            evidence = await retriever.search(question, top_docs=top_docs, doc_filter=doc_filter)
+            evidence = await retriever.search(
+                question, top_docs=top_docs, doc_filter=doc_filter, max_chars=self.document_budget(max_chars)
+            )
         except CometaError as exc:
             log.warning(
                 json.dumps(
@@ -454,7 +475,12 @@ class SourcesService:
                 continue
             wanted.setdefault(ref.node, []).append(ref.collection)
         answers = await self.federation.search(
-            question, wanted, top_docs=top_docs, token=token, request_id=request_id
+            question,
+            wanted,
+            top_docs=top_docs,
+            token=token,
+            request_id=request_id,
+            max_chars=self.document_budget(),
         )
         metas = {a.node: a.metas for a in answers}
         for node_answer in answers:
@@ -497,6 +523,17 @@ class SourcesService:
         source: Sequence[EvidenceDoc] | Sequence[InstEvidence] = o.docs if o.kind == "pubmed" else o.evidence
         evidence = build_evidence_context(source, o.context, max_chars=context_chars)
         o.citations = list(evidence.citations.values())  # PubMed's PMIDs; a collection's context has none
+        if o.kind != "pubmed":
+            # Documents are routed to fit the budget (search_collection); what still did not fit is said.
+            read = {b.key: len(b.text) for b in evidence.blocks}
+            keys = [(f"{e.collection}/{e.doc_id}", len(e.text.strip())) for e in o.evidence]
+            parts = []
+            if left := sum(1 for k, _ in keys if k not in read):
+                parts.append(f"{left} lower-ranked document(s) left out")
+            if cut := sum(1 for k, n in keys if k in read and read[k] < n):
+                parts.append(f"{cut} document(s) cut")
+            if parts:
+                o.warnings.append(f"{o.name}: context budget of {context_chars:,} chars: {', '.join(parts)}")
         answer = await per_source.answer(
             question, evidence, source_id=o.name, label=o.name, source_label=o.label
         )
@@ -554,11 +591,7 @@ class SourcesService:
             warnings.extend(o.warnings)
 
         llm = judge.llm if judge is not None else self.pipeline.llm
-        budget = cfg.context_chars
-        if self.settings.llm.backend == "embedded":
-            # The embedded model's window is small (2,048 tokens by default): leave ~768 tokens for the
-            # prompt and the answer, at ~3 characters per token.
-            budget = min(budget, max(1000, (self.settings.llm.embedded_n_ctx - 768) * 3))
+        budget = self.context_budget()
         asked = self.phi.for_llm(question)  # what the per-source answers and the judge may see
         per_source = (
             None if llm is None else SourceAnswerer(llm, self._llm_slots, max_tokens=cfg.answer_max_tokens)
@@ -588,6 +621,7 @@ class SourcesService:
         for o in outcomes:
             if o.answer is not None and o.answer.error:
                 warnings.append(o.answer.error)
+            warnings.extend(w for w in o.warnings if w not in warnings)
         home = next((o.name for o in outcomes if o.kind != "pubmed"), None)
         outcome_map = {o.name: o for o in outcomes}
         differences = differences_note(report, outcome_map, home, question) if report is not None else None

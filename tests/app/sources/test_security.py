@@ -22,11 +22,21 @@ import pytest
 import pytest_asyncio
 from pydantic import SecretStr
 
+from app.answer import Answerer
 from app.api import create_app
 from app.judge import CrossSourceJudge
 from app.pipeline import Pipeline
-from app.settings import AccessSettings, ApiSettings, FederationSettings, NodeSettings, Policy
-from app.sources import FederationClient, SourcesService
+from app.settings import (
+    AccessSettings,
+    ApiSettings,
+    FederationSettings,
+    NodeSettings,
+    Policy,
+    Settings,
+    SourcesSettings,
+)
+from app.sources import ANONYMOUS, FederationClient, SourcesService, parse_sources
+from retrieval.collections import CollectionMeta, CollectionSettings, CollectionStore
 from tests._fakes import Reply, ScriptedLLM
 from tests._handbooks import BowEncoder, build_store, handbook_llm, node_settings
 
@@ -246,3 +256,68 @@ async def test_withheld_documents_are_not_available_not_absent(client: httpx.Asy
     # Alone, it is refused like any collection the caller may not read.
     r = await client.post("/ask", json={"question": QUESTION, "sources": ["lakeshore"]})
     assert r.status_code == 403 and r.json()["reason"] == "lakeshore: not available to you"
+
+
+# --- 8. a handbook longer than the context budget is read by its chunks, never cut ------------------------
+
+
+def long_handbook(chars: int) -> str:
+    """A handbook of ``chars`` characters whose only word on travel is in its last section."""
+    topics = ["Medicines", "Diet", "Wound care", "Exercise", "Blood tests", "Infections", "Mood", "Driving"]
+    parts = ["# Westfield Hospital: living with your new kidney"]
+    i = 0
+    while sum(map(len, parts)) < chars:
+        topic = topics[i % len(topics)]
+        body = " ".join(
+            f"Week {i}: keep a diary of your {topic.lower()} and bring it to clinic visit number {j}."
+            for j in range(12)
+        )
+        parts.append(f"## {topic} (part {i})\n{body}")
+        i += 1
+    parts.append(
+        "## Travel abroad\nPlease do not travel abroad for the first 6 months after your transplant; "
+        "after that, trips abroad are fine once your kidney function is stable."
+    )
+    return "\n\n".join(parts) + "\n"
+
+
+@ASYNC
+async def test_a_long_handbook_is_not_cut_into_a_false_not_addressed(
+    tmp_path: Path, pipeline: Pipeline
+) -> None:
+    src = tmp_path / "westfield.md"
+    src.write_text(long_handbook(60_000))
+    store = CollectionStore(tmp_path / "store")
+    meta = CollectionMeta(name="westfield", institution="Westfield Hospital", topic="transplant")
+    assert not store.add("westfield", [src], meta, attributes={"audience": "patients"}).failed
+    # The defaults: whole documents up to 80k characters, a 24k context per answer.
+    settings = Settings(collections=CollectionSettings(root=tmp_path / "store")).offline()
+    assert (
+        settings.collections.search.whole_doc_max_chars == 80_000 and settings.sources.context_chars == 24_000
+    )
+    svc = SourcesService(settings, pipeline, encoder=BowEncoder(), reranker=None)
+    refs = parse_sources(["westfield"], local=svc.local_names(), nodes=[])
+    llm = handbook_llm()
+    out = await svc.ask(
+        QUESTION,
+        refs,
+        subject=svc.subject(None)[0],
+        token=None,
+        answerer=Answerer(None),
+        judge=CrossSourceJudge(llm),
+    )
+    west = out.sources[0]
+    # Before: route "whole", the model shown the first 24k characters, no travel section: NOT ADDRESSED.
+    assert west.evidence[0].route == "chunks" and "Travel abroad" in west.evidence[0].text
+    assert len(west.evidence[0].text) <= svc.document_budget()
+    assert west.answer is not None and not west.answer.absent and "6 months" in west.answer.text
+    assert not any("context budget" in w for w in out.warnings)  # nothing had to be cut or left out
+    # The same document under a budget that holds it is still read whole.
+    roomy = settings.model_copy(update={"sources": SourcesSettings(context_chars=100_000)})
+    whole = await SourcesService(roomy, pipeline, encoder=BowEncoder(), reranker=None).search_collection(
+        "westfield", QUESTION, ANONYMOUS, 1
+    )
+    assert whole[1][0].route == "whole" and "Travel abroad" in whole[1][0].text
+    # A calling node with a small model asks for less: the same document comes back as chunks.
+    small = await svc.search_collection("westfield", QUESTION, ANONYMOUS, 1, max_chars=3000)
+    assert small[1][0].route == "chunks" and len(small[1][0].text) <= 3000
