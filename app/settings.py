@@ -226,6 +226,11 @@ class NodeSettings(BaseModel):
     api_key: SecretStr | None = Field(
         default=None, description="That node's X-API-Key, when it requires one."
     )
+    institutions: list[str] = Field(
+        default_factory=list,
+        description="The institutions this node speaks for: a collection of that node shows its institution "
+        "name only when it is one of these (a node cannot cite itself as another hospital).",
+    )
 
     @field_validator("url")
     @classmethod

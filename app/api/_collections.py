@@ -13,9 +13,13 @@ from fastapi.responses import JSONResponse
 
 from app.asker import caller_of
 from app.schemas import (
+    CollectionEvidenceOut,
+    CollectionMetaOut,
+    CollectionResultOut,
     CollectionSearchRequest,
+    CollectionSearchResponse,
 )
-from app.sources import InvalidToken, SourcesService, Subject, evidence_to_json
+from app.sources import InvalidToken, SourcesService, Subject
 from retrieval.understand import hash_text
 
 from ._deps import (
@@ -89,15 +93,18 @@ def _install_collection_routes(app: FastAPI) -> None:
             )
         )
         items = [
-            {
-                "collection": name,
-                "status": status.status,
-                "reason": status.reason,
-                "meta": None if meta is None or status.status == "denied" else meta.model_dump(mode="json"),
-                "evidence": [evidence_to_json(e) for e in evidence],
-            }
+            CollectionResultOut(
+                collection=name,
+                status=status.status,
+                reason=status.reason,
+                meta=None
+                if meta is None or status.status != "ok"
+                else CollectionMetaOut.model_validate(meta.model_dump(mode="json")),
+                evidence=[CollectionEvidenceOut.of(e) for e in evidence],
+            )
             for name, (status, evidence, meta) in zip(names, results, strict=True)
         ]
-        return JSONResponse({"request_id": request_id, "results": items})
+        reply = CollectionSearchResponse(request_id=request_id, results=items)  # what nodes validate
+        return JSONResponse(reply.model_dump(mode="json"))
 
     app.include_router(router)

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 import httpx
+from pydantic import ValidationError
 
-from app.schemas import CollectionEvidenceOut
+from app.schemas import CollectionEvidenceOut, CollectionListResponse, CollectionSearchResponse
 from app.settings import FederationSettings, NodeSettings
 from retrieval.search import ArmHit, rrf
 
@@ -155,6 +156,64 @@ class FederationClient:
             )
         )
 
+    async def _exchange(
+        self, node: NodeSettings, method: str, path: str, headers: dict[str, str], body: Any = None
+    ) -> tuple[SourceStatus | None, bytes]:
+        """One request to ``node`` under its deadline, the reply read as a stream and abandoned as soon as
+        it passes ``max_response_bytes`` (declared or counted): (a status when it failed, else None; body)."""
+        name = node.name
+        cap = self.settings.max_response_bytes
+        started = time.perf_counter()
+
+        def ms() -> float:
+            return (time.perf_counter() - started) * 1000
+
+        try:
+            # httpx's timeouts are per phase; the node's deadline covers the whole exchange.
+            async with asyncio.timeout(node.timeout_s), self._client(node) as client:
+                request = client.build_request(method, f"{node.url}{path}", json=body, headers=headers)
+                response = await client.send(request, stream=True)
+                try:
+                    if response.status_code in (401, 403):
+                        _log_refusal(name, response.status_code)
+                        return SourceStatus("denied", NOT_AVAILABLE, None), b""
+                    if response.status_code != 200:
+                        return SourceStatus(
+                            "failed", f"node {name} answered HTTP {response.status_code}", ms()
+                        ), b""
+                    declared = response.headers.get("content-length")
+                    if declared is not None and declared.isdigit() and int(declared) > cap:
+                        return SourceStatus("failed", f"node {name} sent more than {cap} bytes", ms()), b""
+                    chunks: list[bytes] = []
+                    size = 0
+                    async for chunk in response.aiter_bytes():
+                        size += len(chunk)
+                        if size > cap:  # stop reading now: the rest is never downloaded
+                            return SourceStatus(
+                                "failed", f"node {name} sent more than {cap} bytes", ms()
+                            ), b""
+                        chunks.append(chunk)
+                finally:
+                    await response.aclose()
+        except (TimeoutError, httpx.TimeoutException):
+            return SourceStatus(
+                "timeout", f"node {name} did not answer within {node.timeout_s:g} s", ms()
+            ), b""
+        except httpx.HTTPError as exc:
+            return SourceStatus("failed", f"node {name} unreachable ({type(exc).__name__})", ms()), b""
+        return None, b"".join(chunks)
+
+    def institution(self, node: str, claimed: str) -> str | None:
+        """The institution a node's collection may show: only one that node is configured to speak for
+        (``NodeSettings.institutions``); None for any other claim, which is logged."""
+        if not claimed:
+            return None
+        settings = self.nodes.get(node)
+        if settings is not None and claimed in settings.institutions:
+            return claimed
+        log.warning(json.dumps({"event": "institution_refused", "node": node, "claimed": claimed[:200]}))
+        return None
+
     async def _search_node(
         self,
         name: str,
@@ -171,10 +230,10 @@ class FederationClient:
         def ms() -> float:
             return (time.perf_counter() - started) * 1000
 
-        def whole(status: Status, reason: str) -> NodeAnswer:
-            st = SourceStatus(status, reason, ms())
-            named = [c for c in collections if c != "*"] or ["*"]
-            return NodeAnswer(name, st, {f"{name}/{c}": (st, []) for c in named})
+        named = [c for c in collections if c != "*"]
+
+        def whole(st: SourceStatus) -> NodeAnswer:
+            return NodeAnswer(name, st, {f"{name}/{c}": (st, []) for c in (named or ["*"])})
 
         headers = self._headers(node, token)
         if request_id:
@@ -182,96 +241,60 @@ class FederationClient:
         body: dict[str, Any] = {"question": question, "collections": collections, "top_docs": top_docs}
         if max_chars is not None:
             body["max_chars"] = max_chars
+        failed, raw = await self._exchange(node, "POST", "/collections/search", headers, body)
+        if failed is not None:
+            if failed.status == "denied":  # the whole request refused: only what was named is reported
+                return NodeAnswer(name, failed, {f"{name}/{c}": (failed, []) for c in named})
+            return whole(failed)
         try:
-            # httpx's timeouts are per phase; the node's deadline covers the whole exchange.
-            async with asyncio.timeout(node.timeout_s), self._client(node) as client:
-                resp = await client.post(f"{node.url}/collections/search", json=body, headers=headers)
-        except (TimeoutError, httpx.TimeoutException):
-            return whole("timeout", f"node {name} did not answer within {node.timeout_s:g} s")
-        except httpx.HTTPError as exc:
-            return whole("failed", f"node {name} unreachable ({type(exc).__name__})")
-        if resp.status_code in (401, 403):
-            # A node that refuses the caller answers like a collection it refuses, like a node that does
-            # not exist: the caller learns nothing; why is in this node's log.
-            _log_refusal(name, resp)
-            return NodeAnswer(
-                name,
-                SourceStatus("denied", NOT_AVAILABLE, None),
-                {
-                    f"{name}/{c}": (SourceStatus("denied", NOT_AVAILABLE, None), [])
-                    for c in collections
-                    if c != "*"
-                },
-            )
-        if resp.status_code != 200:
-            return whole("failed", f"node {name} answered HTTP {resp.status_code} ({_reason(resp)})")
-        if len(resp.content) > self.settings.max_response_bytes:
-            return whole("failed", f"node {name} sent more than {self.settings.max_response_bytes} bytes")
-        try:
-            payload = resp.json()
-            results: dict[str, tuple[SourceStatus, list[InstEvidence]]] = {}
-            metas: dict[str, dict[str, Any]] = {}
-            elapsed = ms()
-            for item in payload["results"]:
-                status = item["status"]
-                if status not in ("ok", "denied", "failed", "timeout"):
-                    raise ValueError(f"unknown status {status!r}")
-                evidence = [evidence_from_json(e) for e in item.get("evidence", [])] if status == "ok" else []
-                reason = item.get("reason")
-                key = f"{name}/{item['collection']}"
-                if status == "denied":  # whatever the node says why, the caller hears the one answer
-                    results[key] = (SourceStatus("denied", NOT_AVAILABLE, None), [])
-                    continue
-                results[key] = (
-                    SourceStatus(status, None if reason is None else str(reason)[:300], elapsed),
-                    evidence[:top_docs],
-                )
-                if status == "ok" and isinstance(item.get("meta"), dict):
-                    metas[key] = item["meta"]
-        except (ValueError, KeyError, TypeError) as exc:
-            return whole("failed", f"node {name} sent a malformed reply ({type(exc).__name__})")
-        for c in collections:  # a named collection the node did not mention is reported, not dropped
-            if c != "*" and f"{name}/{c}" not in results:
+            reply = CollectionSearchResponse.model_validate_json(raw)
+        except ValidationError as exc:
+            where = ".".join(str(p) for p in exc.errors()[0]["loc"]) or "body"
+            return whole(SourceStatus("failed", f"node {name} sent a malformed reply (at {where})", ms()))
+        results: dict[str, tuple[SourceStatus, list[InstEvidence]]] = {}
+        metas: dict[str, dict[str, Any]] = {}
+        elapsed = ms()
+        for item in reply.results:
+            if named and item.collection not in named:
+                continue  # not asked for: a node does not add sources to the answer
+            key = f"{name}/{item.collection}"
+            if item.status == "denied":  # whatever the node says why, the caller hears the one answer
+                results[key] = (SourceStatus("denied", NOT_AVAILABLE, None), [])
+                continue
+            evidence = [e.to_evidence() for e in item.evidence] if item.status == "ok" else []
+            results[key] = (SourceStatus(item.status, item.reason, elapsed), evidence[:top_docs])
+            if item.status == "ok" and item.meta is not None:
+                meta = item.meta.model_dump(mode="json")
+                meta["institution"] = self.institution(name, item.meta.institution) or ""
+                metas[key] = meta
+        for c in named:  # a named collection the node did not mention is reported, not dropped
+            if f"{name}/{c}" not in results:
                 results[f"{name}/{c}"] = (SourceStatus("failed", f"node {name} did not report {c}", ms()), [])
         return NodeAnswer(name, SourceStatus("ok", None, ms()), results, metas)
 
     async def list_collections(
         self, name: str, token: str | None
     ) -> tuple[SourceStatus, list[dict[str, Any]]]:
-        """``GET {url}/collections`` of one node: the metadata of collections the caller may search there."""
+        """``GET {url}/collections`` of one node: the metadata of collections the caller may search there
+        (validated; an institution only when the node may speak for it)."""
         node = self.nodes[name]
         started = time.perf_counter()
-        try:
-            async with asyncio.timeout(node.timeout_s), self._client(node) as client:
-                resp = await client.get(f"{node.url}/collections", headers=self._headers(node, token))
-        except (TimeoutError, httpx.TimeoutException):
-            return SourceStatus("timeout", f"node {name} did not answer within {node.timeout_s:g} s"), []
-        except httpx.HTTPError as exc:
-            return SourceStatus("failed", f"node {name} unreachable ({type(exc).__name__})"), []
+        failed, raw = await self._exchange(node, "GET", "/collections", self._headers(node, token))
         elapsed = (time.perf_counter() - started) * 1000
-        if resp.status_code in (401, 403):
-            _log_refusal(name, resp)
-            return SourceStatus("denied", NOT_AVAILABLE, None), []
-        if resp.status_code != 200:
-            return SourceStatus("failed", f"HTTP {resp.status_code}", elapsed), []
+        if failed is not None:
+            return failed, []
         try:
-            items = resp.json()["collections"]
-            if not isinstance(items, list):
-                raise TypeError("collections is not a list")
-        except (ValueError, KeyError, TypeError) as exc:
-            return SourceStatus("failed", f"malformed reply ({type(exc).__name__})", elapsed), []
-        return SourceStatus("ok", None, elapsed), [i for i in items if isinstance(i, dict)]
+            reply = CollectionListResponse.model_validate_json(raw)
+        except ValidationError as exc:
+            where = ".".join(str(p) for p in exc.errors()[0]["loc"]) or "body"
+            return SourceStatus("failed", f"malformed reply (at {where})", elapsed), []
+        items = []
+        for meta in reply.collections:
+            item = meta.model_dump(mode="json")
+            item["institution"] = self.institution(name, meta.institution) or ""
+            items.append(item)
+        return SourceStatus("ok", None, elapsed), items
 
 
-def _log_refusal(name: str, resp: httpx.Response) -> None:
-    log.info(
-        json.dumps({"event": "node_refused", "node": name, "http": resp.status_code, "reason": _reason(resp)})
-    )
-
-
-def _reason(resp: httpx.Response) -> str:
-    try:
-        data = resp.json()
-        return str(data.get("reason") or data.get("error") or "")[:200]
-    except ValueError:
-        return ""
+def _log_refusal(name: str, status: int) -> None:
+    log.info(json.dumps({"event": "node_refused", "node": name, "http": status}))

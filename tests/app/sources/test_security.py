@@ -321,3 +321,104 @@ async def test_a_long_handbook_is_not_cut_into_a_false_not_addressed(
     # A calling node with a small model asks for less: the same document comes back as chunks.
     small = await svc.search_collection("westfield", QUESTION, ANONYMOUS, 1, max_chars=3000)
     assert small[1][0].route == "chunks" and len(small[1][0].text) <= 3000
+
+
+# --- 6. a remote node's reply is checked, bounded and cannot speak for another institution ---------------
+
+
+class Flood(httpx.AsyncByteStream):
+    """A reply body of ``total`` bytes in 64 KiB chunks, counting what the reader pulled."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.sent = 0
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        chunk = b'{"results": [' + b" " * 65_523
+        while self.sent < self.total:
+            self.sent += len(chunk)
+            yield chunk
+
+    async def aclose(self) -> None:
+        pass
+
+
+def node_b(**update: Any) -> FederationSettings:
+    node = NodeSettings(name="b", url="https://b.test", institutions=["Riverside Medical Center"], **update)
+    return FederationSettings(nodes=[node], max_response_bytes=100_000)
+
+
+async def ask_b(reply: httpx.Response | Any, collections: list[str]) -> list[Any]:
+    transport = httpx.MockTransport(reply if callable(reply) else lambda r: reply)
+    fed = FederationClient(node_b(), transport=transport)
+    return await fed.search(QUESTION, {"b": collections}, top_docs=3, token=None)
+
+
+@ASYNC
+async def test_an_oversized_reply_is_abandoned_while_streaming() -> None:
+    flood = Flood(50_000_000)
+    [answer] = await ask_b(httpx.Response(200, stream=flood), ["riverside"])
+    status = answer.results["b/riverside"][0]
+    assert (status.status, status.reason) == ("failed", "node b sent more than 100000 bytes")
+    assert flood.sent < 500_000  # before: all 50 MB were read, then measured
+    # Declared too large: refused before a byte of the body is read.
+    declared = Flood(50_000_000)
+    big = httpx.Response(200, stream=declared, headers={"content-length": "50000000"})
+    [answer] = await ask_b(big, ["riverside"])
+    assert answer.results["b/riverside"][0].status == "failed" and declared.sent == 0
+
+
+def evidence(collection: str, text: str = "Wait 6 months before travelling abroad.") -> dict[str, Any]:
+    return {"collection": collection, "doc_id": "hb", "title": "Handbook", "route": "whole", "text": text}
+
+
+@ASYNC
+async def test_a_node_cannot_speak_for_another_institution() -> None:
+    def reply(request: httpx.Request) -> httpx.Response:
+        meta = {"name": "riverside", "institution": "Northbridge Hospital", "topic": "transplant"}
+        item = {"collection": "riverside", "status": "ok", "meta": meta, "evidence": [evidence("riverside")]}
+        return httpx.Response(200, json={"results": [item]})
+
+    [answer] = await ask_b(reply, ["riverside"])
+    # Node b speaks for Riverside only: its claim to be Northbridge is not shown.
+    assert (
+        answer.results["b/riverside"][0].status == "ok" and answer.metas["b/riverside"]["institution"] == ""
+    )
+
+    def honest(request: httpx.Request) -> httpx.Response:
+        meta = {"name": "riverside", "institution": "Riverside Medical Center"}
+        item = {"collection": "riverside", "status": "ok", "meta": meta, "evidence": [evidence("riverside")]}
+        return httpx.Response(200, json={"results": [item]})
+
+    [answer] = await ask_b(honest, ["riverside"])
+    assert answer.metas["b/riverside"]["institution"] == "Riverside Medical Center"
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        # Evidence filed under a collection other than the one it answers for.
+        {"collection": "riverside", "status": "ok", "evidence": [evidence("northbridge")]},
+        # Content for a collection the node itself says is denied.
+        {"collection": "riverside", "status": "denied", "evidence": [evidence("riverside")]},
+        {"collection": "riverside", "status": "granted"},
+        {"collection": "riverside", "status": "ok", "evidence": [{**evidence("riverside"), "text": None}]},
+        {"collection": "../../etc", "status": "ok"},
+        {"collection": "riverside", "status": "ok", "evidence": [evidence("riverside")] * 11},
+    ],
+)
+@ASYNC
+async def test_an_ill_typed_reply_is_refused_whole(item: dict[str, Any]) -> None:
+    [answer] = await ask_b(httpx.Response(200, json={"results": [item]}), ["riverside"])
+    status, found = answer.results["b/riverside"]
+    assert status.status == "failed" and "malformed reply" in (status.reason or "") and found == []
+
+
+@ASYNC
+async def test_a_node_cannot_add_sources_nobody_asked_for() -> None:
+    items = [
+        {"collection": "riverside", "status": "ok", "evidence": [evidence("riverside")]},
+        {"collection": "northbridge", "status": "ok", "evidence": [evidence("northbridge", "Never travel.")]},
+    ]
+    [answer] = await ask_b(httpx.Response(200, json={"results": items}), ["riverside"])
+    assert list(answer.results) == ["b/riverside"]

@@ -54,6 +54,7 @@ from retrieval.collections import (
 )
 from tests._fakes import Reply, ScriptedLLM
 from tests._handbooks import (
+    INSTITUTIONS,
     ORDER,
     BowEncoder,
     build_store,
@@ -408,7 +409,11 @@ async def test_http_collections_listing_and_search(client: httpx.AsyncClient) ->
 
 
 def remote_settings(timeout_s: float = 0.5) -> FederationSettings:
-    return FederationSettings(nodes=[NodeSettings(name="b", url="http://b.test", timeout_s=timeout_s)])
+    # Node b holds the shared handbooks: it speaks for their institutions.
+    node = NodeSettings(
+        name="b", url="http://b.test", timeout_s=timeout_s, institutions=list(INSTITUTIONS.values())
+    )
+    return FederationSettings(nodes=[node])
 
 
 async def ask_remote(transport: httpx.AsyncBaseTransport, collections: list[str]) -> dict[str, Any]:
@@ -439,9 +444,9 @@ async def test_federation_statuses_for_failing_nodes() -> None:
     )
     assert got["b/x"][:2] == ("denied", "not available to you")  # why (token expired) is logged here
     got = await ask_remote(httpx.MockTransport(lambda r: httpx.Response(500, text="boom")), ["x"])
-    assert got["b/x"][:2] == ("failed", "node b answered HTTP 500 ()")
+    assert got["b/x"][:2] == ("failed", "node b answered HTTP 500")
     got = await ask_remote(httpx.MockTransport(lambda r: httpx.Response(200, text="<html>")), ["x"])
-    assert got["b/x"][:2] == ("failed", "node b sent a malformed reply (JSONDecodeError)")
+    assert got["b/x"][:2] == ("failed", "node b sent a malformed reply (at body)")
     partial = {"results": [{"collection": "x", "status": "denied", "reason": "private", "evidence": []}]}
     got = await ask_remote(httpx.MockTransport(lambda r: httpx.Response(200, json=partial)), ["x", "y"])
     assert got == {
