@@ -51,15 +51,15 @@ def _install_collection_routes(app: FastAPI) -> None:
     async def list_collections(request: Request, remote: bool = False) -> JSONResponse:
         """Metadata of the collections the caller (bearer token, or anonymous) may search on this node;
         with ``remote=true`` also on every federated node (as ``node/name``, each node's status in
-        ``nodes``), asked with the caller's token."""
+        ``nodes``), where this node vouches for the caller with a signed assertion (never their token)."""
         request_id = _request_id(request)
         service = service_of(request)
-        subject, token = _subject(service, request)
+        subject = _subject(service, request)[0]
         listed = [m.model_dump(mode="json") for m in service.searchable(subject)]
         body: dict[str, Any] = {"request_id": request_id, "collections": listed}
         if remote:
             fed = service.federation
-            answers = await asyncio.gather(*(fed.list_collections(n, token) for n in fed.nodes))
+            answers = await asyncio.gather(*(fed.list_collections(n, subject) for n in fed.nodes))
             body["nodes"] = {}
             for name, (status, items) in zip(fed.nodes, answers, strict=True):
                 body["nodes"][name] = status.to_json()

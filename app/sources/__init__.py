@@ -10,8 +10,10 @@ from ._access import (
     Subject,
     TokenVerifier,
     bearer_token,
+    decode_jwt,
     load_policies,
 )
+from ._exchange import ASSERTION_TYP, AssertionSigner, AssertionVerifier, CallerVerifier
 from ._federation import (
     FederationClient,
     FusedItem,
@@ -31,9 +33,13 @@ from ._service import (
 
 __all__ = [
     "ANONYMOUS",
+    "ASSERTION_TYP",
     "NOT_AVAILABLE",
     "AccessEngine",
     "AcrossOutcome",
+    "AssertionSigner",
+    "AssertionVerifier",
+    "CallerVerifier",
     "FederationClient",
     "FusedItem",
     "InvalidToken",
@@ -45,6 +51,7 @@ __all__ = [
     "TokenVerifier",
     "UnknownSource",
     "bearer_token",
+    "decode_jwt",
     "evidence_from_json",
     "evidence_to_json",
     "fuse_sources",

@@ -3,10 +3,17 @@
 A node lists remote nodes in settings (``COMETA_FEDERATION__NODES``). A source ``node/collection`` (or
 ``node/*``: every collection that node lets the caller search) is asked with ONE ``POST
 {url}/collections/search`` per node; nodes are asked concurrently, each under its own deadline. The
-caller's bearer token is forwarded unchanged so that the node owning the data applies its own policies (a
-node's ``service_token`` stands in only when the caller presented none). Every node and collection comes
-back with a status (``ok`` / ``denied`` / ``failed`` / ``timeout`` and a reason): a failed, slow or denying
-node is reported, never silently dropped.
+caller's token is never forwarded: an authenticated caller goes as a short-lived assertion this node
+signs for that node's audience alone (``_exchange``), and the node owning the data applies its own
+policies to the attributes in it; an anonymous caller goes anonymous (a node's ``service_token`` stands
+in only where ``anonymous_service_token`` allows it). Every node and collection comes back with a status
+(``ok`` / ``denied`` / ``failed`` / ``timeout`` and a reason): a failed, slow or denying node is reported,
+never silently dropped, and a node that refuses the caller reads exactly like one that does not exist.
+
+Replies are not trusted: read as a stream and abandoned past ``max_response_bytes``, validated against the
+typed schema (:class:`~app.schemas.CollectionSearchResponse`: evidence filed under its own collection,
+no content for a refused one, bounded lists), collections nobody asked for ignored, and an institution
+name shown only when the node is configured to speak for it (``NodeSettings.institutions``).
 
 Evidence from different nodes is merged by reciprocal rank fusion over each source's own ranking
 (:func:`fuse_sources`): scores from different encoders and rerankers are not comparable, ranks are.
@@ -29,7 +36,8 @@ from app.schemas import CollectionEvidenceOut, CollectionListResponse, Collectio
 from app.settings import FederationSettings, NodeSettings
 from retrieval.search import ArmHit, rrf
 
-from ._access import NOT_AVAILABLE
+from ._access import NOT_AVAILABLE, Subject
+from ._exchange import AssertionSigner
 
 if TYPE_CHECKING:  # settings import this module: keep the collection stack out of that import
     from retrieval.collections import InstEvidence
@@ -49,6 +57,10 @@ log = logging.getLogger("cometa.sources")
 
 Status = Literal["ok", "denied", "failed", "timeout"]
 T = TypeVar("T")
+
+
+class _CannotVouch(Exception):
+    """An authenticated caller, and no key to sign their assertion with."""
 
 
 @dataclass(frozen=True)
@@ -116,19 +128,36 @@ class FederationClient:
     """Asks remote nodes. ``transport`` is for tests that mount nodes in-process."""
 
     def __init__(
-        self, settings: FederationSettings, *, transport: httpx.AsyncBaseTransport | None = None
+        self,
+        settings: FederationSettings,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        signer: AssertionSigner | None = None,
     ) -> None:
+        """``signer``: default from the settings (``node_id`` + ``signing_key``); without one, callers can
+        only go anonymous."""
         self.settings = settings
         self.nodes = {n.name: n for n in settings.nodes}
         self._transport = transport
+        self._signer = signer if signer is not None else AssertionSigner.from_settings(settings)
 
     def _client(self, node: NodeSettings) -> httpx.AsyncClient:
         timeout = httpx.Timeout(node.timeout_s, connect=min(self.settings.connect_timeout_s, node.timeout_s))
         return httpx.AsyncClient(timeout=timeout, transport=self._transport, follow_redirects=False)
 
-    def _headers(self, node: NodeSettings, token: str | None) -> dict[str, str]:
+    def _headers(self, node: NodeSettings, subject: Subject) -> dict[str, str]:
+        """The caller as ``node`` sees them: a fresh assertion for an authenticated caller, nothing (or the
+        service token, where allowed) for an anonymous one. Never the caller's own token."""
         headers = {"accept": "application/json"}
-        bearer = token or (node.service_token.get_secret_value() if node.service_token else None)
+        bearer = None
+        if subject.authenticated:
+            if self._signer is None:
+                raise _CannotVouch(
+                    f"this node has no signing key: it cannot vouch for callers at {node.name}"
+                )
+            bearer = self._signer.assertion(subject, node.audience or node.url)
+        elif node.anonymous_service_token and node.service_token is not None:
+            bearer = node.service_token.get_secret_value()
         if bearer:
             headers["authorization"] = f"Bearer {bearer}"
         if node.api_key is not None:
@@ -141,7 +170,7 @@ class FederationClient:
         wanted: Mapping[str, Sequence[str]],
         *,
         top_docs: int,
-        token: str | None,
+        subject: Subject,
         request_id: str | None = None,
         max_chars: int | None = None,
     ) -> list[NodeAnswer]:
@@ -150,7 +179,7 @@ class FederationClient:
         return list(
             await asyncio.gather(
                 *(
-                    self._search_node(n, list(c), question, top_docs, token, request_id, max_chars)
+                    self._search_node(n, list(c), question, top_docs, subject, request_id, max_chars)
                     for n, c in wanted.items()
                 )
             )
@@ -175,7 +204,12 @@ class FederationClient:
                 response = await client.send(request, stream=True)
                 try:
                     if response.status_code in (401, 403):
-                        _log_refusal(name, response.status_code)
+                        head = b""
+                        async for chunk in response.aiter_bytes():  # why, for this node's log: 2 kB at most
+                            head += chunk
+                            if len(head) >= 2000:
+                                break
+                        _log_refusal(name, response.status_code, head[:2000].decode(errors="replace"))
                         return SourceStatus("denied", NOT_AVAILABLE, None), b""
                     if response.status_code != 200:
                         return SourceStatus(
@@ -220,7 +254,7 @@ class FederationClient:
         collections: list[str],
         question: str,
         top_docs: int,
-        token: str | None,
+        subject: Subject,
         request_id: str | None,
         max_chars: int | None = None,
     ) -> NodeAnswer:
@@ -235,7 +269,10 @@ class FederationClient:
         def whole(st: SourceStatus) -> NodeAnswer:
             return NodeAnswer(name, st, {f"{name}/{c}": (st, []) for c in (named or ["*"])})
 
-        headers = self._headers(node, token)
+        try:
+            headers = self._headers(node, subject)
+        except _CannotVouch as exc:
+            return whole(SourceStatus("failed", str(exc), ms()))
         if request_id:
             headers["x-request-id"] = request_id
         body: dict[str, Any] = {"question": question, "collections": collections, "top_docs": top_docs}
@@ -273,13 +310,17 @@ class FederationClient:
         return NodeAnswer(name, SourceStatus("ok", None, ms()), results, metas)
 
     async def list_collections(
-        self, name: str, token: str | None
+        self, name: str, subject: Subject
     ) -> tuple[SourceStatus, list[dict[str, Any]]]:
         """``GET {url}/collections`` of one node: the metadata of collections the caller may search there
         (validated; an institution only when the node may speak for it)."""
         node = self.nodes[name]
         started = time.perf_counter()
-        failed, raw = await self._exchange(node, "GET", "/collections", self._headers(node, token))
+        try:
+            headers = self._headers(node, subject)
+        except _CannotVouch as exc:
+            return SourceStatus("failed", str(exc), None), []
+        failed, raw = await self._exchange(node, "GET", "/collections", headers)
         elapsed = (time.perf_counter() - started) * 1000
         if failed is not None:
             return failed, []
@@ -296,5 +337,9 @@ class FederationClient:
         return SourceStatus("ok", None, elapsed), items
 
 
-def _log_refusal(name: str, status: int) -> None:
-    log.info(json.dumps({"event": "node_refused", "node": name, "http": status}))
+def _log_refusal(name: str, status: int, body: str) -> None:
+    try:
+        reason = json.loads(body).get("reason")
+    except (ValueError, AttributeError):
+        reason = None
+    log.info(json.dumps({"event": "node_refused", "node": name, "http": status, "reason": str(reason)[:200]}))

@@ -5,7 +5,8 @@
 1. Each source is retrieved on its own: PubMed by the existing :class:`~app.pipeline.Pipeline`; a local
    collection by a :class:`~retrieval.collections.CollectionRetriever` on the process's dense encoder and
    reranker, behind this node's access policies (the gate, then the per-document filter); a remote one by
-   the owning node (``_federation``), which applies its own policies to the forwarded token.
+   the owning node (``_federation``), which applies its own policies to the attributes this node vouches
+   for in a signed, short-lived assertion (``_exchange``): the caller's own token never leaves this node.
 2. Each source is answered on its own with the ``NOT ADDRESSED`` rule by the judge's
    :class:`~app.judge.SourceAnswerer`, from the one evidence context of ``app.answer``; with no LLM the
    answers are extractive (:func:`~app.answer.extractive_answer`: the best-matching sentences, cited) and
@@ -75,10 +76,10 @@ from ._access import (
     NOT_AVAILABLE,
     AccessEngine,
     Subject,
-    TokenVerifier,
     bearer_token,
     load_policies,
 )
+from ._exchange import CallerVerifier
 from ._federation import FederationClient, SourceStatus, fuse_sources
 
 __all__ = [
@@ -286,7 +287,7 @@ class SourcesService:
         self.pipeline = pipeline
         self.store = store or CollectionStore.from_settings(settings.collections)
         self.engine = AccessEngine(load_policies(settings.access))  # a bad policy file fails start-up
-        self.verifier = TokenVerifier(settings.access)
+        self.verifier = CallerVerifier(settings.access, settings.federation)  # IdP tokens, peer assertions
         self.federation = federation or FederationClient(settings.federation)
         self._models = models
         self._encoder = encoder
@@ -461,7 +462,7 @@ class SourcesService:
         self,
         refs: Sequence[SourceRef],
         question: str,
-        token: str | None,
+        subject: Subject,
         top_docs: int,
         request_id: str | None,
     ) -> list[SourceOutcome]:
@@ -478,7 +479,7 @@ class SourcesService:
             question,
             wanted,
             top_docs=top_docs,
-            token=token,
+            subject=subject,
             request_id=request_id,
             max_chars=self.document_budget(),
         )
@@ -554,7 +555,8 @@ class SourcesService:
         req: AskRequest | None = None,
         request_id: str | None = None,
     ) -> AcrossOutcome:
-        """Retrieve, answer and judge every source; the in-process core of ``/ask`` with ``sources``."""
+        """Retrieve, answer and judge every source; the in-process core of ``/ask`` with ``sources``.
+        ``token`` is the caller's raw token: kept here, never sent on (other nodes get an assertion)."""
         cfg = self.settings.sources
         timings: dict[str, float] = {}
         warnings: list[str] = []
@@ -570,7 +572,7 @@ class SourcesService:
         remote_question = scrub(question).text
         gathered = await asyncio.gather(
             *tasks,
-            self._remote(remote, remote_question, token, cfg.top_docs, request_id) if remote else _none(),
+            self._remote(remote, remote_question, subject, cfg.top_docs, request_id) if remote else _none(),
         )
         timings["retrieve"] = _since(t0)
         found: dict[str, SourceOutcome] = {}

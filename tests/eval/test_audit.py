@@ -79,7 +79,13 @@ async def test_audit_over_five_handbooks(service: SourcesService, questions: Pat
         "r_con": pytest.approx(1 / 6),
         "any_div": True,
     }
-    assert per_q["parrot"] == {"r_abs": 1.0, "r_abs_pairs": 1.0, "r_div": None, "r_con": None, "any_div": False}
+    assert per_q["parrot"] == {
+        "r_abs": 1.0,
+        "r_abs_pairs": 1.0,
+        "r_div": None,
+        "r_con": None,
+        "any_div": False,
+    }
     per_s = result.metrics["per_source"]
     assert per_s["northbridge"] == {
         "questions": 2,

@@ -68,7 +68,7 @@ def test_hs256_claims_become_attributes() -> None:
             "active": True,
             "level": 3,
             "address": {"city": "x"},
-            "iat": 1,
+            "iat": int(time.time()),
         }
     )
     subject = verifier.verify(token)

@@ -38,7 +38,7 @@ from app.settings import (
 from app.sources import ANONYMOUS, FederationClient, SourcesService, parse_sources
 from retrieval.collections import CollectionMeta, CollectionSettings, CollectionStore
 from tests._fakes import Reply, ScriptedLLM
-from tests._handbooks import BowEncoder, build_store, handbook_llm, node_settings
+from tests._handbooks import BowEncoder, build_store, federation, handbook_llm, node_settings
 
 ASYNC = pytest.mark.asyncio(loop_scope="module")
 
@@ -156,7 +156,7 @@ def refusing_node(request: httpx.Request) -> httpx.Response:
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def client(root: Path, pipeline: Pipeline) -> AsyncIterator[httpx.AsyncClient]:
     access = AccessSettings(
-        jwt_secret=SecretStr(SECRET), policies=[Policy.model_validate(p) for p in POLICIES]
+        jwt_secret=SecretStr(SECRET), audience="node-a", policies=[Policy.model_validate(p) for p in POLICIES]
     )
     settings = node_settings(root, access=access, federation=federation_to_b())
     app = create_app(settings, api_settings=ApiSettings(rate_limit_per_minute=0), pipeline=pipeline)
@@ -170,7 +170,7 @@ async def client(root: Path, pipeline: Pipeline) -> AsyncIterator[httpx.AsyncCli
 
 
 def federation_to_b() -> FederationSettings:
-    return FederationSettings(nodes=[NodeSettings(name="b", url="https://b.test")])
+    return federation(NodeSettings(name="b", url="https://b.test", audience="node-b"))
 
 
 def without(body: dict[str, Any], *names: str) -> str:
@@ -344,14 +344,16 @@ class Flood(httpx.AsyncByteStream):
 
 
 def node_b(**update: Any) -> FederationSettings:
-    node = NodeSettings(name="b", url="https://b.test", institutions=["Riverside Medical Center"], **update)
-    return FederationSettings(nodes=[node], max_response_bytes=100_000)
+    node = NodeSettings(
+        name="b", url="https://b.test", audience="node-b", institutions=["Riverside Medical Center"], **update
+    )
+    return federation(node, max_response_bytes=100_000)
 
 
 async def ask_b(reply: httpx.Response | Any, collections: list[str]) -> list[Any]:
     transport = httpx.MockTransport(reply if callable(reply) else lambda r: reply)
     fed = FederationClient(node_b(), transport=transport)
-    return await fed.search(QUESTION, {"b": collections}, top_docs=3, token=None)
+    return await fed.search(QUESTION, {"b": collections}, top_docs=3, subject=ANONYMOUS)
 
 
 @ASYNC

@@ -39,6 +39,7 @@ from app.settings import (
 from app.sources import (
     FederationClient,
     SourcesService,
+    Subject,
     UnknownSource,
     evidence_from_json,
     evidence_to_json,
@@ -58,8 +59,10 @@ from tests._handbooks import (
     ORDER,
     BowEncoder,
     build_store,
+    federation,
     handbook_llm,
     months,
+    node_key,
     node_settings,
 )
 
@@ -411,14 +414,23 @@ async def test_http_collections_listing_and_search(client: httpx.AsyncClient) ->
 def remote_settings(timeout_s: float = 0.5) -> FederationSettings:
     # Node b holds the shared handbooks: it speaks for their institutions.
     node = NodeSettings(
-        name="b", url="http://b.test", timeout_s=timeout_s, institutions=list(INSTITUTIONS.values())
+        name="b",
+        url="https://b.test",
+        audience="node-b",
+        timeout_s=timeout_s,
+        institutions=list(INSTITUTIONS.values()),
     )
-    return FederationSettings(nodes=[node])
+    return federation(node)
+
+
+CALLER = Subject(
+    authenticated=True, attributes={"sub": "u1", "org": "northbridge"}, issuer="https://idp.test"
+)
 
 
 async def ask_remote(transport: httpx.AsyncBaseTransport, collections: list[str]) -> dict[str, Any]:
     client = FederationClient(remote_settings(), transport=transport)
-    [answer] = await client.search(QUESTION, {"b": collections}, top_docs=2, token="tok")
+    [answer] = await client.search(QUESTION, {"b": collections}, top_docs=2, subject=CALLER)
     return {k: (st.status, st.reason, len(evs)) for k, (st, evs) in answer.results.items()}
 
 
@@ -438,7 +450,10 @@ async def test_federation_statuses_for_failing_nodes() -> None:
     assert got == {"b/x": ("failed", "node b unreachable (ConnectError)", 0)}
     got = await ask_remote(httpx.MockTransport(slow), ["x", "y"])
     assert got == {k: ("timeout", "node b did not answer within 0.5 s", 0) for k in ("b/x", "b/y")}
-    assert seen[0].headers["authorization"] == "Bearer tok"  # the caller's token, forwarded as is
+    # Not the caller's token: an assertion node a signed for node b's audience, with the caller's claims.
+    sent = seen[0].headers["authorization"].removeprefix("Bearer ")
+    claims = jwt.decode(sent, node_key("a")[1], algorithms=["ES256"], audience="node-b")
+    assert claims["iss"] == "a" and claims["attrs"]["org"] == "northbridge" and claims["idp"] == CALLER.issuer
     got = await ask_remote(
         httpx.MockTransport(lambda r: httpx.Response(401, json={"reason": "token expired"})), ["x"]
     )
@@ -575,17 +590,27 @@ async def test_listing_includes_remote_nodes_with_their_status(root: Path, pipel
     access = AccessSettings(
         jwt_secret=SecretStr(SECRET), policies=[Policy.model_validate(p) for p in POLICIES]
     )
-    settings_b = node_settings(root, access=access)
+    nodes = [
+        NodeSettings(name="b", url="https://b.test", audience="node-b"),
+        NodeSettings(name="down", url="https://down.test", audience="node-down"),
+    ]
+    # b trusts a's assertions; a's callers carry tokens for a's audience.
+    settings_b = node_settings(
+        root,
+        access=access.model_copy(update={"audience": "node-b"}),
+        federation=federation(node_id="b", peers=["a"]),
+    )
     app_b = create_app(settings_b, api_settings=ApiSettings(rate_limit_per_minute=0), pipeline=pipeline)
-    nodes = [NodeSettings(name="b", url="http://b.test"), NodeSettings(name="down", url="http://down.test")]
-    settings_a = node_settings(root, access=access, federation=FederationSettings(nodes=nodes))
+    settings_a = node_settings(
+        root, access=access.model_copy(update={"audience": "node-a"}), federation=federation(*nodes)
+    )
     app_a = create_app(settings_a, api_settings=ApiSettings(rate_limit_per_minute=0), pipeline=pipeline)
     async with app_b.router.lifespan_context(app_b), app_a.router.lifespan_context(app_a):
         routes = Routes({"b.test": httpx.ASGITransport(app=app_b), "down.test": None})
         fed = FederationClient(settings_a.federation, transport=routes)
         app_a.state.sources = SourcesService(settings_a, pipeline, encoder=BowEncoder(), federation=fed)
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app_a), base_url="http://a") as c:
-            staff = auth(token(org="northbridge", role="nurse"))
+            staff = auth(token(org="northbridge", role="nurse", aud="node-a"))
             body = (await c.get("/collections", params={"remote": "true"}, headers=staff)).json()
     names = [c["name"] for c in body["collections"]]
     assert names[:5] == sorted(ORDER)  # local first, then the nodes'
