@@ -374,10 +374,7 @@ class CollectionRetriever:
         shortlist += [di for di in allowed if di not in shortlist and di in index.doc_chunks]
         shortlist = shortlist[: top_docs * self.settings.doc_candidates_factor]
         results = await asyncio.gather(
-            *(
-                asyncio.to_thread(self._evidence, index, scores, question, di, max_chars)
-                for di in shortlist
-            )
+            *(asyncio.to_thread(self._evidence, index, scores, question, di, max_chars) for di in shortlist)
         )
         # Documents whose evidence passed the sufficiency check first, then by score.
         ranked = sorted(results, key=lambda e: (not e.sufficient, -e.score))
