@@ -180,6 +180,8 @@ async def test_the_callers_token_never_leaves_their_node(
     assert claims["iss"] == "a" and claims["sub"] == "dr-a" and claims["idp"] == IDP_A
     assert claims["attrs"] == {"sub": "dr-a", "org": "A", "role": "physician"}
     assert claims["exp"] - claims["iat"] <= 60 and claims["jti"]
+    # b is told how much of a document a's answer can read: long handbooks come back as chunks.
+    assert json.loads(sent.content)["max_chars"] == svc.document_budget()
 
 
 @ASYNC
