@@ -51,7 +51,8 @@ def _install_collection_routes(app: FastAPI) -> None:
     async def list_collections(request: Request, remote: bool = False) -> JSONResponse:
         """Metadata of the collections the caller (bearer token, or anonymous) may search on this node;
         with ``remote=true`` also on every federated node (as ``node/name``, each node's status in
-        ``nodes``), where this node vouches for the caller with a signed assertion (never their token)."""
+        ``nodes``; a node that refuses the caller is left out, as a collection they may not search is),
+        where this node vouches for the caller with a signed assertion (never their token)."""
         request_id = _request_id(request)
         service = service_of(request)
         subject = _subject(service, request)[0]
@@ -62,6 +63,8 @@ def _install_collection_routes(app: FastAPI) -> None:
             answers = await asyncio.gather(*(fed.list_collections(n, subject) for n in fed.nodes))
             body["nodes"] = {}
             for name, (status, items) in zip(fed.nodes, answers, strict=True):
+                if status.status == "denied":
+                    continue  # a node that refuses the caller is not named, like one that does not exist
                 body["nodes"][name] = status.to_json()
                 listed.extend({**i, "name": f"{name}/{i.get('name', '')}", "node": name} for i in items)
         return JSONResponse(body)

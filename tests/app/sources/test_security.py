@@ -145,7 +145,12 @@ POLICIES = [
 
 
 def refusing_node(request: httpx.Request) -> httpx.Response:
-    """Node b: its "secret" collection exists and is refused; anything else is unknown to it."""
+    """Node b: its "secret" collection exists and is refused; anything else is unknown to it; its listing
+    refuses anonymous callers outright."""
+    if request.method == "GET":
+        return httpx.Response(
+            401, json={"error": "unauthorized", "reason": "collection sources need a token"}
+        )
     body = json.loads(request.content)
     items = [
         {"collection": c, "status": "denied", "reason": f"policy b-{c} refused"} for c in body["collections"]
@@ -212,9 +217,11 @@ async def test_private_and_missing_collections_and_nodes_are_indistinguishable(
     a, b = r.json()["results"]
     assert {**a, "collection": "x"} == {**b, "collection": "x"}
     assert a["status"] == "denied" and a["reason"] == "not available to you" and a["meta"] is None
-    # /collections: neither is named.
+    # /collections: neither is named; with remote=true, a node that refuses the caller is not named either.
     listed = [c["name"] for c in (await client.get("/collections")).json()["collections"]]
     assert "northbridge" not in listed and "atlantis" not in listed
+    remote = (await client.get("/collections", params={"remote": "true"})).json()
+    assert remote["nodes"] == {} and not any(c["name"].startswith("b/") for c in remote["collections"])
 
 
 @ASYNC
