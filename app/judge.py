@@ -4,8 +4,14 @@
    ``answer_per_source``), or the exact ``NOT ADDRESSED: ...`` sentence. :class:`SourceAnswerer` is that
    per-source answer for any source's evidence context: ``app.sources`` answers collections and PubMed
    with it too.
-2. Absence pre-screen: the ``NOT ADDRESSED`` prefix, else a YES/NO LLM check (``judge_absence``), cached
-   per (source, question) so each source is screened once across all the pairs it takes part in.
+2. Absence pre-screen: the ``NOT ADDRESSED`` prefix, else a YES/NO LLM check (``judge_absence``). The
+   verdict is cached per answer *content*: the source, the version of its evidence (a hash of the context
+   the answer was written from) and the answer text, so a source is screened once across all the pairs it
+   takes part in and a changed handbook or a different answer is screened afresh. Only answers this
+   process wrote from evidence it retrieved carry an evidence version and are cached; answers a caller
+   supplies (``POST /judge``) are screened every time and never touch the cache, so no caller can plant a
+   verdict (HERO-QA caches per (handbook, question); keyed so, a caller who names a source could poison it,
+   and a cache hit would tell them someone else asked the question).
 3. :meth:`CrossSourceJudge.judge`: a pair with an absent side is ``ABSENT`` without an LLM call; every
    other pair gets ONE structured call (``judge_compare``): classification, reasoning, divergence topic,
    clinical significance (the paper's ablation shows a label-only judge loses Divergent vs Complementary).
@@ -14,14 +20,19 @@
 Each unordered pair is judged once, in canonical order (A = the source listed first), and the matrix is
 symmetrised: the five labels are symmetric relations, and judging both orders would double the cost.
 
-Rates (paper, Table 2): ``r_abs`` = ABSENT / judged pairs; ``r_div`` = (DIVERGENT + CONTRADICTORY) /
-non-absent judged pairs; ``r_con`` = CONSISTENT / non-absent judged pairs; ``None`` when the denominator
-is 0. A pair whose LLM call failed has ``classification=None`` and counts in no rate.
+Rates (HERO-QA §5, Table 3): ``r_abs`` is the paper's absence rate, per source: the share of the sources'
+answers that do not address the question (absent answers / answers screened; a failed answer counts in
+neither); ``r_abs_pairs`` = ABSENT / judged pairs, the share of pairs the absence screen decided (what
+``r_abs`` meant before: a pair is ABSENT when either side is, so it overstates absence); ``r_div`` =
+(DIVERGENT + CONTRADICTORY) / non-absent judged pairs; ``r_con`` = CONSISTENT / non-absent judged pairs;
+``None`` when the denominator is 0. A pair whose LLM call failed has ``classification=None`` and counts in
+no pair rate.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import re
 from collections.abc import Sequence
@@ -74,6 +85,9 @@ class SourceAnswer:
     absence_method: Literal["prefix", "llm"] | None  # None: not screened, or the screen failed
     error: str | None = None  # the per-source answer call failed: its pairs are not judged
     screen_error: str | None = None  # the YES/NO absence check failed: treated as present, recorded
+    # sha256 of the evidence context the answer was written from (the source's document version); None for
+    # answers this process did not write (POST /judge): those are never cached.
+    evidence_version: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +109,8 @@ class JudgeReport:
     pairs: tuple[PairJudgement, ...]
     matrix: list[list[Label | None]]  # N x N over ``sources``, symmetric, diagonal None
     counts: dict[Label, int]
-    r_abs: float | None
+    r_abs: float | None  # absent answers / screened answers (the paper's per-source absence rate)
+    r_abs_pairs: float | None  # ABSENT pairs / judged pairs
     r_div: float | None
     r_con: float | None
     any_div: bool
@@ -202,7 +217,10 @@ class SourceAnswerer:
             return SourceAnswer(source_id, label, "", False, None, f"{label}: answer failed{why}")
         text = strip_reasoning(result.value)
         absent = has_absent_prefix(text)
-        return SourceAnswer(source_id, label, text, absent, "prefix" if absent else None)
+        version = hashlib.sha256(evidence.text.encode()).hexdigest()
+        return SourceAnswer(
+            source_id, label, text, absent, "prefix" if absent else None, evidence_version=version
+        )
 
 
 class CrossSourceJudge:
@@ -214,7 +232,7 @@ class CrossSourceJudge:
         self.llm = llm
         self.max_sources = max_sources
         self._semaphore = asyncio.Semaphore(concurrency)
-        self._cache: LRUCache[tuple[str, str], bool] = LRUCache(maxsize=cache_size)
+        self._cache: LRUCache[tuple[str, str, str, str], bool] = LRUCache(maxsize=cache_size)
         self._per_source = SourceAnswerer(llm, self._semaphore, exception_messages=True)
         self._absence_prompt = load_prompt("judge_absence")
         self._compare_prompt = load_prompt("judge_compare")
@@ -239,16 +257,20 @@ class CrossSourceJudge:
         return await self.screen(question, answer)
 
     async def screen(self, question: str, answer: SourceAnswer) -> SourceAnswer:
-        """The answer with ``absent`` set: prefix heuristic, else the cached YES/NO LLM check."""
+        """The answer with ``absent`` set: prefix heuristic, else the YES/NO LLM check, cached per answer
+        content for answers that carry an evidence version (see the module docstring)."""
         if answer.error is not None:
             return answer
         if has_absent_prefix(answer.text):
-            return SourceAnswer(answer.source_id, answer.label, answer.text, True, "prefix")
+            return dataclasses.replace(answer, absent=True, absence_method="prefix")
         prompt = self._absence_prompt
-        key = (answer.source_id, question)
-        cached = self._cache.get(key)
-        if cached is not None:
-            return SourceAnswer(answer.source_id, answer.label, answer.text, cached, "llm")
+        key = None
+        if answer.evidence_version is not None:
+            text_hash = hashlib.sha256(answer.text.encode()).hexdigest()
+            key = (prompt.id, answer.source_id, answer.evidence_version, text_hash)
+            cached = self._cache.get(key)
+            if cached is not None:
+                return dataclasses.replace(answer, absent=cached, absence_method="llm")
         try:
             async with self._semaphore:
                 result = await self.llm.complete_text(
@@ -257,13 +279,14 @@ class CrossSourceJudge:
         except LLMError as exc:
             # A failed screen must not hide a real answer: treat it as present and say so.
             note = f"{answer.label}: absence check failed ({type(exc).__name__}); treated as present"
-            return SourceAnswer(answer.source_id, answer.label, answer.text, False, None, screen_error=note)
+            return dataclasses.replace(answer, absent=False, absence_method=None, screen_error=note)
         verdict = parse_yes_no(result.value)
         if verdict is None:
             note = f"{answer.label}: absence check gave no YES/NO ({result.value[:40]!r}); treated as present"
-            return SourceAnswer(answer.source_id, answer.label, answer.text, False, None, screen_error=note)
-        self._cache[key] = verdict
-        return SourceAnswer(answer.source_id, answer.label, answer.text, verdict, "llm")
+            return dataclasses.replace(answer, absent=False, absence_method=None, screen_error=note)
+        if key is not None:
+            self._cache[key] = verdict
+        return dataclasses.replace(answer, absent=verdict, absence_method="llm")
 
     # --- pairwise judging -----------------------------------------------------------------------------
 
@@ -295,6 +318,7 @@ class CrossSourceJudge:
         judged = sum(counts.values())
         present = judged - counts["ABSENT"]
         divergent = counts["DIVERGENT"] + counts["CONTRADICTORY"]
+        screened = [a for a in answers if a.error is None]
         return JudgeReport(
             question_hash=hashlib.sha256(question.encode()).hexdigest()[:16],
             sources=sources,
@@ -302,7 +326,8 @@ class CrossSourceJudge:
             pairs=pairs,
             matrix=matrix,
             counts=counts,
-            r_abs=counts["ABSENT"] / judged if judged else None,
+            r_abs=sum(a.absent for a in screened) / len(screened) if screened else None,
+            r_abs_pairs=counts["ABSENT"] / judged if judged else None,
             r_div=divergent / present if present else None,
             r_con=counts["CONSISTENT"] / present if present else None,
             any_div=divergent > 0,

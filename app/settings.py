@@ -7,12 +7,14 @@ Nested sections use ``__``: ``COMETA_EUTILS__API_KEY=...``, ``COMETA_EUTILS__BAC
 from __future__ import annotations
 
 import fnmatch
+import ipaddress
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from llm import LLMSettings
@@ -28,7 +30,9 @@ __all__ = [
     "ApiSettings",
     "EvaluationSettings",
     "FederationSettings",
+    "IssuerSettings",
     "NodeSettings",
+    "PeerSettings",
     "Policy",
     "Settings",
     "SourcesSettings",
@@ -152,6 +156,11 @@ class Policy(BaseModel):
         description="Whether the caller must be authenticated: a policy never lets an unauthenticated caller "
         "in unless it says so explicitly.",
     )
+    issuers: list[str] = Field(
+        default_factory=list,
+        description="The identity providers (their iss) whose subjects this policy accepts: an attribute "
+        "asserted by any other issuer cannot satisfy it. Empty = any issuer this node trusts.",
+    )
 
     @field_validator("subject", "document", mode="before")
     @classmethod
@@ -162,6 +171,40 @@ class Policy(BaseModel):
 
     def covers(self, collection: str, action: str) -> bool:
         return action == self.action and any(fnmatch.fnmatchcase(collection, p) for p in self.collections)
+
+
+class IssuerSettings(BaseModel):
+    """One trusted identity provider: its ``iss`` and the key material its tokens verify with."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    issuer: str = Field(
+        min_length=1, description="The iss claim of its tokens (e.g. https://idp.hospital-a.org)."
+    )
+    jwt_secret: SecretStr | None = Field(default=None, description="HS256 shared secret.")
+    jwt_public_key: str | None = Field(default=None, description="PEM text of its public key.")
+    jwt_public_key_file: Path | None = Field(default=None, description="PEM file of its public key.")
+    jwks_file: Path | None = Field(default=None, description="Its OIDC JWKS document saved to disk.")
+    algorithms: list[str] = Field(
+        default_factory=lambda: ["RS256", "ES256"], description="Accepted algorithms for its public keys."
+    )
+
+    @field_validator("algorithms")
+    @classmethod
+    def _asymmetric_only(cls, value: list[str]) -> list[str]:
+        bad = [a for a in value if a not in _ASYMMETRIC]
+        if bad:
+            raise ValueError(f"algorithms are for public keys; use jwt_secret for HS256 (got {bad})")
+        return value
+
+    @model_validator(mode="after")
+    def _one_key(self) -> IssuerSettings:
+        given = [self.jwt_secret, self.jwt_public_key, self.jwt_public_key_file, self.jwks_file]
+        if sum(x is not None for x in given) != 1:
+            raise ValueError(
+                f"issuer {self.issuer}: give exactly one of jwt_secret, jwt_public_key(_file), jwks_file"
+            )
+        return self
 
 
 class AccessSettings(BaseModel):
@@ -193,6 +236,19 @@ class AccessSettings(BaseModel):
     policies: list[Policy] | None = Field(
         default=None, description="Inline policies, e.g. COMETA_ACCESS__POLICIES='[{...}]'."
     )
+    issuers: list[IssuerSettings] = Field(
+        default_factory=list,
+        description="Trusted identity providers, each with its own key: a token is verified with the key of "
+        "the issuer it names, and its subject carries that issuer (policies can require it). The top-level "
+        "key fields above form one more (with `issuer`).",
+    )
+    max_token_lifetime_s: float = Field(
+        default=3600.0,
+        gt=0,
+        le=7 * 86400,
+        description="Refuse bearer tokens valid for longer than this (exp - iat, or exp - now without iat): "
+        "a stolen long-lived token is a long-lived key.",
+    )
 
     @field_validator("algorithms")
     @classmethod
@@ -205,7 +261,7 @@ class AccessSettings(BaseModel):
 
     @property
     def verifies_tokens(self) -> bool:
-        return any(
+        return bool(self.issuers) or any(
             x is not None
             for x in (self.jwt_secret, self.jwt_public_key, self.jwt_public_key_file, self.jwks_file)
         )
@@ -220,12 +276,27 @@ class NodeSettings(BaseModel):
     timeout_s: float = Field(default=10.0, gt=0, le=300, description="The whole exchange with this node.")
     service_token: SecretStr | None = Field(
         default=None,
-        description="Sent as the bearer token only when the caller presented none (a node-level identity): "
-        "the remote node then decides on this node's rights, so they should not exceed an anonymous "
-        "caller's.",
+        description="A bearer token of this node's own at that node, sent for anonymous callers only when "
+        "anonymous_service_token is true (never for an authenticated caller: they go as a signed assertion).",
     )
     api_key: SecretStr | None = Field(
         default=None, description="That node's X-API-Key, when it requires one."
+    )
+    institutions: list[str] = Field(
+        default_factory=list,
+        description="The institutions this node speaks for: a collection of that node shows its institution "
+        "name only when it is one of these (a node cannot cite itself as another hospital).",
+    )
+
+    audience: str | None = Field(
+        default=None,
+        description="That node's audience (its COMETA_ACCESS__AUDIENCE): the aud of the assertions sent "
+        "there, so that no other node accepts them. Required when federation is on.",
+    )
+    anonymous_service_token: bool = Field(
+        default=False,
+        description="Send service_token for anonymous callers: they then get this node's rights at that "
+        "node instead of an anonymous caller's. Off: anonymous callers go anonymous.",
     )
 
     @field_validator("url")
@@ -233,7 +304,43 @@ class NodeSettings(BaseModel):
     def _http(cls, value: str) -> str:
         if not value.startswith(("http://", "https://")):
             raise ValueError("node url must start with http:// or https://")
+        if value.startswith("http://") and not _loopback(value):
+            raise ValueError(
+                f"node url {value} is plain http: use https:// (http is accepted on loopback only); tokens "
+                "and patients' questions must not cross a network in clear"
+            )
         return value.rstrip("/")
+
+
+def _loopback(url: str) -> bool:
+    host = (urlsplit(url).hostname or "").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class PeerSettings(BaseModel):
+    """A node this one accepts signed assertions from (``COMETA_FEDERATION__PEERS``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=_NAME, description="Its node_id: the iss of its assertions.")
+    public_key: str | None = Field(default=None, description="PEM text of its assertion signing public key.")
+    public_key_file: Path | None = Field(default=None, description="PEM file of that public key.")
+    issuers: list[str] = Field(
+        default_factory=list,
+        description="Identity providers (iss) whose users it may vouch for; empty = those this node trusts "
+        'itself (COMETA_ACCESS__ISSUER/ISSUERS); ["*"] = any.',
+    )
+
+    @model_validator(mode="after")
+    def _key(self) -> PeerSettings:
+        if (self.public_key is None) == (self.public_key_file is None):
+            raise ValueError(f"peer {self.name}: give exactly one of public_key, public_key_file")
+        return self
 
 
 class FederationSettings(BaseModel):
@@ -247,6 +354,27 @@ class FederationSettings(BaseModel):
     rrf_k: float = Field(
         default=60.0, ge=0, description="Reciprocal rank fusion constant k of the ranking across sources."
     )
+    node_id: str | None = Field(
+        default=None, pattern=_NAME, description="This node's name: the iss of the assertions it signs."
+    )
+    signing_key: SecretStr | None = Field(
+        default=None, description="PEM private key (EC P-256 or RSA) this node signs its assertions with."
+    )
+    signing_key_file: Path | None = Field(default=None, description="The same, from a file.")
+    assertion_lifetime_s: int = Field(
+        default=60, ge=5, le=300, description="Lifetime of the assertions this node signs."
+    )
+    max_assertion_lifetime_s: int = Field(
+        default=300, ge=5, le=3600, description="Refuse a peer's assertion valid for longer than this."
+    )
+    peers: list[PeerSettings] = Field(
+        default_factory=list, description="Nodes whose signed assertions this node accepts."
+    )
+
+    @property
+    def enabled(self) -> bool:
+        """Federation is on: this node asks others, or answers others' assertions."""
+        return bool(self.nodes or self.peers)
 
     @field_validator("nodes")
     @classmethod
@@ -356,6 +484,32 @@ class Settings(BaseSettings):
         default_factory=EvaluationSettings,
         description="Context and answer budgets of the evaluation suites (COMETA_EVALUATION__*).",
     )
+
+    @model_validator(mode="after")
+    def _federation_is_configured_safely(self) -> Settings:
+        """Federation with holes in its configuration does not start (docs/security.md)."""
+        fed = self.federation
+        if not fed.enabled:
+            return self
+        problems = []
+        if self.access.audience is None:
+            problems.append(
+                "COMETA_ACCESS__AUDIENCE is required with federation on: without it a token (or a peer's "
+                "assertion) meant for another node would be accepted here"
+            )
+        if fed.nodes:
+            if fed.node_id is None or (fed.signing_key is None and fed.signing_key_file is None):
+                problems.append(
+                    "COMETA_FEDERATION__NODE_ID and COMETA_FEDERATION__SIGNING_KEY(_FILE) are required to "
+                    "ask other nodes: callers are vouched for with assertions this node signs, never with "
+                    "their token"
+                )
+            missing = [n.name for n in fed.nodes if n.audience is None]
+            if missing:
+                problems.append(f"federation nodes without an audience: {missing} (set each node's audience)")
+        if problems:
+            raise ValueError("federation misconfigured: " + "; ".join(problems))
+        return self
 
     def offline(self) -> Settings:
         """The offline default: the bundled corpus served in-process by the local E-utilities server.

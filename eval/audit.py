@@ -12,8 +12,10 @@ every collection of the configured store (``COMETA_COLLECTIONS__ROOT``); the que
 
 Rates (paper, Table 3), reported per question, per source and overall:
 
-* ``r_abs`` - absence. Per source: the share of answered questions it does not address (the paper's
-  per-handbook absence rate); overall: the mean over sources; per question: ABSENT pairs / judged pairs.
+* ``r_abs`` - absence, as the paper defines it: per source, the share of answered questions it does not
+  address (the per-handbook absence rate); overall: the mean over sources; per question: the share of the
+  answered sources that do not address it. ``r_abs_pairs`` - ABSENT pairs / judged pairs (per question and
+  overall): a pair is ABSENT when either side is, so this is not the absence rate.
 * ``R_div`` - DIVERGENT + CONTRADICTORY pairs / non-absent judged pairs (per source: the pairs it is in).
 * ``R_con`` - CONSISTENT pairs / non-absent judged pairs.
 * ``any_div`` - per question: at least one divergent pair; per source and overall: the share of questions.
@@ -114,6 +116,7 @@ def _record(q: AuditQuestion, body: Mapping[str, Any]) -> dict[str, Any]:
         "matrix": judge.get("matrix", []),
         "counts": judge.get("counts", {}),
         "r_abs": judge.get("r_abs"),
+        "r_abs_pairs": judge.get("r_abs_pairs"),
         "r_div": judge.get("r_div"),
         "r_con": judge.get("r_con"),
         "any_div": judge.get("any_div"),
@@ -142,7 +145,9 @@ def aggregate(records: Sequence[Mapping[str, Any]], sources: Sequence[str]) -> d
         )
         per[s] = {
             "questions": len(answered),
-            "not_searched": sum(1 for r in records if r["status"].get(s, "ok") != "ok"),
+            # Access denial is neither absence nor failure: counted apart, never in r_abs.
+            "not_available": sum(1 for r in records if r["status"].get(s) == "denied"),
+            "not_searched": sum(1 for r in records if r["status"].get(s, "ok") not in ("ok", "denied")),
             "answer_errors": sum(1 for r in records if s in r.get("errors", ())),
             "r_abs": _rate(absent, len(answered)),
             "R_div": _rate(div, len(present)),
@@ -312,6 +317,7 @@ async def run_audit(
         [
             "source",
             "questions answered",
+            "not available",
             "not searched",
             "answer errors",
             "r_abs",
@@ -323,6 +329,7 @@ async def run_audit(
             [
                 s,
                 v["questions"],
+                v["not_available"],
                 v["not_searched"],
                 v["answer_errors"],
                 _fmt(v["r_abs"]),
@@ -336,7 +343,7 @@ async def run_audit(
     o = agg["overall"]
     overall = Table(
         "Overall",
-        ["questions", "judged", "r_abs (mean per source)", "r_abs (pairs)", "R_div", "R_con", "pct any_div"],
+        ["questions", "judged", "r_abs (mean per source)", "r_abs_pairs", "R_div", "R_con", "pct any_div"],
         [
             [
                 o["questions"],
@@ -375,16 +382,20 @@ async def run_audit(
         f"Reader (per-source answers): {judge_info['reader']}. Judge (absence screen, pairwise labels): "
         f"{judge_info['judge']}.",
         "r_abs per source = questions the source does not address / questions it answered; overall = the "
-        "mean over sources (HERO-QA's average handbook absence rate); r_abs (pairs) = ABSENT / judged pairs.",
+        "mean over sources (HERO-QA's average handbook absence rate); r_abs_pairs = ABSENT / judged pairs "
+        "(not an absence rate).",
         "R_div = (DIVERGENT + CONTRADICTORY) / non-absent judged pairs; R_con = CONSISTENT / non-absent "
         "judged pairs; any_div = share of questions with at least one divergent pair.",
         "Per-question and aggregate N x N matrices: matrices.json (labels counted per unordered pair).",
     ]
     if judge_info["self_judged"]:
         notes.insert(0, SELF_JUDGE_WARNING)
+    denied = {s: v["not_available"] for s, v in per_source.items() if v["not_available"]}
+    if denied:
+        notes.append(f"sources not available to the auditor for some questions (access denied): {denied}")
     not_ok = {s: v["not_searched"] for s, v in per_source.items() if v["not_searched"]}
     if not_ok:
-        notes.append(f"sources not searched for some questions (denied/failed/timeout): {not_ok}")
+        notes.append(f"sources not searched for some questions (failed/timeout): {not_ok}")
     failed = {s: v["answer_errors"] for s, v in per_source.items() if v["answer_errors"]}
     if failed:
         notes.append(
@@ -397,7 +408,8 @@ async def run_audit(
             "overall": o,
             "per_source": per_source,
             "per_question": {
-                r["key"]: {k: r[k] for k in ("r_abs", "r_div", "r_con", "any_div")} for r in records
+                r["key"]: {k: r.get(k) for k in ("r_abs", "r_abs_pairs", "r_div", "r_con", "any_div")}
+                for r in records
             },
             "wall_s": round(time.perf_counter() - started, 2),
             **judge_info,
@@ -456,7 +468,9 @@ async def _in_process(
                 "(cometa collections add) or pass --subsets a,b,..."
             )
         try:
-            refs = parse_sources(sources, local=service.local_names(), nodes=list(service.federation.nodes))
+            refs = parse_sources(
+                sources, local=service.local_names(), nodes=list(service.federation.nodes), strict=True
+            )
         except UnknownSource as exc:
             raise EvalInputError(str(exc)) from exc
         judge = CrossSourceJudge(

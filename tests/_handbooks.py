@@ -10,14 +10,18 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from pydantic import SecretStr
 
 from app.judge import NOT_ADDRESSED
-from app.settings import Settings
+from app.settings import FederationSettings, NodeSettings, PeerSettings, Settings
 from retrieval.collections import (
     CollectionMeta,
     CollectionSearchSettings,
@@ -123,3 +127,35 @@ def handbook_llm() -> ScriptedLLM:
         return "The handbook discusses travel without a waiting time."
 
     return ScriptedLLM(script)
+
+
+# --- federation: node keys and settings ----------------------------------------------------------------
+
+
+@cache
+def node_key(node_id: str) -> tuple[str, str]:
+    """(private PEM, public PEM) of a node's assertion signing key (EC P-256), one per name per session."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    public = (
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
+    return private, public
+
+
+def federation(
+    *nodes: NodeSettings, node_id: str = "a", peers: Sequence[str] = (), **update: Any
+) -> FederationSettings:
+    """Node ``node_id``'s federation: it asks ``nodes`` (signing with its key) and accepts the assertions
+    of ``peers`` (with their keys)."""
+    return FederationSettings(
+        nodes=list(nodes),
+        node_id=node_id,
+        signing_key=SecretStr(node_key(node_id)[0]),
+        peers=[PeerSettings(name=p, public_key=node_key(p)[1], issuers=["*"]) for p in peers],
+        **update,
+    )

@@ -13,9 +13,13 @@ from fastapi.responses import JSONResponse
 
 from app.asker import caller_of
 from app.schemas import (
+    CollectionEvidenceOut,
+    CollectionMetaOut,
+    CollectionResultOut,
     CollectionSearchRequest,
+    CollectionSearchResponse,
 )
-from app.sources import InvalidToken, SourcesService, Subject, evidence_to_json
+from app.sources import InvalidToken, SourcesService, Subject
 from retrieval.understand import hash_text
 
 from ._deps import (
@@ -47,17 +51,20 @@ def _install_collection_routes(app: FastAPI) -> None:
     async def list_collections(request: Request, remote: bool = False) -> JSONResponse:
         """Metadata of the collections the caller (bearer token, or anonymous) may search on this node;
         with ``remote=true`` also on every federated node (as ``node/name``, each node's status in
-        ``nodes``), asked with the caller's token."""
+        ``nodes``; a node that refuses the caller is left out, as a collection they may not search is),
+        where this node vouches for the caller with a signed assertion (never their token)."""
         request_id = _request_id(request)
         service = service_of(request)
-        subject, token = _subject(service, request)
+        subject = _subject(service, request)[0]
         listed = [m.model_dump(mode="json") for m in service.searchable(subject)]
         body: dict[str, Any] = {"request_id": request_id, "collections": listed}
         if remote:
             fed = service.federation
-            answers = await asyncio.gather(*(fed.list_collections(n, token) for n in fed.nodes))
+            answers = await asyncio.gather(*(fed.list_collections(n, subject) for n in fed.nodes))
             body["nodes"] = {}
             for name, (status, items) in zip(fed.nodes, answers, strict=True):
+                if status.status == "denied":
+                    continue  # a node that refuses the caller is not named, like one that does not exist
                 body["nodes"][name] = status.to_json()
                 listed.extend({**i, "name": f"{name}/{i.get('name', '')}", "node": name} for i in items)
         return JSONResponse(body)
@@ -73,7 +80,10 @@ def _install_collection_routes(app: FastAPI) -> None:
             extra = [m.name for m in service.searchable(subject)] if name == "*" else [name]
             names.extend(n for n in extra if n not in names)
         results = await asyncio.gather(
-            *(service.search_collection(n, req.question, subject, req.top_docs) for n in names)
+            *(
+                service.search_collection(n, req.question, subject, req.top_docs, max_chars=req.max_chars)
+                for n in names
+            )
         )
         log.info(
             json.dumps(
@@ -86,15 +96,18 @@ def _install_collection_routes(app: FastAPI) -> None:
             )
         )
         items = [
-            {
-                "collection": name,
-                "status": status.status,
-                "reason": status.reason,
-                "meta": None if meta is None or status.status == "denied" else meta.model_dump(mode="json"),
-                "evidence": [evidence_to_json(e) for e in evidence],
-            }
+            CollectionResultOut(
+                collection=name,
+                status=status.status,
+                reason=status.reason,
+                meta=None
+                if meta is None or status.status != "ok"
+                else CollectionMetaOut.model_validate(meta.model_dump(mode="json")),
+                evidence=[CollectionEvidenceOut.of(e) for e in evidence],
+            )
             for name, (status, evidence, meta) in zip(names, results, strict=True)
         ]
-        return JSONResponse({"request_id": request_id, "results": items})
+        reply = CollectionSearchResponse(request_id=request_id, results=items)  # what nodes validate
+        return JSONResponse(reply.model_dump(mode="json"))
 
     app.include_router(router)

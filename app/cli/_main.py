@@ -398,13 +398,37 @@ def serve(
 
     from app.api import create_app
 
-    settings = _settings(offline)
+    settings = _checked_settings(offline)
     # The API logs one JSON object per line (request ids, question hashes): no extra formatting.
     logging.basicConfig(level=settings.log_level, format="%(message)s")
     console.print(f"CoMeta API at http://{host}:{port}/ (docs: /docs)")
     uvicorn.run(
         create_app(settings), host=host, port=port, log_level=settings.log_level.lower(), access_log=False
     )
+
+
+def _checked_settings(offline: bool) -> Settings:
+    """The settings, and the access and federation material they name, or a clear message and exit 2:
+    a service with holes in its configuration does not start (docs/security.md)."""
+    from pydantic import ValidationError
+
+    from app.sources import AssertionSigner, CallerVerifier, load_policies
+
+    try:
+        settings = _settings(offline)
+        CallerVerifier(settings.access, settings.federation)  # keys readable, issuers unique
+        AssertionSigner.from_settings(settings.federation)
+        load_policies(settings.access)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors()
+        )
+        err_console.print(f"[bold red]configuration error:[/] {escape(problems)}", soft_wrap=True)
+        raise typer.Exit(code=2) from None
+    except CometaError as exc:
+        err_console.print(f"[bold red]configuration error:[/] {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(code=2) from None
+    return settings
 
 
 def _record_json(record: PubmedRecord) -> dict[str, Any]:

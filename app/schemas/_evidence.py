@@ -392,7 +392,12 @@ class JudgeReportOut(BaseModel):
     pairs: list[PairJudgementOut]
     matrix: list[list[Label | None]] = Field(description="N x N over sources, symmetric, diagonal None")
     counts: dict[Label, int]
-    r_abs: float | None = Field(description="ABSENT / judged pairs")
+    r_abs: float | None = Field(
+        description="absence rate (HERO-QA): answers that do not address the question / answers screened"
+    )
+    r_abs_pairs: float | None = Field(
+        default=None, description="ABSENT pairs / judged pairs (a pair is ABSENT when either side is)"
+    )
     r_div: float | None = Field(description="(DIVERGENT + CONTRADICTORY) / non-absent judged pairs")
     r_con: float | None = Field(description="CONSISTENT / non-absent judged pairs")
     any_div: bool

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 
 from ._evidence import (
     AnswerMode,
+    CollectionEvidenceOut,
     EvidenceDocOut,
     FusedEvidenceOut,
     JudgeReportOut,
@@ -30,7 +31,11 @@ __all__ = [
     "AskRequest",
     "AskResponse",
     "CitationOut",
+    "CollectionListResponse",
+    "CollectionMetaOut",
+    "CollectionResultOut",
     "CollectionSearchRequest",
+    "CollectionSearchResponse",
     "ErrorResponse",
     "JudgeAnswerIn",
     "JudgeRequest",
@@ -182,6 +187,13 @@ class CollectionSearchRequest(BaseModel):
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
     collections: list[str] = Field(min_length=1, max_length=20)  # names, or ["*"]: all the caller may search
     top_docs: int = Field(default=3, ge=1, le=10)
+    max_chars: int | None = Field(
+        default=None,
+        ge=500,
+        le=1_000_000,
+        description="The most text of one document the caller's answer context holds: longer documents "
+        "come back as their best chunks, never cut (None: this node's own budget).",
+    )
 
     @field_validator("question")
     @classmethod
@@ -197,6 +209,57 @@ class CollectionSearchRequest(BaseModel):
         if bad:
             raise ValueError(f"not collection names: {bad}")
         return list(dict.fromkeys(value))
+
+
+class CollectionMetaOut(BaseModel):
+    """A collection's metadata between nodes; read leniently (unknown fields ignored, strings bounded)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
+    institution: str = Field(default="", max_length=200)
+    topic: str = Field(default="", max_length=200)
+    care_phase: str = Field(default="", max_length=200)
+    version_date: str | None = Field(default=None, max_length=32)
+    description: str = Field(default="", max_length=2000)
+
+
+class CollectionResultOut(BaseModel):
+    """One collection of a ``POST /collections/search`` reply: status, metadata when searched, evidence."""
+
+    collection: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
+    status: Literal["ok", "denied", "failed", "timeout"]
+    reason: str | None = None
+    meta: CollectionMetaOut | None = None
+    evidence: list[CollectionEvidenceOut] = Field(default_factory=list, max_length=10)
+
+    @field_validator("reason", mode="before")
+    @classmethod
+    def _short(cls, value: Any) -> Any:
+        return value[:300] if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _own_evidence(self) -> CollectionResultOut:
+        # Evidence filed under another collection than the one it answers for is a forged reply.
+        if any(e.collection != self.collection for e in self.evidence):
+            raise ValueError(f"evidence of another collection under {self.collection!r}")
+        if self.status != "ok" and (self.evidence or self.meta is not None):
+            raise ValueError(f"content for a collection with status {self.status!r}")
+        return self
+
+
+class CollectionSearchResponse(BaseModel):
+    """``POST /collections/search``: written by the node asked, read (and validated) by the node asking."""
+
+    request_id: str = ""
+    results: list[CollectionResultOut] = Field(max_length=500)
+
+
+class CollectionListResponse(BaseModel):
+    """``GET /collections``: the collections the caller may search (and, with ``remote``, other nodes')."""
+
+    request_id: str = ""
+    collections: list[CollectionMetaOut] = Field(max_length=5000)
 
 
 class CitationOut(BaseModel):

@@ -3,14 +3,17 @@ each answered on its own behind attribute-based access policies, then compared b
 
 from ._access import (
     ANONYMOUS,
+    NOT_AVAILABLE,
     AccessEngine,
     InvalidToken,
     PolicyError,
     Subject,
     TokenVerifier,
     bearer_token,
+    decode_jwt,
     load_policies,
 )
+from ._exchange import ASSERTION_TYP, AssertionSigner, AssertionVerifier, CallerVerifier
 from ._federation import (
     FederationClient,
     FusedItem,
@@ -30,8 +33,13 @@ from ._service import (
 
 __all__ = [
     "ANONYMOUS",
+    "ASSERTION_TYP",
+    "NOT_AVAILABLE",
     "AccessEngine",
     "AcrossOutcome",
+    "AssertionSigner",
+    "AssertionVerifier",
+    "CallerVerifier",
     "FederationClient",
     "FusedItem",
     "InvalidToken",
@@ -43,6 +51,7 @@ __all__ = [
     "TokenVerifier",
     "UnknownSource",
     "bearer_token",
+    "decode_jwt",
     "evidence_from_json",
     "evidence_to_json",
     "fuse_sources",

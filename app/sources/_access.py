@@ -1,9 +1,14 @@
 """Attribute-based access to institutional collections: JWT subjects, policies, decisions.
 
-Callers present ``Authorization: Bearer <JWT>``. We verify tokens, we do not issue them: an HS256 shared
-secret, an RS256/ES256 public key (PEM) or an OIDC JWKS *file* is configured, and ``exp``/``nbf`` (always
-when present; ``exp`` required by default), ``iss`` and ``aud`` (when configured) are checked. The token's
-claims become the subject's attributes (``org``, ``role``, ``department``, ``affiliations``...).
+Callers present ``Authorization: Bearer <JWT>``. We verify tokens, we do not issue them. Each trusted
+identity provider is configured with its own key (``COMETA_ACCESS__ISSUERS``: an HS256 shared secret, an
+RS256/ES256 public key (PEM) or an OIDC JWKS *file*; the top-level key fields are one more), and a token
+is verified with the key of the issuer it names, so one hospital's IdP cannot mint tokens in another's
+name. ``exp``/``nbf`` (always when present; ``exp`` required by default), the lifetime
+(``max_token_lifetime_s``), ``iss`` and ``aud`` (when configured; the audience is required with federation
+on) are checked. The token's claims become the subject's attributes (``org``, ``role``, ``department``,
+``affiliations``...) and its verified issuer the subject's ``issuer``, which a policy can require
+(``Policy.issuers``): an attribute from issuer B never satisfies a policy bound to issuer A.
 
 Policies (FEDRAG §4.2.3 / §5.1.1): each names the collections it covers and an action, ``search`` (the
 collection gate: may this subject search the collection at all) or ``retrieve`` (the per-document
@@ -15,12 +20,14 @@ list-valued claim matches when any of its items does). For one collection and on
 * some policies cover it → allowed if ANY of them allows (there are no deny rules).
 
 Decisions are made at the node that owns the data (``app.sources`` applies them before any content is
-read), so a remote caller's token is forwarded and judged here, never trusted from the caller's node.
+read). A remote caller arrives as an assertion signed by the calling node (``_exchange``), carrying the
+attributes and issuer that node verified; their own token never leaves the node they gave it to.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -33,6 +40,7 @@ from core import CometaError
 
 __all__ = [
     "ANONYMOUS",
+    "NOT_AVAILABLE",
     "AccessEngine",
     "AccessError",
     "Decision",
@@ -41,11 +49,17 @@ __all__ = [
     "Subject",
     "TokenVerifier",
     "bearer_token",
+    "decode_jwt",
     "load_policies",
 ]
 
+# The one answer for a collection or node the caller may not read, whether it exists or not (status
+# "denied", this reason, no timing): a private collection and a missing one are indistinguishable. Which
+# policy decided, or that nothing exists, goes to the node's audit log only.
+NOT_AVAILABLE = "not available to you"
+
 # Registered JWT claims describe the token, not the person: they are not subject attributes.
-_REGISTERED = frozenset({"exp", "nbf", "iat", "iss", "aud", "jti"})
+_REGISTERED = frozenset({"exp", "nbf", "iat", "iss", "aud", "jti", "act", "azp"})
 
 
 class AccessError(CometaError):
@@ -66,6 +80,8 @@ class Subject:
 
     authenticated: bool
     attributes: Mapping[str, str | tuple[str, ...]] = field(default_factory=dict)
+    issuer: str | None = None  # the identity provider that vouched for the attributes (verified iss)
+    via: str | None = None  # the node that vouched for this subject with a signed assertion (federation)
 
     @property
     def id(self) -> str | None:
@@ -127,33 +143,86 @@ def _attributes(claims: Mapping[str, Any]) -> dict[str, str | tuple[str, ...]]:
     return attrs
 
 
+@dataclass(frozen=True)
+class _Trusted:
+    """One identity provider's verification material."""
+
+    issuer: str | None  # None: the legacy single key without an issuer check
+    jwks: jwt.PyJWKSet | None
+    pem: str | None
+    secret: str | None
+    algorithms: tuple[str, ...]
+
+
+def _trusted(
+    issuer: str | None,
+    secret: Any,
+    pem: str | None,
+    pem_file: Any,
+    jwks_file: Any,
+    algorithms: Sequence[str],
+) -> _Trusted:
+    try:
+        jwks = jwt.PyJWKSet.from_json(jwks_file.read_text()) if jwks_file is not None else None
+        if pem is None and pem_file is not None:
+            pem = pem_file.read_text()
+    except (OSError, jwt.PyJWTError, ValueError) as exc:
+        raise PolicyError(f"cannot read the token verification key: {type(exc).__name__}: {exc}") from exc
+    return _Trusted(
+        issuer, jwks, pem, None if secret is None else secret.get_secret_value(), tuple(algorithms)
+    )
+
+
 class TokenVerifier:
-    """Verifies bearer JWTs against the configured key material; never fetches anything."""
+    """Verifies bearer JWTs against the key of the identity provider they name; never fetches anything."""
 
     def __init__(self, settings: AccessSettings) -> None:
         self.settings = settings
-        self._jwks: jwt.PyJWKSet | None = None
-        self._pem: str | None = settings.jwt_public_key
-        try:
-            if settings.jwks_file is not None:
-                self._jwks = jwt.PyJWKSet.from_json(settings.jwks_file.read_text())
-            if self._pem is None and settings.jwt_public_key_file is not None:
-                self._pem = settings.jwt_public_key_file.read_text()
-        except (OSError, jwt.PyJWTError, ValueError) as exc:
-            raise PolicyError(f"cannot read the token verification key: {type(exc).__name__}: {exc}") from exc
+        self._issuers: dict[str | None, _Trusted] = {}
+        s = settings
+        if any(x is not None for x in (s.jwt_secret, s.jwt_public_key, s.jwt_public_key_file, s.jwks_file)):
+            self._issuers[s.issuer] = _trusted(
+                s.issuer, s.jwt_secret, s.jwt_public_key, s.jwt_public_key_file, s.jwks_file, s.algorithms
+            )
+        for i in s.issuers:
+            if i.issuer in self._issuers:
+                raise PolicyError(f"issuer {i.issuer} is configured twice")
+            self._issuers[i.issuer] = _trusted(
+                i.issuer, i.jwt_secret, i.jwt_public_key, i.jwt_public_key_file, i.jwks_file, i.algorithms
+            )
 
     @property
     def configured(self) -> bool:
-        return self.settings.verifies_tokens
+        return bool(self._issuers)
 
-    def _key(self, token: str) -> tuple[Any, list[str]]:
-        s = self.settings
-        if self._jwks is not None:
+    @property
+    def issuers(self) -> frozenset[str]:
+        """The iss values this node trusts (a legacy key without an issuer names none)."""
+        return frozenset(i for i in self._issuers if i is not None)
+
+    def _trusted_for(self, token: str) -> _Trusted:
+        if not self._issuers:
+            raise InvalidToken("bearer tokens are not accepted here: no verification key is configured")
+        try:
+            claimed = jwt.decode(token, options={"verify_signature": False}).get("iss")
+        except jwt.PyJWTError as exc:
+            raise InvalidToken(f"invalid token ({type(exc).__name__})") from exc
+        trusted = self._issuers.get(claimed) if isinstance(claimed, str) else None
+        if trusted is None:
+            # The legacy key answers for tokens of no configured issuer only when it checks none itself.
+            trusted = self._issuers.get(None)
+        if trusted is None:
+            raise InvalidToken("token issuer does not match a trusted identity provider")
+        return trusted
+
+    @staticmethod
+    def _key(trusted: _Trusted, token: str) -> tuple[Any, list[str]]:
+        if trusted.jwks is not None:
             try:
                 kid = jwt.get_unverified_header(token).get("kid")
             except jwt.PyJWTError as exc:
                 raise InvalidToken(f"malformed token header ({type(exc).__name__})") from exc
-            keys = self._jwks.keys
+            keys = trusted.jwks.keys
             if kid is not None:
                 match = [k for k in keys if k.key_id == kid]
             else:
@@ -162,48 +231,84 @@ class TokenVerifier:
                 raise InvalidToken("no key in the JWKS matches the token's key id")
             jwk = match[0]
             algorithm = jwk.algorithm_name
-            if algorithm not in s.algorithms:
+            if algorithm not in trusted.algorithms:
                 raise InvalidToken(f"key algorithm {algorithm} is not accepted")
             return jwk, [algorithm]
-        if self._pem is not None:
-            return self._pem, list(s.algorithms)
-        if s.jwt_secret is not None:
-            return s.jwt_secret.get_secret_value(), ["HS256"]
-        raise InvalidToken("bearer tokens are not accepted here: no verification key is configured")
+        if trusted.pem is not None:
+            return trusted.pem, list(trusted.algorithms)
+        assert trusted.secret is not None
+        return trusted.secret, ["HS256"]
 
     def verify(self, token: str) -> Subject:
         s = self.settings
-        key, algorithms = self._key(token)
-        required = ["exp"] if s.require_exp else []
-        if s.issuer is not None:
-            required.append("iss")
-        if s.audience is not None:
-            required.append("aud")
-        try:
-            claims = jwt.decode(
-                token,
-                key,
-                algorithms=algorithms,
-                audience=s.audience,
-                issuer=s.issuer,
-                leeway=s.leeway_s,
-                options={"require": required, "verify_aud": s.audience is not None},
-            )
-        except jwt.ExpiredSignatureError as exc:
-            raise InvalidToken("token expired") from exc
-        except jwt.ImmatureSignatureError as exc:
-            raise InvalidToken("token not valid yet (nbf)") from exc
-        except jwt.InvalidAudienceError as exc:
-            raise InvalidToken("token audience does not match") from exc
-        except jwt.InvalidIssuerError as exc:
-            raise InvalidToken("token issuer does not match") from exc
-        except jwt.MissingRequiredClaimError as exc:
-            raise InvalidToken(f"token lacks the {exc.claim!r} claim") from exc
-        except jwt.InvalidSignatureError as exc:
-            raise InvalidToken("token signature does not verify") from exc
-        except (jwt.PyJWTError, ValueError, TypeError) as exc:
-            raise InvalidToken(f"invalid token ({type(exc).__name__})") from exc
-        return Subject(authenticated=True, attributes=_attributes(claims))
+        trusted = self._trusted_for(token)
+        key, algorithms = self._key(trusted, token)
+        claims = decode_jwt(
+            token,
+            key,
+            algorithms=algorithms,
+            audience=s.audience,
+            issuer=trusted.issuer,
+            leeway=s.leeway_s,
+            require_exp=s.require_exp,
+            max_lifetime_s=s.max_token_lifetime_s,
+        )
+        iss = claims.get("iss")
+        return Subject(
+            authenticated=True, attributes=_attributes(claims), issuer=iss if isinstance(iss, str) else None
+        )
+
+
+def decode_jwt(
+    token: str,
+    key: Any,
+    *,
+    algorithms: Sequence[str],
+    audience: str | None,
+    issuer: str | None,
+    leeway: float,
+    require_exp: bool = True,
+    max_lifetime_s: float | None = None,
+    require: Sequence[str] = (),
+) -> dict[str, Any]:
+    """``jwt.decode`` with the checks every token here gets, its failures as :class:`InvalidToken` with a
+    reason; ``max_lifetime_s``: refuse a token valid for longer (``exp - iat``, or ``exp - now``)."""
+    required = (["exp"] if require_exp else []) + list(require)
+    if issuer is not None:
+        required.append("iss")
+    if audience is not None:
+        required.append("aud")
+    try:
+        claims: dict[str, Any] = jwt.decode(
+            token,
+            key,
+            algorithms=list(algorithms),
+            audience=audience,
+            issuer=issuer,
+            leeway=leeway,
+            options={"require": required, "verify_aud": audience is not None},
+        )
+    except jwt.ExpiredSignatureError as exc:
+        raise InvalidToken("token expired") from exc
+    except jwt.ImmatureSignatureError as exc:
+        raise InvalidToken("token not valid yet (nbf)") from exc
+    except jwt.InvalidAudienceError as exc:
+        raise InvalidToken("token audience does not match") from exc
+    except jwt.InvalidIssuerError as exc:
+        raise InvalidToken("token issuer does not match") from exc
+    except jwt.MissingRequiredClaimError as exc:
+        raise InvalidToken(f"token lacks the {exc.claim!r} claim") from exc
+    except jwt.InvalidSignatureError as exc:
+        raise InvalidToken("token signature does not verify") from exc
+    except (jwt.PyJWTError, ValueError, TypeError) as exc:
+        raise InvalidToken(f"invalid token ({type(exc).__name__})") from exc
+    exp = claims.get("exp")
+    if max_lifetime_s is not None and isinstance(exp, int | float):
+        iat = claims.get("iat")
+        start = iat if isinstance(iat, int | float) else time.time()
+        if exp - start > max_lifetime_s + leeway:
+            raise InvalidToken(f"token lifetime exceeds {max_lifetime_s:g} s")
+    return claims
 
 
 def load_policies(settings: AccessSettings) -> list[Policy]:
@@ -244,6 +349,8 @@ class AccessEngine:
     def _subject_ok(self, policy: Policy, subject: Subject) -> bool:
         if policy.authenticated and not subject.authenticated:
             return False
+        if policy.issuers and subject.issuer not in policy.issuers:
+            return False  # attributes vouched for by another identity provider do not count here
         return all(_match_values(subject.values(a), allowed) for a, allowed in policy.subject.items())
 
     def can_search(self, subject: Subject, collection: _Collection) -> Decision:

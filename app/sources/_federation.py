@@ -3,10 +3,17 @@
 A node lists remote nodes in settings (``COMETA_FEDERATION__NODES``). A source ``node/collection`` (or
 ``node/*``: every collection that node lets the caller search) is asked with ONE ``POST
 {url}/collections/search`` per node; nodes are asked concurrently, each under its own deadline. The
-caller's bearer token is forwarded unchanged so that the node owning the data applies its own policies (a
-node's ``service_token`` stands in only when the caller presented none). Every node and collection comes
-back with a status (``ok`` / ``denied`` / ``failed`` / ``timeout`` and a reason): a failed, slow or denying
-node is reported, never silently dropped.
+caller's token is never forwarded: an authenticated caller goes as a short-lived assertion this node
+signs for that node's audience alone (``_exchange``), and the node owning the data applies its own
+policies to the attributes in it; an anonymous caller goes anonymous (a node's ``service_token`` stands
+in only where ``anonymous_service_token`` allows it). Every node and collection comes back with a status
+(``ok`` / ``denied`` / ``failed`` / ``timeout`` and a reason): a failed, slow or denying node is reported,
+never silently dropped, and a node that refuses the caller reads exactly like one that does not exist.
+
+Replies are not trusted: read as a stream and abandoned past ``max_response_bytes``, validated against the
+typed schema (:class:`~app.schemas.CollectionSearchResponse`: evidence filed under its own collection,
+no content for a refused one, bounded lists), collections nobody asked for ignored, and an institution
+name shown only when the node is configured to speak for it (``NodeSettings.institutions``).
 
 Evidence from different nodes is merged by reciprocal rank fusion over each source's own ranking
 (:func:`fuse_sources`): scores from different encoders and rerankers are not comparable, ranks are.
@@ -15,16 +22,22 @@ Evidence from different nodes is merged by reciprocal rank fusion over each sour
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 import httpx
+from pydantic import ValidationError
 
-from app.schemas import CollectionEvidenceOut
+from app.schemas import CollectionEvidenceOut, CollectionListResponse, CollectionSearchResponse
 from app.settings import FederationSettings, NodeSettings
 from retrieval.search import ArmHit, rrf
+
+from ._access import NOT_AVAILABLE, Subject
+from ._exchange import AssertionSigner
 
 if TYPE_CHECKING:  # settings import this module: keep the collection stack out of that import
     from retrieval.collections import InstEvidence
@@ -40,8 +53,14 @@ __all__ = [
     "fuse_sources",
 ]
 
+log = logging.getLogger("cometa.sources")
+
 Status = Literal["ok", "denied", "failed", "timeout"]
 T = TypeVar("T")
+
+
+class _CannotVouch(Exception):
+    """An authenticated caller, and no key to sign their assertion with."""
 
 
 @dataclass(frozen=True)
@@ -109,19 +128,36 @@ class FederationClient:
     """Asks remote nodes. ``transport`` is for tests that mount nodes in-process."""
 
     def __init__(
-        self, settings: FederationSettings, *, transport: httpx.AsyncBaseTransport | None = None
+        self,
+        settings: FederationSettings,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        signer: AssertionSigner | None = None,
     ) -> None:
+        """``signer``: default from the settings (``node_id`` + ``signing_key``); without one, callers can
+        only go anonymous."""
         self.settings = settings
         self.nodes = {n.name: n for n in settings.nodes}
         self._transport = transport
+        self._signer = signer if signer is not None else AssertionSigner.from_settings(settings)
 
     def _client(self, node: NodeSettings) -> httpx.AsyncClient:
         timeout = httpx.Timeout(node.timeout_s, connect=min(self.settings.connect_timeout_s, node.timeout_s))
         return httpx.AsyncClient(timeout=timeout, transport=self._transport, follow_redirects=False)
 
-    def _headers(self, node: NodeSettings, token: str | None) -> dict[str, str]:
+    def _headers(self, node: NodeSettings, subject: Subject) -> dict[str, str]:
+        """The caller as ``node`` sees them: a fresh assertion for an authenticated caller, nothing (or the
+        service token, where allowed) for an anonymous one. Never the caller's own token."""
         headers = {"accept": "application/json"}
-        bearer = token or (node.service_token.get_secret_value() if node.service_token else None)
+        bearer = None
+        if subject.authenticated:
+            if self._signer is None:
+                raise _CannotVouch(
+                    f"this node has no signing key: it cannot vouch for callers at {node.name}"
+                )
+            bearer = self._signer.assertion(subject, node.audience or node.url)
+        elif node.anonymous_service_token and node.service_token is not None:
+            bearer = node.service_token.get_secret_value()
         if bearer:
             headers["authorization"] = f"Bearer {bearer}"
         if node.api_key is not None:
@@ -134,18 +170,83 @@ class FederationClient:
         wanted: Mapping[str, Sequence[str]],
         *,
         top_docs: int,
-        token: str | None,
+        subject: Subject,
         request_id: str | None = None,
+        max_chars: int | None = None,
     ) -> list[NodeAnswer]:
-        """``wanted``: node name -> collection names (``"*"`` = all the caller may search there)."""
+        """``wanted``: node name -> collection names (``"*"`` = all the caller may search there);
+        ``max_chars``: the most text of one document this node's answer context holds."""
         return list(
             await asyncio.gather(
                 *(
-                    self._search_node(n, list(c), question, top_docs, token, request_id)
+                    self._search_node(n, list(c), question, top_docs, subject, request_id, max_chars)
                     for n, c in wanted.items()
                 )
             )
         )
+
+    async def _exchange(
+        self, node: NodeSettings, method: str, path: str, headers: dict[str, str], body: Any = None
+    ) -> tuple[SourceStatus | None, bytes]:
+        """One request to ``node`` under its deadline, the reply read as a stream and abandoned as soon as
+        it passes ``max_response_bytes`` (declared or counted): (a status when it failed, else None; body)."""
+        name = node.name
+        cap = self.settings.max_response_bytes
+        started = time.perf_counter()
+
+        def ms() -> float:
+            return (time.perf_counter() - started) * 1000
+
+        try:
+            # httpx's timeouts are per phase; the node's deadline covers the whole exchange.
+            async with asyncio.timeout(node.timeout_s), self._client(node) as client:
+                request = client.build_request(method, f"{node.url}{path}", json=body, headers=headers)
+                response = await client.send(request, stream=True)
+                try:
+                    if response.status_code in (401, 403):
+                        head = b""
+                        async for chunk in response.aiter_bytes():  # why, for this node's log: 2 kB at most
+                            head += chunk
+                            if len(head) >= 2000:
+                                break
+                        _log_refusal(name, response.status_code, head[:2000].decode(errors="replace"))
+                        return SourceStatus("denied", NOT_AVAILABLE, None), b""
+                    if response.status_code != 200:
+                        return SourceStatus(
+                            "failed", f"node {name} answered HTTP {response.status_code}", ms()
+                        ), b""
+                    declared = response.headers.get("content-length")
+                    if declared is not None and declared.isdigit() and int(declared) > cap:
+                        return SourceStatus("failed", f"node {name} sent more than {cap} bytes", ms()), b""
+                    chunks: list[bytes] = []
+                    size = 0
+                    async for chunk in response.aiter_bytes():
+                        size += len(chunk)
+                        if size > cap:  # stop reading now: the rest is never downloaded
+                            return SourceStatus(
+                                "failed", f"node {name} sent more than {cap} bytes", ms()
+                            ), b""
+                        chunks.append(chunk)
+                finally:
+                    await response.aclose()
+        except (TimeoutError, httpx.TimeoutException):
+            return SourceStatus(
+                "timeout", f"node {name} did not answer within {node.timeout_s:g} s", ms()
+            ), b""
+        except httpx.HTTPError as exc:
+            return SourceStatus("failed", f"node {name} unreachable ({type(exc).__name__})", ms()), b""
+        return None, b"".join(chunks)
+
+    def institution(self, node: str, claimed: str) -> str | None:
+        """The institution a node's collection may show: only one that node is configured to speak for
+        (``NodeSettings.institutions``); None for any other claim, which is logged."""
+        if not claimed:
+            return None
+        settings = self.nodes.get(node)
+        if settings is not None and claimed in settings.institutions:
+            return claimed
+        log.warning(json.dumps({"event": "institution_refused", "node": node, "claimed": claimed[:200]}))
+        return None
 
     async def _search_node(
         self,
@@ -153,8 +254,9 @@ class FederationClient:
         collections: list[str],
         question: str,
         top_docs: int,
-        token: str | None,
+        subject: Subject,
         request_id: str | None,
+        max_chars: int | None = None,
     ) -> NodeAnswer:
         node = self.nodes[name]
         started = time.perf_counter()
@@ -162,86 +264,82 @@ class FederationClient:
         def ms() -> float:
             return (time.perf_counter() - started) * 1000
 
-        def whole(status: Status, reason: str) -> NodeAnswer:
-            st = SourceStatus(status, reason, ms())
-            named = [c for c in collections if c != "*"] or ["*"]
-            return NodeAnswer(name, st, {f"{name}/{c}": (st, []) for c in named})
+        named = [c for c in collections if c != "*"]
 
-        headers = self._headers(node, token)
+        def whole(st: SourceStatus) -> NodeAnswer:
+            return NodeAnswer(name, st, {f"{name}/{c}": (st, []) for c in (named or ["*"])})
+
+        try:
+            headers = self._headers(node, subject)
+        except _CannotVouch as exc:
+            return whole(SourceStatus("failed", str(exc), ms()))
         if request_id:
             headers["x-request-id"] = request_id
-        body = {"question": question, "collections": collections, "top_docs": top_docs}
+        body: dict[str, Any] = {"question": question, "collections": collections, "top_docs": top_docs}
+        if max_chars is not None:
+            body["max_chars"] = max_chars
+        failed, raw = await self._exchange(node, "POST", "/collections/search", headers, body)
+        if failed is not None:
+            if failed.status == "denied":  # the whole request refused: only what was named is reported
+                return NodeAnswer(name, failed, {f"{name}/{c}": (failed, []) for c in named})
+            return whole(failed)
         try:
-            # httpx's timeouts are per phase; the node's deadline covers the whole exchange.
-            async with asyncio.timeout(node.timeout_s), self._client(node) as client:
-                resp = await client.post(f"{node.url}/collections/search", json=body, headers=headers)
-        except (TimeoutError, httpx.TimeoutException):
-            return whole("timeout", f"node {name} did not answer within {node.timeout_s:g} s")
-        except httpx.HTTPError as exc:
-            return whole("failed", f"node {name} unreachable ({type(exc).__name__})")
-        if resp.status_code in (401, 403):
-            return whole(
-                "denied", f"node {name} refused the request (HTTP {resp.status_code}: {_reason(resp)})"
-            )
-        if resp.status_code != 200:
-            return whole("failed", f"node {name} answered HTTP {resp.status_code} ({_reason(resp)})")
-        if len(resp.content) > self.settings.max_response_bytes:
-            return whole("failed", f"node {name} sent more than {self.settings.max_response_bytes} bytes")
-        try:
-            payload = resp.json()
-            results: dict[str, tuple[SourceStatus, list[InstEvidence]]] = {}
-            metas: dict[str, dict[str, Any]] = {}
-            elapsed = ms()
-            for item in payload["results"]:
-                status = item["status"]
-                if status not in ("ok", "denied", "failed", "timeout"):
-                    raise ValueError(f"unknown status {status!r}")
-                evidence = [evidence_from_json(e) for e in item.get("evidence", [])] if status == "ok" else []
-                reason = item.get("reason")
-                key = f"{name}/{item['collection']}"
-                results[key] = (
-                    SourceStatus(status, None if reason is None else str(reason)[:300], elapsed),
-                    evidence[:top_docs],
-                )
-                if status == "ok" and isinstance(item.get("meta"), dict):
-                    metas[key] = item["meta"]
-        except (ValueError, KeyError, TypeError) as exc:
-            return whole("failed", f"node {name} sent a malformed reply ({type(exc).__name__})")
-        for c in collections:  # a named collection the node did not mention is reported, not dropped
-            if c != "*" and f"{name}/{c}" not in results:
+            reply = CollectionSearchResponse.model_validate_json(raw)
+        except ValidationError as exc:
+            where = ".".join(str(p) for p in exc.errors()[0]["loc"]) or "body"
+            return whole(SourceStatus("failed", f"node {name} sent a malformed reply (at {where})", ms()))
+        results: dict[str, tuple[SourceStatus, list[InstEvidence]]] = {}
+        metas: dict[str, dict[str, Any]] = {}
+        elapsed = ms()
+        for item in reply.results:
+            if named and item.collection not in named:
+                continue  # not asked for: a node does not add sources to the answer
+            key = f"{name}/{item.collection}"
+            if item.status == "denied":  # whatever the node says why, the caller hears the one answer
+                results[key] = (SourceStatus("denied", NOT_AVAILABLE, None), [])
+                continue
+            evidence = [e.to_evidence() for e in item.evidence] if item.status == "ok" else []
+            results[key] = (SourceStatus(item.status, item.reason, elapsed), evidence[:top_docs])
+            if item.status == "ok" and item.meta is not None:
+                meta = item.meta.model_dump(mode="json")
+                meta["institution"] = self.institution(name, item.meta.institution) or ""
+                metas[key] = meta
+        for c in named:  # a named collection the node did not mention is reported, not dropped
+            if f"{name}/{c}" not in results:
                 results[f"{name}/{c}"] = (SourceStatus("failed", f"node {name} did not report {c}", ms()), [])
         return NodeAnswer(name, SourceStatus("ok", None, ms()), results, metas)
 
     async def list_collections(
-        self, name: str, token: str | None
+        self, name: str, subject: Subject
     ) -> tuple[SourceStatus, list[dict[str, Any]]]:
-        """``GET {url}/collections`` of one node: the metadata of collections the caller may search there."""
+        """``GET {url}/collections`` of one node: the metadata of collections the caller may search there
+        (validated; an institution only when the node may speak for it)."""
         node = self.nodes[name]
         started = time.perf_counter()
         try:
-            async with asyncio.timeout(node.timeout_s), self._client(node) as client:
-                resp = await client.get(f"{node.url}/collections", headers=self._headers(node, token))
-        except (TimeoutError, httpx.TimeoutException):
-            return SourceStatus("timeout", f"node {name} did not answer within {node.timeout_s:g} s"), []
-        except httpx.HTTPError as exc:
-            return SourceStatus("failed", f"node {name} unreachable ({type(exc).__name__})"), []
+            headers = self._headers(node, subject)
+        except _CannotVouch as exc:
+            return SourceStatus("failed", str(exc), None), []
+        failed, raw = await self._exchange(node, "GET", "/collections", headers)
         elapsed = (time.perf_counter() - started) * 1000
-        if resp.status_code in (401, 403):
-            return SourceStatus("denied", f"HTTP {resp.status_code}: {_reason(resp)}", elapsed), []
-        if resp.status_code != 200:
-            return SourceStatus("failed", f"HTTP {resp.status_code}", elapsed), []
+        if failed is not None:
+            return failed, []
         try:
-            items = resp.json()["collections"]
-            if not isinstance(items, list):
-                raise TypeError("collections is not a list")
-        except (ValueError, KeyError, TypeError) as exc:
-            return SourceStatus("failed", f"malformed reply ({type(exc).__name__})", elapsed), []
-        return SourceStatus("ok", None, elapsed), [i for i in items if isinstance(i, dict)]
+            reply = CollectionListResponse.model_validate_json(raw)
+        except ValidationError as exc:
+            where = ".".join(str(p) for p in exc.errors()[0]["loc"]) or "body"
+            return SourceStatus("failed", f"malformed reply (at {where})", elapsed), []
+        items = []
+        for meta in reply.collections:
+            item = meta.model_dump(mode="json")
+            item["institution"] = self.institution(name, meta.institution) or ""
+            items.append(item)
+        return SourceStatus("ok", None, elapsed), items
 
 
-def _reason(resp: httpx.Response) -> str:
+def _log_refusal(name: str, status: int, body: str) -> None:
     try:
-        data = resp.json()
-        return str(data.get("reason") or data.get("error") or "")[:200]
-    except ValueError:
-        return ""
+        reason = json.loads(body).get("reason")
+    except (ValueError, AttributeError):
+        reason = None
+    log.info(json.dumps({"event": "node_refused", "node": name, "http": status, "reason": str(reason)[:200]}))

@@ -5,7 +5,8 @@
 1. Each source is retrieved on its own: PubMed by the existing :class:`~app.pipeline.Pipeline`; a local
    collection by a :class:`~retrieval.collections.CollectionRetriever` on the process's dense encoder and
    reranker, behind this node's access policies (the gate, then the per-document filter); a remote one by
-   the owning node (``_federation``), which applies its own policies to the forwarded token.
+   the owning node (``_federation``), which applies its own policies to the attributes this node vouches
+   for in a signed, short-lived assertion (``_exchange``): the caller's own token never leaves this node.
 2. Each source is answered on its own with the ``NOT ADDRESSED`` rule by the judge's
    :class:`~app.judge.SourceAnswerer`, from the one evidence context of ``app.answer``; with no LLM the
    answers are extractive (:func:`~app.answer.extractive_answer`: the best-matching sentences, cited) and
@@ -71,7 +72,15 @@ from retrieval.ncbi import EutilsError
 from retrieval.passages import PassageContext
 from retrieval.understand import hash_text, scrub
 
-from ._access import ANONYMOUS, AccessEngine, Subject, TokenVerifier, bearer_token, load_policies
+from ._access import (
+    ANONYMOUS,
+    NOT_AVAILABLE,
+    AccessEngine,
+    Subject,
+    bearer_token,
+    load_policies,
+)
+from ._exchange import CallerVerifier
 from ._federation import FederationClient, SourceStatus, fuse_sources
 
 __all__ = [
@@ -94,7 +103,9 @@ SourceKind = Literal["pubmed", "collection", "remote"]
 
 
 class UnknownSource(CometaError, ValueError):
-    """A requested source that is neither PubMed, a local collection nor on a configured node (HTTP 422)."""
+    """A source that is neither PubMed, a local collection nor on a configured node, where the caller is
+    the operator (``parse_sources(strict=True)``: the audit's configuration). A caller of the API is never
+    told: to them a missing source is :data:`NOT_AVAILABLE`, like one they may not read."""
 
 
 @dataclass(frozen=True)
@@ -105,19 +116,23 @@ class SourceRef:
     collection: str | None = None
 
 
-def parse_sources(names: Sequence[str], *, local: Sequence[str], nodes: Sequence[str]) -> list[SourceRef]:
+def parse_sources(
+    names: Sequence[str], *, local: Sequence[str], nodes: Sequence[str], strict: bool = False
+) -> list[SourceRef]:
+    """Source names -> refs. A name that names nothing still becomes a ref (answered "not available to
+    you" like a private one) unless ``strict``, where it raises :class:`UnknownSource`; the message never
+    lists what does exist."""
     refs: list[SourceRef] = []
     for name in names:
         if name == PUBMED:
             refs.append(SourceRef(name, "pubmed"))
         elif "/" in name:
             node, collection = name.split("/", 1)
-            if node not in nodes:
-                known = ", ".join(nodes) or "none configured"
-                raise UnknownSource(f"unknown node {node!r} in source {name!r} (nodes: {known})")
+            if strict and node not in nodes:
+                raise UnknownSource(f"unknown node {node!r} in source {name!r}")
             refs.append(SourceRef(name, "remote", node, collection))
         else:
-            if name not in local:
+            if strict and name not in local:
                 raise UnknownSource(
                     f"unknown source {name!r}: use pubmed, a collection of this node (GET /collections) "
                     "or node/collection"
@@ -273,7 +288,7 @@ class SourcesService:
         self.pipeline = pipeline
         self.store = store or CollectionStore.from_settings(settings.collections)
         self.engine = AccessEngine(load_policies(settings.access))  # a bad policy file fails start-up
-        self.verifier = TokenVerifier(settings.access)
+        self.verifier = CallerVerifier(settings.access, settings.federation)  # IdP tokens, peer assertions
         self.federation = federation or FederationClient(settings.federation)
         self._models = models
         self._encoder = encoder
@@ -283,6 +298,25 @@ class SourcesService:
         self._lock = asyncio.Lock()
         self._retrievers: dict[str, tuple[tuple[str, ...], CollectionRetriever]] = {}
         self._llm_slots = asyncio.Semaphore(settings.api.judge_concurrency)
+
+    # The room a document's label takes in the answer's context ([DOC:...] citation, title, section list):
+    # a document routed within ``budget - _LABEL_ROOM`` characters is never cut by the context builder.
+    _LABEL_ROOM = 800
+
+    def context_budget(self) -> int:
+        """Characters of evidence one per-source answer reads: ``sources.context_chars``, and with the
+        embedded model what its window holds (2,048 tokens by default: ~768 left for the prompt and the
+        answer, ~3 characters per token)."""
+        budget = self.settings.sources.context_chars
+        if self.settings.llm.backend == "embedded":
+            budget = min(budget, max(1000, (self.settings.llm.embedded_n_ctx - 768) * 3))
+        return budget
+
+    def document_budget(self, requested: int | None = None) -> int:
+        """The most text of one document a search returns: this node's answer budget less the label, or
+        less when a calling node asks for less (its own model's budget)."""
+        own = max(500, self.context_budget() - self._LABEL_ROOM)
+        return own if requested is None else max(500, min(own, requested))
 
     # --- who is asking ---
 
@@ -325,30 +359,49 @@ class SourcesService:
         return [m for m in self.store.list() if self.engine.can_search(subject, m).allowed]
 
     async def search_collection(
-        self, name: str, question: str, subject: Subject, top_docs: int
+        self, name: str, question: str, subject: Subject, top_docs: int, *, max_chars: int | None = None
     ) -> tuple[SourceStatus, list[InstEvidence], CollectionMeta | None]:
         """One local collection behind the gate and the per-document filter; of a denied collection only
-        the metadata is read."""
+        the metadata is read. A missing collection, one the gate refuses and one whose every document the
+        filter withholds all answer the same ``denied`` / :data:`NOT_AVAILABLE` (no timing): the caller
+        learns neither whether it exists nor why; the reason goes to the audit log."""
         started = time.perf_counter()
 
         def ms() -> float:
             return (time.perf_counter() - started) * 1000
 
+        def unavailable(why: str) -> tuple[SourceStatus, list[InstEvidence], CollectionMeta | None]:
+            log.info(
+                json.dumps(
+                    {
+                        "event": "collection_not_available",
+                        "collection": name,
+                        "subject": hash_text(subject.id) if subject.id else None,
+                        "why": why,
+                    }
+                )
+            )
+            return SourceStatus("denied", NOT_AVAILABLE, None), [], None
+
         metas = {m.name: m for m in await asyncio.to_thread(self.store.list)}
         meta = metas.get(name)
         if meta is None:
-            return SourceStatus("failed", f"unknown collection {name}", ms()), [], None
+            return unavailable("no such collection")
         decision = self.engine.can_search(subject, meta)  # decided on metadata: no document is read
         if not decision.allowed:
-            return SourceStatus("denied", decision.reason, ms()), [], None
+            return unavailable(decision.reason)
         try:
             collection = await asyncio.to_thread(self.store.get, name)
         except CollectionNotFound:  # removed in between
-            return SourceStatus("failed", f"unknown collection {name}", ms()), [], None
+            return unavailable("no such collection")
+        doc_filter = self.engine.doc_filter(subject, name)
+        if doc_filter is not None and collection.documents and not any(map(doc_filter, collection.documents)):
+            # Every document withheld: "not available to you", never "does not address this question".
+            return unavailable("every document withheld by the retrieve policies")
         try:
             retriever = await self._retriever(collection)
             evidence = await retriever.search(
-                question, top_docs=top_docs, doc_filter=self.engine.doc_filter(subject, name)
+                question, top_docs=top_docs, doc_filter=doc_filter, max_chars=self.document_budget(max_chars)
             )
         except CometaError as exc:
             log.warning(
@@ -410,18 +463,27 @@ class SourcesService:
         self,
         refs: Sequence[SourceRef],
         question: str,
-        token: str | None,
+        subject: Subject,
         top_docs: int,
         request_id: str | None,
     ) -> list[SourceOutcome]:
         wanted: dict[str, list[str]] = {}
+        out: list[SourceOutcome] = []
         for ref in refs:
             assert ref.node is not None and ref.collection is not None
+            if ref.node not in self.federation.nodes:  # answered like a collection the node refuses
+                status = SourceStatus("denied", NOT_AVAILABLE, None)
+                out.append(SourceOutcome(ref.name, "remote", status, node=ref.node))
+                continue
             wanted.setdefault(ref.node, []).append(ref.collection)
         answers = await self.federation.search(
-            question, wanted, top_docs=top_docs, token=token, request_id=request_id
+            question,
+            wanted,
+            top_docs=top_docs,
+            subject=subject,
+            request_id=request_id,
+            max_chars=self.document_budget(),
         )
-        out: list[SourceOutcome] = []
         metas = {a.node: a.metas for a in answers}
         for node_answer in answers:
             for name, (status, evidence) in node_answer.results.items():
@@ -463,6 +525,17 @@ class SourcesService:
         source: Sequence[EvidenceDoc] | Sequence[InstEvidence] = o.docs if o.kind == "pubmed" else o.evidence
         evidence = build_evidence_context(source, o.context, max_chars=context_chars)
         o.citations = list(evidence.citations.values())  # PubMed's PMIDs; a collection's context has none
+        if o.kind != "pubmed":
+            # Documents are routed to fit the budget (search_collection); what still did not fit is said.
+            read = {b.key: len(b.text) for b in evidence.blocks}
+            keys = [(f"{e.collection}/{e.doc_id}", len(e.text.strip())) for e in o.evidence]
+            parts = []
+            if left := sum(1 for k, _ in keys if k not in read):
+                parts.append(f"{left} lower-ranked document(s) left out")
+            if cut := sum(1 for k, n in keys if k in read and read[k] < n):
+                parts.append(f"{cut} document(s) cut")
+            if parts:
+                o.warnings.append(f"{o.name}: context budget of {context_chars:,} chars: {', '.join(parts)}")
         answer = await per_source.answer(
             question, evidence, source_id=o.name, label=o.name, source_label=o.label
         )
@@ -486,6 +559,7 @@ class SourcesService:
     ) -> AcrossOutcome:
         """Retrieve, answer and judge every source; the in-process core of ``/ask`` with ``sources``.
 
+        ``token`` is the caller's raw token: kept here, never sent on (other nodes get an assertion).
         ``reader`` writes the per-source answers when given (the evaluation audit keeps its judge apart from
         the reader); by default the judge's LLM does, as on ``/ask``."""
         cfg = self.settings.sources
@@ -503,7 +577,7 @@ class SourcesService:
         remote_question = scrub(question).text
         gathered = await asyncio.gather(
             *tasks,
-            self._remote(remote, remote_question, token, cfg.top_docs, request_id) if remote else _none(),
+            self._remote(remote, remote_question, subject, cfg.top_docs, request_id) if remote else _none(),
         )
         timings["retrieve"] = _since(t0)
         found: dict[str, SourceOutcome] = {}
@@ -524,11 +598,7 @@ class SourcesService:
             warnings.extend(o.warnings)
 
         llm = reader if reader is not None else judge.llm if judge is not None else self.pipeline.llm
-        budget = cfg.context_chars
-        if self.settings.llm.backend == "embedded":
-            # The embedded model's window is small (2,048 tokens by default): leave ~768 tokens for the
-            # prompt and the answer, at ~3 characters per token.
-            budget = min(budget, max(1000, (self.settings.llm.embedded_n_ctx - 768) * 3))
+        budget = self.context_budget()
         asked = self.phi.for_llm(question)  # what the per-source answers and the judge may see
         per_source = (
             None if llm is None else SourceAnswerer(llm, self._llm_slots, max_tokens=cfg.answer_max_tokens)
@@ -558,6 +628,7 @@ class SourcesService:
         for o in outcomes:
             if o.answer is not None and o.answer.error:
                 warnings.append(o.answer.error)
+            warnings.extend(w for w in o.warnings if w not in warnings)
         home = next((o.name for o in outcomes if o.kind != "pubmed"), None)
         outcome_map = {o.name: o for o in outcomes}
         differences = differences_note(report, outcome_map, home, question) if report is not None else None
@@ -568,6 +639,8 @@ class SourcesService:
                 lines.append(f"{o.label}: {o.answer.text}")
             elif o.answer is not None:
                 lines.append(f"{o.label}: could not be answered this time (the language model failed).")
+            elif o.status.status == "denied":  # never "does not address": that would be a false answer
+                lines.append(f"{o.label}: not available to you.")
             elif o.status.status != "ok":
                 lines.append(f"{o.label}: not searched ({o.status.status}).")
         if differences:

@@ -76,7 +76,10 @@ class CollectionSearchSettings(BaseModel):
         "IDF-weighted terms.",
     )
     fallback_max_chars: int = Field(
-        default=200_000, ge=1000, description="The whole-document fallback is cut here."
+        default=200_000,
+        ge=1000,
+        description="The whole-document fallback only for documents up to this length (and the caller's "
+        "context budget); a longer one keeps its best chunks, never a cut copy.",
     )
     doc_candidates_factor: int = Field(
         default=2, ge=1, le=20, description="Documents reranked per requested top document."

@@ -4,6 +4,9 @@
 
 0. *Routing.* A document whose text is at most ``whole_doc_max_chars`` (80k) goes whole into the
    context: route ``whole``. Its chunks are still scored below, to rank documents against each other.
+   The caller's context budget (``search(max_chars=...)``: what its answer model can read) caps every
+   route: a document longer than the budget takes the chunk route instead of being cut, so a handbook
+   that answers on page 40 is never read only to page 10 and called silent.
 1. *Hierarchy.* Document -> sections (from ingest) -> child chunks: 160-word windows with 32-word
    overlap (or SEOS), each prefixed with its section heading.
 2. *Four arms, run concurrently:* dense over chunks (the dense encoder, inner product), BM25 over
@@ -17,8 +20,9 @@
    immediate neighbour sections are added while ``context_max_chars`` allows: route ``chunks``.
 6. *Evidence sufficiency:* the paper does not define its check; here the evidence is weak when the top
    rerank score is below ``weak_score_bi_encoder`` (cosine scale) or ``weak_score_cross_encoder``
-   (logit scale), and the whole document (cut at ``fallback_max_chars``) is used instead: route
-   ``whole_fallback``.
+   (logit scale), and the whole document is used instead when it fits ``fallback_max_chars`` and the
+   budget: route ``whole_fallback``; a longer one keeps its best chunks (route ``chunks``, marked
+   insufficient) rather than a cut copy.
 
 Across a collection, documents are shortlisted by one collection-wide RRF over the same arms
 (``doc_candidates_factor x top_docs`` of them, topped up in collection order when fewer match), run
@@ -330,8 +334,11 @@ class CollectionRetriever:
         *,
         top_docs: int = 3,
         doc_filter: Callable[[InstDocument], bool] | None = None,
+        max_chars: int | None = None,
     ) -> list[InstEvidence]:
-        """The best ``top_docs`` documents' evidence for ``question``, best first (see module doc)."""
+        """The best ``top_docs`` documents' evidence for ``question``, best first (see module doc).
+        ``max_chars``: the most text of one document the caller's context can hold; longer documents take
+        the chunk route, never a cut (None: the settings' limits alone)."""
         if not question.strip():
             raise ValueError("question must not be empty")
         docs = self.collection.documents
@@ -367,7 +374,7 @@ class CollectionRetriever:
         shortlist += [di for di in allowed if di not in shortlist and di in index.doc_chunks]
         shortlist = shortlist[: top_docs * self.settings.doc_candidates_factor]
         results = await asyncio.gather(
-            *(asyncio.to_thread(self._evidence, index, scores, question, di) for di in shortlist)
+            *(asyncio.to_thread(self._evidence, index, scores, question, di, max_chars) for di in shortlist)
         )
         # Documents whose evidence passed the sufficiency check first, then by score.
         ranked = sorted(results, key=lambda e: (not e.sufficient, -e.score))
@@ -436,8 +443,14 @@ class CollectionRetriever:
         name = self.reranker.name if self.reranker is not None else f"dense:{self.encoder.name}"
         return name, s.weak_score_bi_encoder
 
-    def _evidence(self, index: _Index, arm: _ArmScores, question: str, di: int) -> InstEvidence:
+    def _evidence(
+        self, index: _Index, arm: _ArmScores, question: str, di: int, max_chars: int | None = None
+    ) -> InstEvidence:
         s = self.settings
+
+        def capped(limit: int) -> int:
+            return limit if max_chars is None else min(limit, max_chars)
+
         doc = self.collection.documents[di]
         fused = self._fuse(index, arm, index.doc_chunks.get(di, []))[: s.rerank_candidates]
         candidates = [int(h.pmid) for h in fused]
@@ -475,33 +488,30 @@ class CollectionRetriever:
                 sufficient=not weak,
             )
 
-        if length <= s.whole_doc_max_chars:
-            reason = f"document {length:,} chars <= {s.whole_doc_max_chars:,}: whole document" + (
+        whole = _render(doc.sections)  # what the whole route would send, headings and pages included
+        limit = capped(s.whole_doc_max_chars)
+        if len(whole) <= limit:
+            reason = f"document {length:,} chars <= {limit:,}: whole document" + (
                 f" (top chunks weak: {'; '.join(weak)})" if weak else ""
             )
-            return make("whole", _render(doc.sections), (), reason)
-        if weak:
-            text = _render(doc.sections)
-            cut = len(text) > s.fallback_max_chars
-            reason = f"weak evidence ({'; '.join(weak)}): whole document" + (
-                f", cut at {s.fallback_max_chars:,} chars" if cut else ""
-            )
-            return make("whole_fallback", text[: s.fallback_max_chars], (), reason)
-        text, refs = self._expand(index, doc, top)
+            return make("whole", whole, (), reason)
+        if weak and len(whole) <= capped(s.fallback_max_chars):
+            return make("whole_fallback", whole, (), f"weak evidence ({'; '.join(weak)}): whole document")
+        text, refs = self._expand(index, doc, top, capped(s.context_max_chars))
         reason = (
-            f"document {length:,} chars > {s.whole_doc_max_chars:,}; top score {best:.3f}, "
-            f"term coverage {coverage:.2f}"
+            f"document {length:,} chars > {limit:,}; top score {best:.3f}, term coverage {coverage:.2f}"
+            + (f"; weak evidence ({'; '.join(weak)}) but too long to read whole: best chunks" if weak else "")
         )
         return make("chunks", text, refs, reason)
 
     def _expand(
-        self, index: _Index, doc: InstDocument, hits: Sequence[int]
+        self, index: _Index, doc: InstDocument, hits: Sequence[int], budget: int | None = None
     ) -> tuple[str, tuple[SectionRef, ...]]:
         """Top chunks -> their parent sections; a section longer than half the context budget gives only
         the hit chunk and its ``expand_neighbours`` neighbouring chunks. Kept within ``context_max_chars``
         (the best hit always), best hit first in the refs, reading order in the text."""
         s = self.settings
-        budget = s.context_max_chars
+        budget = s.context_max_chars if budget is None else budget
         long_section = budget // 2
         pieces: dict[int, tuple[int, int]] = {}  # section -> (start, end) of its body used
         used = 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -50,10 +51,22 @@ async def test_per_source_prefix_and_yes_no_screen_with_cache() -> None:
     assert len(yes_no) == 2  # the prefix-matched answer never reaches the YES/NO check
     assert "answer only" not in llm.seen[0][-1]["content"]  # per-source prompt carries the single source
     assert "Abstract of 1" in llm.seen[0][-1]["content"] and "Abstract of 2" not in llm.seen[0][-1]["content"]
-    # Cache hit: the same source and question are not screened twice.
-    again = await judge.screen(Q, present("3", "Stop it 5 days before."))
+    # Cache hit: the same answer written from the same evidence is not screened twice.
+    again = await judge.screen(Q, answers[2])
     assert again.absent is False and again.absence_method == "llm"
     assert len([m for m in llm.seen if "Does this response indicate" in m[-1]["content"]]) == 2
+    # The cache is keyed by the answer's content, not by (source, question): another text from the same
+    # source, or the same text from changed evidence, is screened afresh; a caller's answer (no evidence
+    # version: POST /judge) never reads or fills the cache.
+    other = await judge.screen(
+        Q, dataclasses.replace(answers[2], text="The article mentions nothing relevant.")
+    )
+    assert other.absent is True
+    newer = await judge.screen(Q, dataclasses.replace(answers[2], evidence_version="v2"))
+    assert newer.absent is False
+    for _ in range(2):
+        assert (await judge.screen(Q, present("3", answers[2].text))).absent is False
+    assert len([m for m in llm.seen if "Does this response indicate" in m[-1]["content"]]) == 6
 
 
 async def test_screen_failure_treated_as_present_and_recorded() -> None:
@@ -104,7 +117,8 @@ async def test_four_sources_rates_matrix_and_note() -> None:
         "DIVERGENT": 2,
         "CONTRADICTORY": 0,
     }
-    assert report.r_abs == pytest.approx(2 / 6)
+    # The paper's absence rate is per source (none of the four answers is absent); the pair share is not it.
+    assert report.r_abs == 0.0 and report.r_abs_pairs == pytest.approx(2 / 6)
     assert report.r_div == pytest.approx(2 / 4)
     assert report.r_con == pytest.approx(1 / 4)
     assert report.any_div
@@ -127,7 +141,9 @@ async def test_absent_pairs_skip_llm_and_one_call_per_present_pair() -> None:
     report = await CrossSourceJudge(llm).judge(Q, answers)
     assert len(llm.seen) == 3  # pairs among 2, 3, 4 only
     assert [p.parsed_by for p in report.pairs[:3]] == ["prescreen"] * 3
-    assert report.r_abs == pytest.approx(3 / 6) and report.r_con == 1.0 and report.r_div == 0.0
+    # One source of four is silent: r_abs 1/4, though it makes half the pairs ABSENT.
+    assert report.r_abs == pytest.approx(1 / 4) and report.r_abs_pairs == pytest.approx(3 / 6)
+    assert report.r_con == 1.0 and report.r_div == 0.0
     assert not report.any_div and report.note is None
 
 
@@ -140,7 +156,7 @@ async def test_pair_error_excluded_from_rates() -> None:
     report = await CrossSourceJudge(ScriptedLLM(script)).judge(Q, [present("1"), present("2"), present("3")])
     assert report.matrix[0][1] is None and report.matrix[1][0] is None
     assert sum(report.counts.values()) == 2
-    assert report.r_div == 1.0 and report.r_abs == 0.0
+    assert report.r_div == 1.0 and report.r_abs == 0.0 and report.r_abs_pairs == 0.0
     assert len(report.errors) == 1 and "PMID:1 vs PMID:2" in report.errors[0]
     assert "opposite guidance on dose" in (report.note or "")
 

@@ -79,15 +79,23 @@ async def test_audit_over_five_handbooks(service: SourcesService, questions: Pat
 
     per_q = result.metrics["per_question"]
     assert per_q["travel"] == {
-        "r_abs": pytest.approx(0.4),
+        "r_abs": pytest.approx(1 / 5),  # the paper's rate: one source of five (Hillcrest) is silent
+        "r_abs_pairs": pytest.approx(0.4),  # its four pairs of ten
         "r_div": pytest.approx(5 / 6),
         "r_con": pytest.approx(1 / 6),
         "any_div": True,
     }
-    assert per_q["parrot"] == {"r_abs": 1.0, "r_div": None, "r_con": None, "any_div": False}
+    assert per_q["parrot"] == {
+        "r_abs": 1.0,
+        "r_abs_pairs": 1.0,
+        "r_div": None,
+        "r_con": None,
+        "any_div": False,
+    }
     per_s = result.metrics["per_source"]
     assert per_s["northbridge"] == {
         "questions": 2,
+        "not_available": 0,
         "not_searched": 0,
         "answer_errors": 0,
         "r_abs": 0.5,
@@ -152,15 +160,18 @@ async def test_audit_refuses_without_a_judge_or_sources(
 def test_aggregate_reports_sources_not_searched_or_not_answered() -> None:
     record = {
         "key": "q",
-        "status": {"a": "ok", "b": "denied", "c": "ok"},
-        "absent": {"a": False, "b": None, "c": None},  # c: its answer failed
+        "status": {"a": "ok", "b": "denied", "c": "ok", "d": "timeout"},
+        "absent": {"a": False, "b": None, "c": None, "d": None},  # c: its answer failed
         "errors": ["c"],
         "judged": [],
         "pairs": [],
         "any_div": None,
     }
-    agg = aggregate([record], ["a", "b", "c"])
-    assert agg["per_source"]["b"]["not_searched"] == 1 and agg["per_source"]["b"]["r_abs"] is None
+    agg = aggregate([record], ["a", "b", "c", "d"])
+    # Denied is "not available to the auditor": neither absence nor a failed search.
+    assert agg["per_source"]["b"]["not_available"] == 1 and agg["per_source"]["b"]["not_searched"] == 0
+    assert agg["per_source"]["b"]["r_abs"] is None
+    assert agg["per_source"]["d"]["not_searched"] == 1 and agg["per_source"]["d"]["not_available"] == 0
     assert agg["per_source"]["c"]["answer_errors"] == 1 and agg["per_source"]["c"]["questions"] == 0
     assert agg["per_source"]["a"]["r_abs"] == 0.0 and agg["overall"]["questions_judged"] == 0
 

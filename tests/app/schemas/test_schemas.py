@@ -179,6 +179,7 @@ REPORT = JudgeReport(
     matrix=[[None, "ABSENT", None], ["ABSENT", None, "DIVERGENT"], [None, "DIVERGENT", None]],
     counts={"ABSENT": 1, "CONSISTENT": 0, "COMPLEMENTARY": 0, "DIVERGENT": 1, "CONTRADICTORY": 0},
     r_abs=0.5,
+    r_abs_pairs=0.5,
     r_div=1.0,
     r_con=None,
     any_div=True,

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from pydantic import SecretStr, ValidationError
 
-from app.settings import AccessSettings, Policy
+from app.settings import AccessSettings, IssuerSettings, Policy
 from app.sources import (
     ANONYMOUS,
     AccessEngine,
@@ -68,7 +68,7 @@ def test_hs256_claims_become_attributes() -> None:
             "active": True,
             "level": 3,
             "address": {"city": "x"},
-            "iat": 1,
+            "iat": int(time.time()),
         }
     )
     subject = verifier.verify(token)
@@ -373,3 +373,31 @@ def test_inline_policies_from_the_environment(monkeypatch: pytest.MonkeyPatch) -
     settings = Settings()
     assert [p.id for p in load_policies(settings.access)] == ["a-staff"]
     assert settings.access.verifies_tokens
+
+
+def test_each_identity_provider_verifies_with_its_own_key(rsa_key: rsa.RSAPrivateKey) -> None:
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    settings = AccessSettings(
+        issuers=[
+            IssuerSettings(issuer="https://idp.a", jwt_public_key=pem(rsa_key)),
+            IssuerSettings(issuer="https://idp.b", jwt_public_key=pem(other)),
+        ]
+    )
+    verifier = TokenVerifier(settings)
+    now = int(time.time())
+    for iss, key in (("https://idp.a", rsa_key), ("https://idp.b", other)):
+        subject = verifier.verify(
+            jwt.encode({"iss": iss, "exp": now + 60, "org": "A"}, key, algorithm="RS256")
+        )
+        assert subject.issuer == iss and subject.values("org") == ("A",)
+    # B's key under A's name, and a name nobody configured.
+    with pytest.raises(InvalidToken, match="signature"):
+        verifier.verify(jwt.encode({"iss": "https://idp.a", "exp": now + 60}, other, algorithm="RS256"))
+    with pytest.raises(InvalidToken, match="trusted identity provider"):
+        verifier.verify(jwt.encode({"iss": "https://idp.c", "exp": now + 60}, other, algorithm="RS256"))
+    with pytest.raises(PolicyError, match="configured twice"):
+        TokenVerifier(AccessSettings(issuers=[settings.issuers[0], settings.issuers[0]]))
+    with pytest.raises(ValidationError, match="exactly one of"):
+        IssuerSettings(issuer="https://idp.a")
+    with pytest.raises(ValidationError, match="exactly one of"):
+        IssuerSettings(issuer="https://idp.a", jwt_public_key=pem(rsa_key), jwt_secret=SecretStr(SECRET))

@@ -1,10 +1,14 @@
 """Three CoMeta nodes as separate processes on loopback, plus a node that is down and one that never answers.
 
 Each node holds different handbooks (H8's synthetic ones, ingested into a per-node store before start) and
-its own policies; users carry RS256 JWTs from one identity provider whose public key every node trusts.
-The FEDRAG-style access matrix (users x collections -> ok / denied) is asserted end to end over HTTP at
-node A, which searches its own collections and fans out to B, C, the dead node and the silent one, and
-the per-document decisions made at B are asserted on the documents that come back.
+its own policies; users carry RS256 JWTs from their own hospital's identity provider (three of them, each
+with its own key, every node trusting all three), minted for node A's audience. Node A never forwards
+them: it vouches for each caller to B and C with an assertion it signs (its key is B's and C's only peer
+key), and B and C decide on the attributes and issuer in it (issue 16). The FEDRAG-style access matrix
+(seven subjects x collections -> ok / denied, including a token in which hospital B's identity provider
+claims a hospital A physician) is asserted end to end over HTTP at node A, which searches its own
+collections and fans out to B, C, the dead node and the silent one, and the per-document decisions made at
+B are asserted on the documents that come back.
 
 Nodes run the real MiniLM encoder (loaded on the first collection search; warmed before the matrix) and no
 LLM: answers are extractive and the judge is skipped (tests/test_sources.py covers the judge).
@@ -26,7 +30,7 @@ import httpx
 import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from retrieval.collections import CollectionMeta, CollectionStore
 from tests._procs import free_port, serve
@@ -53,18 +57,34 @@ LAYOUT = {
     "c": {"lakeshore": True, "hillcrest": False},
 }
 
+IDP = {org: f"https://idp.hospital-{org.lower()}.test" for org in "ABC"}
+
 POLICIES = {
     "a": [
-        {"id": "a-staff", "collections": ["northbridge"], "action": "search", "subject": {"org": "A"}},
+        {
+            "id": "a-staff",
+            "collections": ["northbridge"],
+            "action": "search",
+            "subject": {"org": "A"},
+            "issuers": [IDP["A"]],
+        },
     ],
     "b": [
-        # B's own staff, and physicians of A (FEDRAG's asymmetry: A's nurses are not let in).
-        {"id": "b-staff", "collections": ["riverside"], "action": "search", "subject": {"org": "B"}},
+        # B's own staff, and physicians of A (FEDRAG's asymmetry: A's nurses are not let in), each as
+        # their own hospital's identity provider says: "org A" from B's IdP counts for nothing here.
+        {
+            "id": "b-staff",
+            "collections": ["riverside"],
+            "action": "search",
+            "subject": {"org": "B"},
+            "issuers": [IDP["B"]],
+        },
         {
             "id": "a-physicians",
             "collections": ["riverside"],
             "action": "search",
             "subject": {"org": "A", "role": "physician"},
+            "issuers": [IDP["A"]],
         },
         # Per document: patients' material for everyone let in; staff protocols for the same department.
         {
@@ -81,7 +101,13 @@ POLICIES = {
         },
     ],
     "c": [
-        {"id": "c-staff", "collections": ["lakeshore"], "action": "search", "subject": {"org": "C"}},
+        {
+            "id": "c-staff",
+            "collections": ["lakeshore"],
+            "action": "search",
+            "subject": {"org": "C"},
+            "issuers": [IDP["C"]],
+        },
         {
             "id": "c-group",
             "collections": ["lakeshore"],
@@ -91,8 +117,11 @@ POLICIES = {
     ],
 }
 
+# Each user's token comes from their org's identity provider ("idp" overrides: a forgery attempt).
 USERS: dict[str, dict[str, Any] | None] = {
     "A.phys": {"org": "A", "role": "physician", "department": "hepatology"},
+    # Hospital B's identity provider minting a hospital A physician: every A-bound policy refuses it.
+    "A.phys.by-B-idp": {"org": "A", "role": "physician", "department": "hepatology", "idp": "B"},
     "A.nurse": {"org": "A", "role": "nurse", "department": "hepatology"},
     "B.nurse": {"org": "B", "role": "nurse", "department": "transplant-surgery"},
     "C.research": {"org": "C", "role": "researcher"},
@@ -118,6 +147,7 @@ OK, NO = "ok", "denied"
 MATRIX = {
     #               northbridge eastgate b/riverside c/lakeshore c/hillcrest
     "A.phys": [OK, OK, OK, NO, OK],
+    "A.phys.by-B-idp": [NO, OK, NO, NO, OK],
     "A.nurse": [OK, OK, NO, NO, OK],
     "B.nurse": [NO, OK, OK, NO, OK],
     "C.research": [NO, OK, NO, OK, OK],
@@ -132,26 +162,52 @@ RIVERSIDE_DOCS = {
 }
 
 
-@pytest.fixture(scope="module")
-def idp(tmp_path_factory: pytest.TempPathFactory) -> tuple[rsa.RSAPrivateKey, Path]:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    path = tmp_path_factory.mktemp("idp") / "idp-public.pem"
-    public = key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+Keys = dict[str, Any]  # "idp:A" -> RSA private key, "node:a" -> EC private key, "*.pem" -> public PEM file
+
+
+def pem_files(folder: Path, name: str, key: Any) -> tuple[Path, Path]:
+    private = folder / f"{name}.key"
+    public = folder / f"{name}.pem"
+    private.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
     )
-    path.write_bytes(public)
-    return key, path
+    public.write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    return private, public
 
 
-def token(key: rsa.RSAPrivateKey, claims: dict[str, Any], **extra: Any) -> str:
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> Keys:
+    """Three hospitals' identity providers (RS256) and node A's assertion key (ES256), on disk."""
+    folder = tmp_path_factory.mktemp("keys")
+    out: Keys = {}
+    for org in "ABC":
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        out[f"idp:{org}"] = key
+        out[f"idp:{org}.pem"] = pem_files(folder, f"idp-{org}", key)[1]
+    node = ec.generate_private_key(ec.SECP256R1())
+    out["node:a.key"], out["node:a.pem"] = pem_files(folder, "node-a", node)
+    return out
+
+
+def token(keys: Keys, claims: dict[str, Any], audience: str = "node-a", **extra: Any) -> str:
+    """A user's token from their org's identity provider (or ``claims["idp"]``'s), for ``audience``."""
+    claims = dict(claims)
+    org = str(claims.pop("idp", claims.get("org", "A")))
     body = {
         "sub": claims.get("role", "x"),
-        "iss": "https://idp.test",
+        "iss": IDP[org],
+        "aud": audience,
         "exp": int(time.time()) + 600,
         **claims,
         **extra,
     }
-    return jwt.encode(body, key, algorithm="RS256")
+    return jwt.encode(body, keys[f"idp:{org}"], algorithm="RS256")
 
 
 @contextlib.contextmanager
@@ -202,9 +258,7 @@ def ingest(root: Path, node: str, handbooks: dict[str, Path], staff: Path) -> No
 
 
 @pytest.fixture(scope="module")
-def nodes(
-    tmp_path_factory: pytest.TempPathFactory, idp: tuple[rsa.RSAPrivateKey, Path]
-) -> Iterator[dict[str, str]]:
+def nodes(tmp_path_factory: pytest.TempPathFactory, keys: Keys) -> Iterator[dict[str, str]]:
     base = tmp_path_factory.mktemp("federation")
     handbooks = build_handbooks(base / "src")
     eastgate = base / "src" / "eastgate.md"
@@ -221,22 +275,52 @@ def nodes(
         urls: dict[str, str] = {}
         for node in ("b", "c", "a"):
             ingest(base / node, node, handbooks, staff)
+            issuers = [{"issuer": IDP[o], "jwt_public_key_file": str(keys[f"idp:{o}.pem"])} for o in "ABC"]
             env = {
                 "COMETA_COLLECTIONS__ROOT": str(base / node),
                 "COMETA_DENSE__ENABLED": "false",  # no PubMed index needed: collections load MiniLM lazily
-                "COMETA_ACCESS__JWT_PUBLIC_KEY_FILE": str(idp[1]),
-                "COMETA_ACCESS__ISSUER": "https://idp.test",
+                "COMETA_ACCESS__ISSUERS": json.dumps(issuers),
+                "COMETA_ACCESS__AUDIENCE": f"node-{node}",
                 "COMETA_ACCESS__POLICIES": json.dumps(POLICIES[node]),
                 "COMETA_API__RATE_LIMIT_PER_MINUTE": "0",
                 "COMETA_FEDERATION__NODES": "[]",
+                # B and C answer A: its public key is their one peer key, for users of all three IdPs.
+                "COMETA_FEDERATION__PEERS": json.dumps(
+                    [{"name": "a", "public_key_file": str(keys["node:a.pem"]), "issuers": ["*"]}]
+                ),
             }
             if node == "a":
+                env["COMETA_FEDERATION__PEERS"] = "[]"
+                env["COMETA_FEDERATION__NODE_ID"] = "a"
+                env["COMETA_FEDERATION__SIGNING_KEY_FILE"] = str(keys["node:a.key"])
+                institutions = {
+                    "b": ["Riverside Hospital"],
+                    "c": ["Lakeshore Hospital", "Hillcrest Hospital"],
+                }
                 env["COMETA_FEDERATION__NODES"] = json.dumps(
                     [
-                        {"name": "b", "url": urls["b"], "timeout_s": 60},
-                        {"name": "c", "url": urls["c"], "timeout_s": 60},
-                        {"name": "down", "url": f"http://127.0.0.1:{down_port}", "timeout_s": 5},
-                        {"name": "slow", "url": f"http://127.0.0.1:{slow_port}", "timeout_s": 2},
+                        {
+                            "name": n,
+                            "url": urls[n],
+                            "audience": f"node-{n}",
+                            "timeout_s": 60,
+                            "institutions": institutions[n],
+                        }
+                        for n in ("b", "c")
+                    ]
+                    + [
+                        {
+                            "name": "down",
+                            "url": f"http://127.0.0.1:{down_port}",
+                            "audience": "d",
+                            "timeout_s": 5,
+                        },
+                        {
+                            "name": "slow",
+                            "url": f"http://127.0.0.1:{slow_port}",
+                            "audience": "s",
+                            "timeout_s": 2,
+                        },
                     ]
                 )
             args = ["serve", "--offline", "--port", str(ports[node])]
@@ -247,7 +331,7 @@ def nodes(
         # Load each node's encoder once (first collection search), all three at the same time, as
         # each node's own staff (so that every node has something to search).
         def warm(node: str) -> None:
-            bearer = token(idp[0], {"org": node.upper()})
+            bearer = token(keys, {"org": node.upper()}, audience=f"node-{node}")
             httpx.post(
                 f"{urls[node]}/collections/search",
                 json={"question": QUESTION, "collections": ["*"], "top_docs": 1},
@@ -267,11 +351,11 @@ def ask(url: str, sources: list[str], bearer: str | None) -> httpx.Response:
     )
 
 
-def test_access_matrix_end_to_end(nodes: dict[str, str], idp: tuple[rsa.RSAPrivateKey, Path]) -> None:
+def test_access_matrix_end_to_end(nodes: dict[str, str], keys: Keys) -> None:
     got: dict[str, list[str]] = {}
     bodies: dict[str, dict[str, Any]] = {}
     for user, claims in USERS.items():
-        r = ask(nodes["a"], SOURCES, None if claims is None else token(idp[0], claims))
+        r = ask(nodes["a"], SOURCES, None if claims is None else token(keys, claims))
         assert r.status_code == 200, (user, r.text)
         body = r.json()
         bodies[user] = body
@@ -288,8 +372,9 @@ def test_access_matrix_end_to_end(nodes: dict[str, str], idp: tuple[rsa.RSAPriva
         by = {s["source"]: s for s in body["sources"]}
         for source in SOURCES[:5]:
             s = by[source]
-            if s["status"] == "denied":  # nothing of a denied collection leaks
+            if s["status"] == "denied":  # nothing of a denied collection leaks, and it says so the same way
                 assert s["evidence"] == [] and s["answer"] is None and s["institution"] is None
+                assert s["reason"] == "not available to you" and s["absent"] is None
                 assert not any(e["source"] == source for e in body["evidence"])
             else:
                 assert s["evidence"] and s["answer_mode"] in ("extractive", "not_addressed")
@@ -303,6 +388,9 @@ def test_access_matrix_end_to_end(nodes: dict[str, str], idp: tuple[rsa.RSAPriva
     lake = full["c/lakeshore"]["evidence"][0]
     assert lake["pages"] and lake["sections"][0]["page_start"] is not None  # the PDF's page numbers
     assert full["c/hillcrest"]["answer_mode"] == "not_addressed"
+    # Institutions: shown for the nodes that may speak for them.
+    assert full["b/riverside"]["institution"] == "Riverside Hospital"
+    assert full["c/lakeshore"]["label"] == "Lakeshore Hospital (c/lakeshore)"
     # Evidence across sources is one rank-fused list: each source's best document shares rank 1's score.
     fused = bodies["A.phys.group"]["evidence"]
     firsts = [e for e in fused if e["source_rank"] == 1]
@@ -316,38 +404,53 @@ def test_access_matrix_end_to_end(nodes: dict[str, str], idp: tuple[rsa.RSAPriva
     assert len({e["rrf_score"] for e in firsts}) == 1 and [e["rank"] for e in firsts] == [1, 2, 3, 4, 5]
 
 
-def test_status_codes_end_to_end(nodes: dict[str, str], idp: tuple[rsa.RSAPrivateKey, Path]) -> None:
-    key = idp[0]
-    # Only source, denied by the node that owns it: 403 (C.research at B).
-    r = ask(nodes["a"], ["b/riverside"], token(key, USERS["C.research"] or {}))
-    assert r.status_code == 403 and "b/riverside" in r.json()["reason"]
-    # Expired, wrong issuer, wrong key: 401 at the node asked, before anything fans out.
-    r = ask(nodes["a"], ["eastgate"], token(key, {"org": "A"}, exp=int(time.time()) - 3600))
+def test_status_codes_end_to_end(nodes: dict[str, str], keys: Keys) -> None:
+    # Only source, denied by the node that owns it: 403, worded like a source that does not exist.
+    r = ask(nodes["a"], ["b/riverside"], token(keys, USERS["C.research"] or {}))
+    assert r.status_code == 403 and r.json()["reason"] == "b/riverside: not available to you"
+    for missing in ("b/atlantis", "nowhere/x", "atlantis"):
+        r2 = ask(nodes["a"], [missing], token(keys, USERS["C.research"] or {}))
+        assert r2.status_code == 403 and r2.json()["reason"] == f"{missing}: not available to you"
+    # Expired, unknown issuer, wrong key, wrong audience: 401 at the node asked, before anything fans out.
+    r = ask(nodes["a"], ["eastgate"], token(keys, {"org": "A"}, exp=int(time.time()) - 3600))
     assert r.status_code == 401 and r.json()["reason"] == "token expired"
-    r = ask(nodes["a"], ["eastgate"], token(key, {"org": "A"}, iss="https://evil.test"))
+    r = ask(nodes["a"], ["eastgate"], token(keys, {"org": "A"}, iss="https://evil.test"))
     assert r.status_code == 401 and "issuer" in r.json()["reason"]
     other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    r = ask(nodes["a"], ["eastgate"], token(other, {"org": "A"}))
+    forged = jwt.encode(
+        {"iss": IDP["A"], "aud": "node-a", "org": "A", "exp": int(time.time()) + 60}, other, algorithm="RS256"
+    )
+    r = ask(nodes["a"], ["eastgate"], forged)
     assert r.status_code == 401 and "signature" in r.json()["reason"]
-    # Unknown node or collection name: 422.
-    assert ask(nodes["a"], ["nowhere/x"], None).status_code == 422
+    # A's physician's token, replayed by anyone at B directly: minted for A, refused at B.
+    stolen = token(keys, USERS["A.phys"] or {})
+    r = httpx.post(
+        f"{nodes['b']}/collections/search",
+        json={"question": QUESTION, "collections": ["riverside"]},
+        headers={"Authorization": f"Bearer {stolen}"},
+        timeout=30,
+    )
+    assert r.status_code == 401 and r.json()["reason"] == "token audience does not match"
     # node/*: every collection C lets this user search, named by C.
-    r = ask(nodes["a"], ["c/*"], token(key, USERS["C.research"] or {}))
+    r = ask(nodes["a"], ["c/*"], token(keys, USERS["C.research"] or {}))
     assert [s["source"] for s in r.json()["sources"]] == ["c/hillcrest", "c/lakeshore"]
     r = ask(nodes["a"], ["c/*"], None)
     assert [s["source"] for s in r.json()["sources"]] == ["c/hillcrest"]
 
 
-def test_collections_listing_is_filtered_per_user(
-    nodes: dict[str, str], idp: tuple[rsa.RSAPrivateKey, Path]
-) -> None:
-    def names(url: str, claims: dict[str, Any] | None) -> list[str]:
-        headers = {} if claims is None else {"Authorization": f"Bearer {token(idp[0], claims)}"}
-        r = httpx.get(f"{url}/collections", headers=headers, timeout=30)
+def test_collections_listing_is_filtered_per_user(nodes: dict[str, str], keys: Keys) -> None:
+    def names(node: str, claims: dict[str, Any] | None) -> list[str]:
+        headers = (
+            {}
+            if claims is None
+            else {"Authorization": f"Bearer {token(keys, claims, audience=f'node-{node}')}"}
+        )
+        r = httpx.get(f"{nodes[node]}/collections", headers=headers, timeout=30)
         assert r.status_code == 200
         return sorted(c["name"] for c in r.json()["collections"])
 
-    assert names(nodes["c"], None) == ["hillcrest"]
-    assert names(nodes["c"], USERS["A.phys.group"]) == ["hillcrest", "lakeshore"]
-    assert names(nodes["b"], USERS["A.nurse"]) == []
-    assert names(nodes["b"], USERS["A.phys"]) == ["riverside"]
+    assert names("c", None) == ["hillcrest"]
+    assert names("c", USERS["A.phys.group"]) == ["hillcrest", "lakeshore"]
+    assert names("b", USERS["A.nurse"]) == []
+    assert names("b", USERS["A.phys"]) == ["riverside"]
+    assert names("b", USERS["A.phys.by-B-idp"]) == []  # B's IdP cannot make an A physician

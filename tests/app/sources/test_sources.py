@@ -39,6 +39,7 @@ from app.settings import (
 from app.sources import (
     FederationClient,
     SourcesService,
+    Subject,
     UnknownSource,
     evidence_from_json,
     evidence_to_json,
@@ -54,11 +55,14 @@ from retrieval.collections import (
 )
 from tests._fakes import Reply, ScriptedLLM
 from tests._handbooks import (
+    INSTITUTIONS,
     ORDER,
     BowEncoder,
     build_store,
+    federation,
     handbook_llm,
     months,
+    node_key,
     node_settings,
 )
 
@@ -96,10 +100,17 @@ def test_parse_sources() -> None:
         ("remote", "n1", "b"),
         ("remote", "n1", "*"),
     ]
-    with pytest.raises(UnknownSource, match="unknown node 'n2'"):
-        parse_sources(["n2/b"], local=[], nodes=["n1"])
+    # A caller's unknown names are refs like any other (answered "not available to you" later); only the
+    # operator's strict parse raises, and never lists what exists.
+    assert [r.kind for r in parse_sources(["n2/b", "zz"], local=["a"], nodes=["n1"])] == [
+        "remote",
+        "collection",
+    ]
+    with pytest.raises(UnknownSource, match="unknown node 'n2'") as info:
+        parse_sources(["n2/b"], local=[], nodes=["n1"], strict=True)
+    assert "n1" not in str(info.value)
     with pytest.raises(UnknownSource, match="unknown source 'zz'"):
-        parse_sources(["zz"], local=["a"], nodes=[])
+        parse_sources(["zz"], local=["a"], nodes=[], strict=True)
 
 
 def ev(collection: str, doc_id: str, text: str, score: float = 0.5) -> InstEvidence:
@@ -184,7 +195,7 @@ async def test_scripted_judge_over_the_handbooks(root: Path, pipeline: Pipeline)
         "DIVERGENT": 5,
         "CONTRADICTORY": 0,
     }
-    assert report.r_abs == pytest.approx(0.4)
+    assert report.r_abs == pytest.approx(1 / 5) and report.r_abs_pairs == pytest.approx(0.4)
     assert report.r_div == pytest.approx(5 / 6) and report.r_con == pytest.approx(1 / 6)
     assert report.any_div and report.pairs_judged_by_llm == 6  # absent pairs never reach the LLM
     # The patient's note: their hospital (the first listed) against the others, with section and page.
@@ -335,11 +346,16 @@ async def test_http_gate_and_document_decisions(client: httpx.AsyncClient) -> No
     r = await client.post(
         "/ask", json={**body, "sources": ["northbridge"]}, headers=auth(token(org="x", role="porter"))
     )
-    assert r.status_code == 403 and r.json()["error"] == "forbidden" and "northbridge" in r.json()["reason"]
-    # Document level: lakeshore's handbook is for patients; the policy releases staff documents only.
+    assert r.status_code == 403 and r.json() == {
+        "error": "forbidden",
+        "reason": "northbridge: not available to you",
+        "request_id": r.json()["request_id"],
+    }
+    # Document level: lakeshore's handbook is for patients; the policy releases staff documents only, so
+    # nothing of it is available to this caller (not: "does not address the question").
     r = await client.post("/ask", json={**body, "sources": ["lakeshore", "riverside"]})
     lake = next(s for s in r.json()["sources"] if s["source"] == "lakeshore")
-    assert lake["status"] == "ok" and lake["evidence"] == [] and lake["answer_mode"] == "not_addressed"
+    assert lake["status"] == "denied" and lake["evidence"] == [] and lake["answer_mode"] is None
 
 
 @ASYNC
@@ -352,7 +368,7 @@ async def test_http_tokens_and_bad_sources(client: httpx.AsyncClient) -> None:
     r = await client.post("/ask", json=body, headers=auth(token(org="x") + "tampered"))
     assert r.status_code == 401
     r = await client.post("/ask", json={**body, "sources": ["nowhere"]})
-    assert r.status_code == 422 and "unknown source 'nowhere'" in r.json()["reason"]
+    assert r.status_code == 403 and r.json()["reason"] == "nowhere: not available to you"
     r = await client.post("/ask", json={**body, "sources": ["Bad Name"]})
     assert r.status_code == 422
     r = await client.post("/ask", json={**body, "options": {"A": "yes", "B": "no"}})
@@ -380,7 +396,7 @@ async def test_http_collections_listing_and_search(client: httpx.AsyncClient) ->
     assert results["northbridge"]["meta"] is None
     assert results["riverside"]["status"] == "ok" and results["riverside"]["meta"]["institution"]
     assert results["riverside"]["evidence"][0]["sections"][0]["heading"]
-    assert results["nope"]["status"] == "failed"
+    assert {**results["nope"], "collection": "x"} == {**results["northbridge"], "collection": "x"}
     r = await client.post(
         "/collections/search", json={"question": QUESTION, "collections": ["*"], "top_docs": 1}
     )
@@ -396,12 +412,25 @@ async def test_http_collections_listing_and_search(client: httpx.AsyncClient) ->
 
 
 def remote_settings(timeout_s: float = 0.5) -> FederationSettings:
-    return FederationSettings(nodes=[NodeSettings(name="b", url="http://b.test", timeout_s=timeout_s)])
+    # Node b holds the shared handbooks: it speaks for their institutions.
+    node = NodeSettings(
+        name="b",
+        url="https://b.test",
+        audience="node-b",
+        timeout_s=timeout_s,
+        institutions=list(INSTITUTIONS.values()),
+    )
+    return federation(node)
+
+
+CALLER = Subject(
+    authenticated=True, attributes={"sub": "u1", "org": "northbridge"}, issuer="https://idp.test"
+)
 
 
 async def ask_remote(transport: httpx.AsyncBaseTransport, collections: list[str]) -> dict[str, Any]:
     client = FederationClient(remote_settings(), transport=transport)
-    [answer] = await client.search(QUESTION, {"b": collections}, top_docs=2, token="tok")
+    [answer] = await client.search(QUESTION, {"b": collections}, top_docs=2, subject=CALLER)
     return {k: (st.status, st.reason, len(evs)) for k, (st, evs) in answer.results.items()}
 
 
@@ -421,18 +450,24 @@ async def test_federation_statuses_for_failing_nodes() -> None:
     assert got == {"b/x": ("failed", "node b unreachable (ConnectError)", 0)}
     got = await ask_remote(httpx.MockTransport(slow), ["x", "y"])
     assert got == {k: ("timeout", "node b did not answer within 0.5 s", 0) for k in ("b/x", "b/y")}
-    assert seen[0].headers["authorization"] == "Bearer tok"  # the caller's token, forwarded as is
+    # Not the caller's token: an assertion node a signed for node b's audience, with the caller's claims.
+    sent = seen[0].headers["authorization"].removeprefix("Bearer ")
+    claims = jwt.decode(sent, node_key("a")[1], algorithms=["ES256"], audience="node-b")
+    assert claims["iss"] == "a" and claims["attrs"]["org"] == "northbridge" and claims["idp"] == CALLER.issuer
     got = await ask_remote(
         httpx.MockTransport(lambda r: httpx.Response(401, json={"reason": "token expired"})), ["x"]
     )
-    assert got["b/x"][0] == "denied" and "token expired" in got["b/x"][1]
+    assert got["b/x"][:2] == ("denied", "not available to you")  # why (token expired) is logged here
     got = await ask_remote(httpx.MockTransport(lambda r: httpx.Response(500, text="boom")), ["x"])
-    assert got["b/x"][:2] == ("failed", "node b answered HTTP 500 ()")
+    assert got["b/x"][:2] == ("failed", "node b answered HTTP 500")
     got = await ask_remote(httpx.MockTransport(lambda r: httpx.Response(200, text="<html>")), ["x"])
-    assert got["b/x"][:2] == ("failed", "node b sent a malformed reply (JSONDecodeError)")
+    assert got["b/x"][:2] == ("failed", "node b sent a malformed reply (at body)")
     partial = {"results": [{"collection": "x", "status": "denied", "reason": "private", "evidence": []}]}
     got = await ask_remote(httpx.MockTransport(lambda r: httpx.Response(200, json=partial)), ["x", "y"])
-    assert got == {"b/x": ("denied", "private", 0), "b/y": ("failed", "node b did not report y", 0)}
+    assert got == {
+        "b/x": ("denied", "not available to you", 0),
+        "b/y": ("failed", "node b did not report y", 0),
+    }
 
 
 @ASYNC
@@ -458,11 +493,14 @@ async def test_remote_sources_through_an_in_process_node(root: Path, pipeline: P
         )
     by = {o.name: o for o in out.sources}
     assert [o.name for o in out.sources] == ["riverside", "b/lakeshore", "b/hillcrest"]
-    # B released no lakeshore document (its retrieve policy wants staff documents): answered as absent.
-    assert by["b/lakeshore"].status.status == "ok" and by["b/lakeshore"].evidence == []
+    # B released no lakeshore document (its retrieve policy wants staff documents): not available, and
+    # so neither answered nor judged (never "does not address").
+    assert by["b/lakeshore"].status.status == "denied" and by["b/lakeshore"].evidence == []
+    assert by["b/lakeshore"].answer is None
     assert by["b/hillcrest"].evidence and by["b/hillcrest"].meta and by["b/hillcrest"].meta["institution"]
     assert by["b/hillcrest"].label == "Hillcrest University Hospital (b/hillcrest)"
-    assert out.judge is not None and out.judge.matrix[0][1] == "ABSENT" and out.judge.matrix[0][2] == "ABSENT"
+    assert out.judge is not None and out.judge.sources == ("riverside", "b/hillcrest")
+    assert out.judge.matrix[0][1] == "ABSENT"  # Hillcrest is silent on travel
 
 
 # --- the embedded model end to end (no label assertions: a 270M base model) --------------------------------
@@ -552,17 +590,27 @@ async def test_listing_includes_remote_nodes_with_their_status(root: Path, pipel
     access = AccessSettings(
         jwt_secret=SecretStr(SECRET), policies=[Policy.model_validate(p) for p in POLICIES]
     )
-    settings_b = node_settings(root, access=access)
+    nodes = [
+        NodeSettings(name="b", url="https://b.test", audience="node-b"),
+        NodeSettings(name="down", url="https://down.test", audience="node-down"),
+    ]
+    # b trusts a's assertions; a's callers carry tokens for a's audience.
+    settings_b = node_settings(
+        root,
+        access=access.model_copy(update={"audience": "node-b"}),
+        federation=federation(node_id="b", peers=["a"]),
+    )
     app_b = create_app(settings_b, api_settings=ApiSettings(rate_limit_per_minute=0), pipeline=pipeline)
-    nodes = [NodeSettings(name="b", url="http://b.test"), NodeSettings(name="down", url="http://down.test")]
-    settings_a = node_settings(root, access=access, federation=FederationSettings(nodes=nodes))
+    settings_a = node_settings(
+        root, access=access.model_copy(update={"audience": "node-a"}), federation=federation(*nodes)
+    )
     app_a = create_app(settings_a, api_settings=ApiSettings(rate_limit_per_minute=0), pipeline=pipeline)
     async with app_b.router.lifespan_context(app_b), app_a.router.lifespan_context(app_a):
         routes = Routes({"b.test": httpx.ASGITransport(app=app_b), "down.test": None})
         fed = FederationClient(settings_a.federation, transport=routes)
         app_a.state.sources = SourcesService(settings_a, pipeline, encoder=BowEncoder(), federation=fed)
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app_a), base_url="http://a") as c:
-            staff = auth(token(org="northbridge", role="nurse"))
+            staff = auth(token(org="northbridge", role="nurse", aud="node-a"))
             body = (await c.get("/collections", params={"remote": "true"}, headers=staff)).json()
     names = [c["name"] for c in body["collections"]]
     assert names[:5] == sorted(ORDER)  # local first, then the nodes'

@@ -407,9 +407,12 @@ def test_handbook_silent_on_travel_falls_back_to_whole_document(
     assert all(s.body in ev.text for s in doc.sections)
 
 
-def test_fallback_is_cut_at_its_limit(combined: Collection, encoder: Encoder) -> None:
+def test_fallback_longer_than_its_limit_keeps_the_best_chunks_never_a_cut_copy(
+    combined: Collection, encoder: Encoder
+) -> None:
     ev = _one(combined, encoder, "hillcrest", fallback_max_chars=1000)
-    assert ev.route == "whole_fallback" and len(ev.text) == 1000 and "cut at 1,000" in ev.reason
+    assert ev.route == "chunks" and ev.sufficient is False and ev.sections
+    assert "too long to read whole" in ev.reason and "weak evidence" in ev.reason
 
 
 def test_collection_ranks_documents_and_puts_the_silent_one_last(
