@@ -7,9 +7,10 @@ the lifespan enters."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import cast
 
 from fastapi import FastAPI
@@ -71,4 +72,28 @@ def _install_mcp(app: FastAPI, api: ApiSettings) -> Callable[[], AbstractAsyncCo
     )
     manager = server.session_manager
     app.router.routes.append(Route("/mcp", endpoint=_McpEndpoint(manager), methods=["GET", "POST", "DELETE"]))
-    return manager.run
+
+    @asynccontextmanager
+    async def running() -> AsyncIterator[None]:
+        # The manager's task group must be entered and left by one task; a lifespan may be entered and
+        # left by two (test fixtures do), so a task of its own holds it for the app's lifetime.
+        started, stop = asyncio.Event(), asyncio.Event()
+
+        async def hold() -> None:
+            async with manager.run():
+                started.set()
+                await stop.wait()
+
+        task = asyncio.create_task(hold())
+        waiter = asyncio.create_task(started.wait())
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():  # it failed to start: say why
+            waiter.cancel()
+            task.result()
+        try:
+            yield
+        finally:
+            stop.set()
+            await task
+
+    return running

@@ -407,6 +407,21 @@ def serve(
     )
 
 
+@app.command("mcp")
+def mcp(offline: OfflineOpt = False) -> None:
+    """Serve the MCP tools (search_literature, ask, get_article, list_collections) over stdio.
+
+    For agent frontends that launch a command (Claude Desktop, IDEs): stdout carries the protocol only;
+    logs go to stderr. Over HTTP the same tools are at ``/mcp`` of ``cometa serve``."""
+    import logging
+
+    from app.frontends import run_stdio
+
+    settings = _settings(offline)
+    logging.basicConfig(level=settings.log_level, format="%(message)s", stream=sys.stderr)
+    asyncio.run(run_stdio(settings))
+
+
 def _record_json(record: PubmedRecord) -> dict[str, Any]:
     data = asdict(record)
     data["abstract_text"] = record.abstract_text
