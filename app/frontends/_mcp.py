@@ -12,7 +12,9 @@ streamable HTTP at ``/mcp``. Both read the process's one :class:`~app.container.
 
 from __future__ import annotations
 
+import json
 import logging
+import uuid
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -29,6 +31,7 @@ from core import CometaError
 from retrieval.collections import CollectionMeta
 from retrieval.evidence import pubmed_url
 from retrieval.ncbi import EutilsError
+from retrieval.understand import hash_text
 
 from ._chat import pmc_url
 
@@ -47,6 +50,7 @@ INSTRUCTIONS = (
     "ranked evidence alone, get_article to read one article, list_collections for institutional handbooks."
 )
 _MAX_FULL_TEXT = 200_000
+log = logging.getLogger("cometa.mcp")
 
 Question = Annotated[
     str, Field(min_length=1, max_length=4000, description="The question, as the patient asked it.")
@@ -125,6 +129,7 @@ def build_mcp_server(container_of: Callable[[], Container]) -> MCPServer:
             AskRequest(question=question, mindate=mindate, maxdate=maxdate)  # the /ask validation
         except ValueError as exc:
             raise ToolError(f"invalid arguments: {exc}") from exc
+        log.info(json.dumps({"event": "mcp_search", "question_hash": hash_text(question)}))
         try:
             outcome = await container_of().pipeline.search(question, mindate=mindate, maxdate=maxdate)
         except CometaError as exc:
@@ -153,8 +158,13 @@ def build_mcp_server(container_of: Callable[[], Container]) -> MCPServer:
             req = AskRequest(question=question, max_documents=max_documents, judge=judge)
         except ValueError as exc:
             raise ToolError(f"invalid arguments: {exc}") from exc
+        request_id = "mcp-" + uuid.uuid4().hex
+        # As the API logs questions: by hash only.
+        log.info(
+            json.dumps({"event": "mcp_ask", "request_id": request_id, "question_hash": hash_text(question)})
+        )
         try:
-            return await container_of().asker.ask(req, "mcp")
+            return await container_of().asker.ask(req, request_id)
         except CometaError as exc:
             raise _tool_error(exc) from exc
 

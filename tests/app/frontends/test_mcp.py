@@ -7,34 +7,22 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import httpx2
-import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from tests._paths import REPO
-from tests._procs import free_port, serve
+from tests.app.frontends.conftest import API_KEY as KEY
 
-KEY = "mcp-test-key"
 QUESTION = (
     "my mom has a mass on her pancreas and her CA 19 9 came back really high, is the whipple pointless?"
 )
 TOOLS = {"search_literature", "ask", "get_article", "list_collections"}
 ENV = {"COMETA_LLM__BACKEND": "none", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    port = free_port()
-    env = {**ENV, "COMETA_API__API_KEYS": json.dumps([KEY]), "COMETA_API__RATE_LIMIT_PER_MINUTE": "0"}
-    yield from serve(
-        ["serve", "--offline", "--port", str(port)], "/healthz", port=port, env=env, deadline_s=180
-    )
 
 
 def structured(result: Any) -> dict[str, Any]:
@@ -62,6 +50,7 @@ async def exercise(client: Client) -> None:
 
     answer = structured(await client.call_tool("ask", {"question": QUESTION}))
     assert answer["mode"] == "extractive" and answer["citations"] and "[PMID:" in answer["answer"]
+    assert answer["request_id"].startswith("mcp-")
     assert {c["pmid"] for c in answer["citations"]} <= {d["pmid"] for d in answer["evidence"]}
 
     with_pmc = next((d for d in answer["evidence"] if d["pmcid"]), answer["evidence"][0])

@@ -6,34 +6,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import openai
 import pytest
 
-from tests._procs import free_port, serve
+from tests.app.frontends.conftest import API_KEY as KEY
 
-KEY = "sk-cometa-test"
 QUESTION = (
     "my mom has a mass on her pancreas and her CA 19 9 came back really high, is the whipple pointless?"
 )
 LINK = re.compile(r"\[PMID (\d+)\]\((https://pubmed\.ncbi\.nlm\.nih\.gov/\d+/)\)")
 USER = [{"role": "user", "content": QUESTION}]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    port = free_port()
-    env = {
-        "COMETA_LLM__BACKEND": "none",
-        "COMETA_API__API_KEYS": json.dumps([KEY]),
-        "COMETA_API__RATE_LIMIT_PER_MINUTE": "0",
-    }
-    yield from serve(
-        ["serve", "--offline", "--port", str(port)], "/healthz", port=port, env=env, deadline_s=180
-    )
 
 
 @pytest.fixture(scope="module")
