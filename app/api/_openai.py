@@ -11,7 +11,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -80,6 +80,24 @@ def _failure(
     return code, body, headers
 
 
+def _inlined(schema: dict[str, Any]) -> dict[str, Any]:
+    """A model's JSON schema with its ``$defs`` inlined, for the OpenAPI document (its refs would point
+    into the document root otherwise). The chat request has no recursive models."""
+    defs = schema.pop("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return walk(defs[ref.removeprefix("#/$defs/")])
+            return {k: walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    return cast(dict[str, Any], walk(schema))
+
+
 def _sse(data: dict[str, Any] | str) -> bytes:
     text = data if isinstance(data, str) else json.dumps(data)
     return f"data: {text}\n\n".encode()
@@ -102,13 +120,27 @@ def _install_openai_routes(app: FastAPI, settings: Settings) -> None:
             return refuse(exc, _request_id(request))
         return JSONResponse(list_models())
 
+    @app.get("/v1/models/{model_id}", tags=["openai"])
+    async def model(model_id: str, request: Request) -> JSONResponse:
+        """One model (404 ``model_not_found`` for any but ``cometa``)."""
+        try:
+            await authorised(request)
+            found = [m for m in list_models()["data"] if m["id"] == model_id]
+            if not found:
+                raise ChatRequestError(
+                    f"the model {model_id!r} does not exist", code="model_not_found", status=404
+                )
+        except Exception as exc:
+            return refuse(exc, _request_id(request))
+        return JSONResponse(found[0])
+
     @app.post(
         "/v1/chat/completions",
         tags=["openai"],
         openapi_extra={
             "requestBody": {
                 "required": True,
-                "content": {"application/json": {"schema": ChatRequest.model_json_schema()}},
+                "content": {"application/json": {"schema": _inlined(ChatRequest.model_json_schema())}},
             }
         },
     )

@@ -35,8 +35,15 @@ def _cited(content: str, extra: dict[str, Any]) -> None:
     assert "**Sources**" in content and all(f"pubmed.ncbi.nlm.nih.gov/{p}/" in content for p in cited)
 
 
-def test_models_lists_cometa(client: openai.OpenAI) -> None:
+def test_models_lists_cometa(server: str, client: openai.OpenAI) -> None:
     assert [m.id for m in client.models.list()] == ["cometa"]
+    assert client.models.retrieve("cometa").owned_by == "cometa"
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve("gpt-4o")
+    # The OpenAPI document describes the chat body without dangling references.
+    spec = httpx.get(server + "/openapi.json", timeout=30).json()
+    body = spec["paths"]["/v1/chat/completions"]["post"]["requestBody"]["content"]["application/json"]
+    assert "$defs" not in json.dumps(body) and "messages" in body["schema"]["properties"]
 
 
 def test_completion_carries_links_and_the_ask_response(client: openai.OpenAI) -> None:
