@@ -112,3 +112,119 @@ def test_a_question_typed_in_the_page_gets_a_cited_answer(
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     if os.environ.get("COMETA_UPDATE_SCREENSHOTS") == "1":
         shutil.copy(shot, REPO / "docs" / "img" / shot.name)
+
+
+# --- the page's rendering of what an offline server cannot produce: a verdict, disagreement, hostile text ---
+
+SCRIPTED = [
+    ("stage", {"stage": "retrieve", "status": "started"}),
+    ("evidence", {"documents": [], "passages": []}),
+    ("token", {"delta": "Exercise ", "index": 0}),
+    ("token", {"delta": "helps [PMID:111].", "index": 1}),
+    (
+        "answer",
+        {
+            "answer": "Exercise helps [PMID:111]. Dosing differs [PMID:222].",
+            "mode": "llm",
+            "citations": [
+                {
+                    "pmid": "111",
+                    "title": "Trial <img src=x onerror=alert(1)>",
+                    "year": 2020,
+                    "publication_types": ["Journal Article", "Randomized Controlled Trial"],
+                    "url": "javascript:alert(1)",
+                    "pmcid": "PMC1",
+                },
+                {
+                    "pmid": "222",
+                    "title": "A review",
+                    "year": 2019,
+                    "publication_types": [],
+                    "doc_class": "D2",
+                },
+            ],
+        },
+    ),
+    (
+        "judge",
+        {
+            "note": "The sources disagree on how much exercise.",
+            "pairs": [
+                {
+                    "a": "PMID 111",
+                    "b": "PMID 222",
+                    "classification": "DIVERGENT",
+                    "divergence_topic": "dosing",
+                }
+            ],
+        },
+    ),
+    (
+        "done",
+        {
+            "request_id": "r1",
+            "warnings": ["degraded: 1 of 3 PubMed searches failed (NCBI partly unavailable)"],
+            "mode": "llm",
+            "verdict": {"label": "limited", "reason": "One small trial supports it."},
+        },
+    ),
+]
+
+
+@pytest.fixture
+def scripted_page() -> Iterator[str]:
+    """The real page files in front of a scripted ``/ask/stream``."""
+    import json
+
+    from starlette.applications import Starlette
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    from app.frontends import web_root
+    from tests._procs import serve_in_thread
+
+    types = {"index.html": "text/html", "chat.js": "text/javascript", "chat.css": "text/css"}
+
+    async def page(request: Any) -> Response:
+        name = request.path_params.get("name", "index.html")
+        return Response(web_root().joinpath(name).read_bytes(), media_type=types[name])
+
+    async def stream(request: Any) -> Response:
+        body = "".join(f"id: {i}\nevent: {n}\ndata: {json.dumps(d)}\n\n" for i, (n, d) in enumerate(SCRIPTED))
+        return Response(body, media_type="text/event-stream")
+
+    routes = [Route("/", page), Route("/ui/{name}", page), Route("/ask/stream", stream, methods=["POST"])]
+    with serve_in_thread(Starlette(routes=routes)) as base:
+        yield base
+
+
+def test_the_page_shows_verdict_disagreement_and_warnings_and_never_runs_server_text(
+    scripted_page: str, browser: Any
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(scripted_page + "/")
+    browser.find_element(By.ID, "question").send_keys("Does exercise help?", Keys.ENTER)
+    WebDriverWait(browser, 30).until(ec.text_to_be_present_in_element((By.ID, "status"), "Done."))
+
+    verdict = browser.find_element(By.ID, "verdict").text
+    assert "Evidence: limited" in verdict and "One small trial supports it." in verdict
+    disagreement = browser.find_element(By.ID, "disagreement").text
+    assert "how much exercise" in disagreement and "PMID 111 and PMID 222 differ on dosing" in disagreement
+    notes = browser.find_element(By.ID, "notes").text
+    assert "PubMed could not be fully searched" in notes
+    answer = browser.find_element(By.ID, "answer")
+    assert answer.text == "Exercise helps [1]. Dosing differs [2]."  # the checked answer replaced the tokens
+    cards = browser.find_elements(By.CSS_SELECTOR, "#citations .card")
+    assert "Trial <img src=x onerror=alert(1)>" in cards[0].text  # shown as text, never parsed as HTML
+    assert (
+        "2020 · Randomized Controlled Trial" in cards[0].text and "2019 · Review (full text)" in cards[1].text
+    )
+    hrefs = [a.get_attribute("href") for a in cards[0].find_elements(By.TAG_NAME, "a")]
+    assert hrefs == ["https://pubmed.ncbi.nlm.nih.gov/111/", "https://pmc.ncbi.nlm.nih.gov/articles/PMC1/"]
+    assert not browser.find_elements(By.CSS_SELECTOR, "#result img")
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert not errors, errors
