@@ -99,6 +99,12 @@ class ApiSettings(BaseModel):
         le=16,
         description="Per-source answers written at once (the judge's and the multi-source /ask's).",
     )
+    mcp_allowed_hosts: list[str] = Field(
+        default_factory=lambda: ["127.0.0.1:*", "localhost:*", "[::1]:*"],
+        description="Host headers /mcp answers (DNS-rebinding protection, 'host:*' = any port); "
+        "add the public host name when serving beyond loopback; empty = no Host check.",
+    )
+    chat_page: bool = Field(default=True, description="Serve the reference chat page at / (and /ui/).")
 
 
 class SourcesSettings(BaseModel):

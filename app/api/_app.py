@@ -2,7 +2,9 @@
 
 Endpoints: ``POST /ask`` (cited answer), ``POST /ask/stream`` (the same as server-sent events),
 ``POST /search`` (evidence only), ``POST /judge`` (cross-source agreement), ``GET /healthz``,
-``GET /readyz``, ``GET /metrics``; OpenAPI docs at ``/docs``.
+``GET /readyz``, ``GET /metrics``; OpenAPI docs at ``/docs``. For chat frontends (:mod:`app.frontends`):
+``POST /v1/chat/completions`` and ``GET /v1/models`` (OpenAI-compatible), ``/mcp`` (MCP tools over
+streamable HTTP) and the reference chat page at ``/``.
 
 Streaming: ``/ask/stream`` emits ``stage`` (understand/retrieve/answer/judge started|finished),
 ``evidence``, ``token`` (the model's raw text deltas while it writes: provisional), ``answer`` (the checked
@@ -45,6 +47,9 @@ from ._deps import (
     _request_id,
 )
 from ._gate import _Gate
+from ._mcp import _install_mcp
+from ._openai import _install_openai_routes
+from ._page import _install_page
 from ._routes import _install_routes
 
 __all__ = ["create_app"]
@@ -70,7 +75,10 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # An injected pipeline belongs to the caller, who closes it; the container closes what it built.
-        async with Container(settings, api=api, pipeline=pipeline, answerer=answerer, judge=judge) as c:
+        async with (
+            Container(settings, api=api, pipeline=pipeline, answerer=answerer, judge=judge) as c,
+            mcp_running(),  # the MCP session manager's task group (/mcp)
+        ):
             # The models now, so that the first request is not the slow one, but in the background: a
             # world's first index build takes minutes, and /healthz must answer meanwhile.
             c.start_warming()
@@ -96,7 +104,7 @@ def create_app(
             CORSMiddleware,
             allow_origins=api.cors_origins,
             allow_methods=["GET", "POST"],
-            allow_headers=["Content-Type", "X-API-Key", "X-Request-ID"],
+            allow_headers=["Content-Type", "X-API-Key", "X-Request-ID", "Authorization"],
             expose_headers=["X-Request-ID", "Retry-After"],
         )
     # Added last = outermost: every response, CORS preflights included, carries a request id.
@@ -104,6 +112,10 @@ def create_app(
     _install_handlers(app, settings)
     _install_routes(app, settings)
     _install_collection_routes(app)
+    _install_openai_routes(app, settings)  # /v1/chat/completions, /v1/models
+    mcp_running = _install_mcp(app, api)  # /mcp (streamable HTTP)
+    if api.chat_page:
+        _install_page(app)  # / and /ui/*
     return app
 
 

@@ -97,15 +97,29 @@ def _request_id(request: Request) -> str:
 
 async def authorize(request: Request, container: ContainerDep) -> str:
     """``X-API-Key`` check (skipped when no keys are configured), then the per-key rate limit."""
-    keys = container.api.api_keys
+    return await check_key(request, container, request.headers.get("x-api-key"), "X-API-Key header")
+
+
+def key_of(request: Request) -> str | None:
+    """The API key as OpenAI and MCP clients send it: ``X-API-Key``, else ``Authorization: Bearer``."""
     given = request.headers.get("x-api-key")
+    if given is None:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        given = token.strip() if scheme.lower() == "bearer" and token.strip() else None
+    return given
+
+
+async def check_key(request: Request, container: Container, given: str | None, where: str) -> str:
+    """The API-key check on ``given`` (skipped when no keys are configured), then the per-client rate
+    limit; the client's identity (a key hash or the address) or :class:`ApiError` 401/429/503."""
+    keys = container.api.api_keys
     if keys:
         ok = given is not None and any(
             hmac.compare_digest(given.encode(), k.get_secret_value().encode()) for k in keys
         )
         if not ok:
             API_REJECTED.labels("auth").inc()
-            raise ApiError(401, "unauthorized", "missing or invalid X-API-Key header")
+            raise ApiError(401, "unauthorized", f"missing or invalid {where}")
         ident = "key:" + hash_text(cast(str, given))
     else:
         ident = "ip:" + (request.client.host if request.client else "unknown")

@@ -47,6 +47,10 @@ from ._deps import (
 log = logging.getLogger("cometa.api")
 
 
+# /ask response fields sent before ``done`` (the answer, evidence and judge events) or left out (query).
+_SENT_BEFORE_DONE = frozenset({"answer", "citations", "evidence", "passages", "judge", "query"})
+
+
 def _sse(event: str, data: Mapping[str, Any], seq: int) -> bytes:
     return f"id: {seq}\nevent: {event}\ndata: {json.dumps(data)}\n\n".encode()
 
@@ -109,6 +113,9 @@ def _install_routes(app: FastAPI, settings: Settings) -> None:
                                 "prompt_id": data["prompt_id"],
                                 "total_ms": round((time.perf_counter() - started) * 1000, 2),
                             }
+                            # Every other field of the /ask response (mode, verdict, ...), minus the bulk
+                            # that earlier events already carried, so a new field reaches stream clients.
+                            done = {**{k: v for k, v in data.items() if k not in _SENT_BEFORE_DONE}, **done}
                             yield _sse("done", done, seq)
                         else:
                             yield _sse(name, data, seq)

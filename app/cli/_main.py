@@ -287,34 +287,95 @@ def ask(
     max_documents: Annotated[
         int, typer.Option(min=1, max=50, help="Evidence documents to answer from.")
     ] = 10,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the /ask response JSON.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the /ask response JSON (with --stream: one event per line).")
+    ] = False,
+    stream: Annotated[
+        bool,
+        typer.Option(
+            "--stream", help="Show the stages and the answer as the model writes it, then the checked one."
+        ),
+    ] = False,
 ) -> None:
-    """Answer a question with citations, exactly as ``POST /ask`` does."""
+    """Answer a question with citations, exactly as ``POST /ask`` (``--stream``: ``/ask/stream``) does."""
     settings = _settings(offline)
     try:
         req = AskRequest(question=question, judge=judge, max_documents=max_documents)
     except ValueError as exc:
         raise _fail(exc) from exc
     try:
-        response = asyncio.run(_run_ask(settings, req, use_llm, use_dense))
+        if stream:
+            response = asyncio.run(_stream_ask(settings, req, use_llm, use_dense, as_json))
+        else:
+            response = asyncio.run(_run_ask(settings, req, use_llm, use_dense))
     except CometaError as exc:
         raise _fail(exc) from exc
     if as_json:
-        sys.stdout.write(json.dumps(response.model_dump(mode="json"), indent=2) + "\n")
+        if not stream:  # streamed JSON went out event by event
+            sys.stdout.write(json.dumps(response.model_dump(mode="json"), indent=2) + "\n")
         return
-    console.print(escape(response.answer))
-    for c in response.citations:
-        console.print(f"[dim]PMID:{c.pmid}[/] {escape(c.title)} {c.url or ''}")
+    _print_answer(response)
+
+
+def _print_answer(response: AskResponse) -> None:
+    """The answer as the chat frontends see it: markdown with PubMed links and the numbered sources, then
+    what the reader must know (mode, verdict, disagreement, warnings)."""
+    from rich.markdown import Markdown
+    from rich.panel import Panel
+
+    from app.frontends import render_markdown
+
+    modes = {
+        "extractive": "no language model wrote this: the most relevant sentences are quoted from the studies",
+        "insufficient_evidence": "the literature found does not answer this question",
+    }
+    # Terminals show links as links; elsewhere (a pipe, a file) the URLs are printed beside their text.
+    answer = Markdown(render_markdown(response), hyperlinks=console.is_terminal)
+    console.print(Panel(answer, title="Answer", title_align="left"))
+    extra = response.model_dump(mode="json")
+    verdict = extra.get("verdict")  # the evidence verdict, where the response carries one
+    if verdict:
+        label = verdict.get("label") or verdict.get("verdict") if isinstance(verdict, dict) else verdict
+        console.print(f"[bold]Evidence:[/] {escape(str(label))}")
+    if response.mode in modes:
+        console.print(f"[bold]Note:[/] {modes[response.mode]}")
     if response.judge and response.judge.note:
         console.print(f"[bold]Sources:[/] {escape(response.judge.note)}")
     for warning in response.warnings:
-        console.print(f"[yellow]{escape(warning)}[/]")
+        console.print(f"[yellow]warning:[/] {escape(warning)}")
     console.print(f"[dim]mode: {response.mode}; model: {response.model or 'none'}[/]")
 
 
 async def _run_ask(settings: Settings, req: AskRequest, use_llm: bool, use_dense: bool) -> AskResponse:
     async with Container(settings, use_llm=use_llm, use_dense=use_dense) as container:
         return await container.asker.ask(req, "cli")
+
+
+async def _stream_ask(
+    settings: Settings, req: AskRequest, use_llm: bool, use_dense: bool, as_json: bool
+) -> AskResponse:
+    """``/ask/stream`` in the terminal: stages on stderr, the model's text as it comes (provisional),
+    then the checked answer; with ``as_json`` one ``{"event", "data"}`` line per event on stdout."""
+    result: dict[str, Any] | None = None
+    wrote = False
+    async with Container(settings, use_llm=use_llm, use_dense=use_dense) as container:
+        async for name, data in container.asker.events(req, "cli", stream_tokens=True):
+            if as_json:
+                sys.stdout.write(json.dumps({"event": name, "data": data}) + "\n")
+                sys.stdout.flush()
+            elif name == "stage" and data["status"] == "started":
+                err_console.print(f"[dim]{data['stage']}…[/]")
+            elif name == "token":
+                console.print(data["delta"], end="", markup=False, highlight=False, style="dim")
+                wrote = True
+            if name == "result":
+                result = data
+    if wrote:
+        console.print()
+        console.rule("[dim]checked answer[/]")
+    if result is None:  # events() always ends with its result
+        raise RuntimeError("the answer flow ended without a result")
+    return AskResponse.model_validate(result)
 
 
 @index_app.command("build")
@@ -429,6 +490,21 @@ def _checked_settings(offline: bool) -> Settings:
         err_console.print(f"[bold red]configuration error:[/] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(code=2) from None
     return settings
+
+
+@app.command("mcp")
+def mcp(offline: OfflineOpt = False) -> None:
+    """Serve the MCP tools (search_literature, ask, get_article, list_collections) over stdio.
+
+    For agent frontends that launch a command (Claude Desktop, IDEs): stdout carries the protocol only;
+    logs go to stderr. Over HTTP the same tools are at ``/mcp`` of ``cometa serve``."""
+    import logging
+
+    from app.frontends import run_stdio
+
+    settings = _checked_settings(offline)
+    logging.basicConfig(level=settings.log_level, format="%(message)s", stream=sys.stderr)
+    asyncio.run(run_stdio(settings))
 
 
 def _record_json(record: PubmedRecord) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from ._evidence import (
     SourceEvidenceOut,
 )
 from ._requests import (
+    MAX_QUESTION_CHARS,
     AskRequest,
     AskResponse,
     CitationOut,
@@ -35,6 +36,7 @@ from ._requests import (
 )
 
 __all__ = [
+    "MAX_QUESTION_CHARS",
     "AnswerMode",
     "AskRequest",
     "AskResponse",

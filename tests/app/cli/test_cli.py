@@ -111,6 +111,43 @@ def test_ask_json_is_the_api_answer() -> None:
     assert "Linda" not in result.stdout and "Parker" not in result.stdout
 
 
+ASK = [
+    "ask",
+    "--offline",
+    "--no-dense",
+    "--max-documents",
+    "3",
+    "is the whipple pointless for a pancreas mass?",
+]
+
+
+def test_ask_renders_the_answer_with_pubmed_links_and_plain_notes() -> None:
+    result = CliRunner().invoke(app, ASK)
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.stdout.split())
+    assert "Answer" in out and "Sources" in out
+    assert "https://pubmed.ncbi.nlm.nih.gov/" in out  # not a terminal: the URLs are printed
+    assert "no language model wrote this" in out and "mode: extractive" in out
+
+
+def test_ask_stream_json_is_the_event_stream_one_line_each() -> None:
+    result = CliRunner().invoke(app, [*ASK, "--stream", "--json"])
+    assert result.exit_code == 0, result.output
+    events = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    names = [e["event"] for e in events]
+    assert names[0] == "stage" and names[-1] == "result"
+    assert names.index("evidence") < names.index("answer") < names.index("result")
+    final = events[-1]["data"]
+    assert final["request_id"] == "cli" and final["citations"]
+    assert events[names.index("answer")]["data"]["answer"] == final["answer"]
+
+
+def test_ask_stream_shows_stages_then_the_checked_answer() -> None:
+    result = CliRunner().invoke(app, [*ASK, "--stream"])
+    assert result.exit_code == 0, result.output
+    assert "retrieve…" in result.output and "https://pubmed.ncbi.nlm.nih.gov/" in result.stdout
+
+
 def test_search_rejects_half_a_date_window() -> None:
     result = CliRunner().invoke(app, ["search", "--offline", "--mindate", "2010", "cancer"])
     assert result.exit_code == 2 and "go together" in result.output

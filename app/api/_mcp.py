@@ -1,0 +1,99 @@
+"""``/mcp``: the MCP tools (:mod:`app.frontends`) over streamable HTTP, behind the API's key check and
+rate limit (``X-API-Key`` or ``Authorization: Bearer``).
+
+Stateless: every request is its own MCP session (the tools keep no state), so any replica can answer any
+request. The SDK's session manager needs a running task group: :func:`_install_mcp` returns the context
+the lifespan enters."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import cast
+
+from fastapi import FastAPI
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.requests import Request
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from app.container import Container
+from app.frontends import build_mcp_server
+from app.settings import ApiSettings
+
+from ._deps import ApiError, _error_payload, _request_id, check_key, get_container, key_of
+
+
+class _McpEndpoint:
+    """Raw ASGI (the SDK writes the response itself): the key check, then the session manager."""
+
+    def __init__(self, manager: StreamableHTTPSessionManager) -> None:
+        self.manager = manager
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        try:
+            await check_key(
+                request, get_container(request), key_of(request), "API key (Authorization: Bearer)"
+            )
+        except ApiError as exc:
+            code, payload = _error_payload(exc, _request_id(request))
+            headers = [
+                (b"content-type", b"application/json"),
+                *((k.encode(), v.encode()) for k, v in exc.headers.items()),
+            ]
+            await send({"type": "http.response.start", "status": code, "headers": headers})
+            await send({"type": "http.response.body", "body": json.dumps(payload).encode()})
+            return
+        await self.manager.handle_request(scope, receive, send)
+
+
+def _install_mcp(app: FastAPI, api: ApiSettings) -> Callable[[], AbstractAsyncContextManager[None]]:
+    """Mount ``/mcp``; returns the session manager's ``run`` for the lifespan."""
+
+    def container() -> Container:
+        return cast(Container, app.state.container)
+
+    server = build_mcp_server(container)
+    hosts = api.mcp_allowed_hosts
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=bool(hosts),
+        allowed_hosts=hosts,
+        allowed_origins=[f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")],
+    )
+    server.streamable_http_app(  # builds the server's session manager; its Starlette app is not used
+        json_response=True,
+        stateless_http=True,
+        transport_security=security,
+        max_request_body_size=api.max_body_bytes,
+    )
+    manager = server.session_manager
+    app.router.routes.append(Route("/mcp", endpoint=_McpEndpoint(manager), methods=["GET", "POST", "DELETE"]))
+
+    @asynccontextmanager
+    async def running() -> AsyncIterator[None]:
+        # The manager's task group must be entered and left by one task; a lifespan may be entered and
+        # left by two (test fixtures do), so a task of its own holds it for the app's lifetime.
+        started, stop = asyncio.Event(), asyncio.Event()
+
+        async def hold() -> None:
+            async with manager.run():
+                started.set()
+                await stop.wait()
+
+        task = asyncio.create_task(hold())
+        waiter = asyncio.create_task(started.wait())
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():  # it failed to start: say why
+            waiter.cancel()
+            task.result()
+        try:
+            yield
+        finally:
+            stop.set()
+            await task
+
+    return running

@@ -1,0 +1,353 @@
+"""OpenAI Chat Completions over the :class:`~app.asker.Asker`: the request model, the conversation turned
+into one question, the answer rendered as markdown with PubMed/PMC links, completion objects and chunks.
+
+The web layer (``app.api``) only parses, authorises and maps failures; everything a completion says is
+decided here, so the HTTP route and the tests share one implementation.
+
+Follow-ups: the last message must be the user's; up to :data:`CONTEXT_TURNS` earlier *user* turns travel
+with it as context (our own earlier answers do not: retrieval would chase them). The combined text is the
+question the Asker gets, so the PHI policy (the rewriter's scrub for NCBI, :class:`~app.privacy.PhiPolicy`
+for every prompt) applies to every turn it carries. System messages are ignored: the answer prompt is ours
+and versioned, and a frontend's persona must not change what the evidence is allowed to say.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import aclosing
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from app.asker import Asker
+from app.schemas import MAX_QUESTION_CHARS, AskRequest, AskResponse
+
+__all__ = [
+    "CONTEXT_TURNS",
+    "MODEL_ID",
+    "ChatMessage",
+    "ChatOptions",
+    "ChatRequest",
+    "ChatRequestError",
+    "chat_completion",
+    "chat_question",
+    "list_models",
+    "pmc_url",
+    "render_markdown",
+    "stream_chat",
+]
+
+MODEL_ID = "cometa"
+CONTEXT_TURNS = 3  # earlier user turns carried into a follow-up question
+_CREATED = 1_767_225_600  # 2026-01-01: a stable "created" for the one model
+
+_CITE_RE = re.compile(r"\[\s*PMID\s*:?\s*(\d+(?:\s*[,;]\s*(?:PMID\s*:?\s*)?\d+)*)\s*\]", re.IGNORECASE)
+_ID_RE = re.compile(r"\d+")
+_HOLD_MAX = 64  # longest "[PMID: ...]" held back while streaming before it is let through as text
+
+
+class ChatRequestError(ValueError):
+    """The chat request cannot be answered as sent (HTTP 400/404 in OpenAI's error shape)."""
+
+    def __init__(self, message: str, *, param: str | None = None, code: str | None = None, status: int = 400):
+        super().__init__(message)
+        self.param = param
+        self.code = code
+        self.status = status
+
+
+class ChatMessage(BaseModel):
+    """One turn. ``content``: a string or a list of ``{"type": "text", "text": ...}`` parts."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: str | list[dict[str, Any]] | None = None
+
+    def text(self) -> str:
+        if self.content is None or isinstance(self.content, str):
+            return self.content or ""
+        parts = []
+        for part in self.content:
+            if part.get("type") != "text" or not isinstance(part.get("text"), str):
+                raise ChatRequestError(
+                    f"only text content is supported, got a {part.get('type')!r} part", param="messages"
+                )
+            parts.append(part["text"])
+        return "\n".join(parts)
+
+
+class ChatOptions(BaseModel):
+    """CoMeta's own knobs, sent as ``"cometa": {...}`` (the openai client: ``extra_body``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_documents: int = Field(default=10, ge=1, le=50)
+    judge: bool = False
+    mindate: str | None = None
+    maxdate: str | None = None
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    include_usage: bool = False
+
+
+class ChatRequest(BaseModel):
+    """``POST /v1/chat/completions``. Sampling parameters (temperature, max_tokens, ...) are accepted and
+    ignored: the answer settings are the service's, so every caller gets the same checked answer."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: str = Field(min_length=1, max_length=200)
+    messages: list[ChatMessage] = Field(min_length=1, max_length=200)
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    n: int = Field(default=1, ge=1, le=1)
+    cometa: ChatOptions = Field(default_factory=ChatOptions)
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, value: str) -> str:
+        return value.strip()
+
+
+def list_models() -> dict[str, Any]:
+    """``GET /v1/models``: the one model, CoMeta's checked answer."""
+    return {
+        "object": "list",
+        "data": [{"id": MODEL_ID, "object": "model", "created": _CREATED, "owned_by": "cometa"}],
+    }
+
+
+def chat_question(messages: Sequence[ChatMessage]) -> str:
+    """The question the Asker gets: the last user message, with up to :data:`CONTEXT_TURNS` earlier user
+    turns before it as context (most recent kept when the budget of ``MAX_QUESTION_CHARS`` runs out)."""
+    if messages[-1].role != "user":
+        raise ChatRequestError("the last message must have role 'user'", param="messages")
+    last = messages[-1].text().strip()
+    if not last:
+        raise ChatRequestError("the last user message is empty", param="messages")
+    if len(last) > MAX_QUESTION_CHARS:
+        raise ChatRequestError(
+            f"the last user message exceeds {MAX_QUESTION_CHARS} characters", param="messages"
+        )
+    earlier = [m.text().strip() for m in messages[:-1] if m.role == "user"]
+    earlier = [t for t in earlier if t][-CONTEXT_TURNS:]
+    if not earlier:
+        return last
+    framing = "Earlier in this conversation: \nFollow-up question: "
+    budget = MAX_QUESTION_CHARS - len(last) - len(framing)
+    kept: list[str] = []
+    for turn in reversed(earlier):  # the most recent context matters most
+        if len(turn) + 3 > budget:
+            break
+        kept.insert(0, turn)
+        budget -= len(turn) + 3
+    if not kept:
+        return last
+    return f"Earlier in this conversation: {' | '.join(kept)}\nFollow-up question: {last}"
+
+
+def ask_request(req: ChatRequest) -> AskRequest:
+    """The :class:`AskRequest` a chat request stands for; raises :class:`ChatRequestError`."""
+    if req.model != MODEL_ID:
+        raise ChatRequestError(
+            f"the model {req.model!r} does not exist; use {MODEL_ID!r}",
+            param="model",
+            code="model_not_found",
+            status=404,
+        )
+    question = chat_question(req.messages)
+    try:
+        return AskRequest(question=question, **req.cometa.model_dump())
+    except ValueError as exc:
+        raise ChatRequestError(str(exc), param="cometa") from exc
+
+
+# --- rendering ------------------------------------------------------------------------------------------
+
+
+def pmc_url(pmcid: str) -> str:
+    return f"https://pmc.ncbi.nlm.nih.gov/articles/{pmcid}/"
+
+
+def _pubmed(pmid: str) -> str:
+    return f"https://pubmed.ncbi.nlm.nih.gov/{pmid}/"
+
+
+def _links(ids: Sequence[str], valid: Mapping[str, str]) -> str:
+    return ", ".join(f"[PMID {i}]({valid[i]})" for i in dict.fromkeys(ids) if i in valid)
+
+
+def _render_text(text: str, valid: Mapping[str, str]) -> str:
+    def link(match: re.Match[str]) -> str:
+        return _links(_ID_RE.findall(match.group(1)), valid)
+
+    rendered = _CITE_RE.sub(link, text)
+    return re.sub(r"[ \t]+([.,;:!?])", r"\1", rendered)
+
+
+def _sources_block(response: AskResponse) -> str:
+    if not response.citations:
+        return ""
+    lines = ["", "", "**Sources**", ""]
+    for n, c in enumerate(response.citations, start=1):
+        what = ", ".join(x for x in (str(c.year) if c.year else "", ", ".join(c.publication_types[:2])) if x)
+        links = [f"[PubMed]({c.url or _pubmed(c.pmid)})"] if c.pmid else []
+        if c.pmcid:
+            links.append(f"[PMC full text]({pmc_url(c.pmcid)})")
+        title = c.title or (f"PMID {c.pmid}" if c.pmid else "untitled")
+        lines.append(f"{n}. {title}" + (f" ({what})" if what else "") + (" — " + " · ".join(links)))
+    return "\n".join(lines)
+
+
+def _valid_links(response: AskResponse) -> dict[str, str]:
+    return {c.pmid: c.url or _pubmed(c.pmid) for c in response.citations if c.pmid}
+
+
+def render_markdown(response: AskResponse) -> str:
+    """The answer as a chat message: ``[PMID:n]`` markers become links, then a numbered source list."""
+    return _render_text(response.answer, _valid_links(response)) + _sources_block(response)
+
+
+def _extra(response: AskResponse) -> dict[str, Any]:
+    """The documented ``cometa`` field: the whole ``/ask`` response, whatever fields it carries."""
+    return response.model_dump(mode="json")
+
+
+def _usage(response: AskResponse) -> dict[str, int]:
+    prompt = response.tokens.get("prompt") or 0
+    completion = response.tokens.get("completion") or 0
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+async def chat_completion(asker: Asker, req: ChatRequest, request_id: str) -> dict[str, Any]:
+    """A non-streamed ``chat.completion`` object; the ``/ask`` response rides in ``cometa``."""
+    response = await asker.ask(ask_request(req), request_id)
+    return {
+        "id": f"chatcmpl-{request_id}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": MODEL_ID,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": render_markdown(response)},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": _usage(response),
+        "cometa": _extra(response),
+    }
+
+
+def _maybe_marker(held: str) -> bool:
+    """Whether ``held`` (starting with ``[``) can still become a ``[PMID:n]`` marker."""
+    body = held[1:].lstrip()
+    if len(body) < 4:
+        return "pmid".startswith(body.lower())
+    return (
+        body[:4].lower() == "pmid"
+        and re.fullmatch(r"[\s:\d,;]*(?:pmid[\s:\d,;]*)*", body[4:].lower()) is not None
+    )
+
+
+class _CitationFilter:
+    """Streamed deltas with ``[PMID:n]`` markers resolved as they complete: ids in the evidence become
+    links, others are dropped (as the final citation check drops them); a ``[`` is held back until its
+    marker closes or clearly is not one."""
+
+    def __init__(self, valid: Mapping[str, str]) -> None:
+        self.valid = valid
+        self.held = ""
+        self.dropped = False
+
+    def feed(self, delta: str) -> str:
+        out: list[str] = []
+        for ch in delta:
+            if self.held:
+                self.held += ch
+                if ch == "]":
+                    out.append(self._resolve())
+                    self.dropped = not out[-1]
+                elif len(self.held) > _HOLD_MAX or not _maybe_marker(self.held):
+                    out.append(self.held)
+                    self.held = ""
+            elif ch == "[":
+                self.held = ch
+            elif not (self.dropped and ch in " \t"):  # "claim [PMID:bad] more": one space, not two
+                out.append(ch)
+                self.dropped = False
+        return "".join(out)
+
+    def _resolve(self) -> str:
+        held, self.held = self.held, ""
+        match = _CITE_RE.fullmatch(held)
+        return _links(_ID_RE.findall(match.group(1)), self.valid) if match else held
+
+    def flush(self) -> str:
+        held, self.held = self.held, ""
+        return held
+
+
+def _squash(text: str) -> str:
+    return " ".join(re.sub(r"[ \t]+([.,;:!?])", r"\1", text).split())
+
+
+async def stream_chat(
+    asker: Asker, req: ChatRequest, request_id: str
+) -> AsyncGenerator[dict[str, Any], None]:
+    """``chat.completion.chunk`` objects: the role, the answer as the model writes it (citations resolved
+    against the evidence as they complete), then whatever the checked answer adds or corrects, the source
+    list, and a last chunk with ``finish_reason`` and the ``cometa`` field (and ``usage`` when asked)."""
+    ask = ask_request(req)  # ChatRequestError here, before the first byte
+    created = int(time.time())
+    base = {
+        "id": f"chatcmpl-{request_id}",
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": MODEL_ID,
+    }
+
+    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+
+    yield chunk({"role": "assistant", "content": ""})
+    streamed: list[str] = []
+    filt = _CitationFilter({})
+    response: AskResponse | None = None
+    async with aclosing(asker.events(ask, request_id, stream_tokens=True)) as events:
+        async for name, data in events:
+            if name == "evidence":
+                urls = {d["pmid"]: d.get("url") or _pubmed(d["pmid"]) for d in data["documents"]}
+                filt = _CitationFilter(urls)
+            elif name == "token":
+                text = filt.feed(data["delta"])
+                if text:
+                    streamed.append(text)
+                    yield chunk({"content": text})
+            elif name == "result":
+                response = AskResponse.model_validate(data)
+    if response is None:  # events() always ends with its result; a broken contract fails loudly
+        raise RuntimeError("the answer flow ended without a result")
+    said = "".join(streamed) + filt.flush()
+    final = _render_text(response.answer, _valid_links(response))
+    if not said.strip():
+        rest = final
+    elif _squash(said) == _squash(final):
+        rest = ""
+    elif _squash(final).startswith(_squash(said)) and final.startswith(said):
+        rest = final[len(said) :]
+    else:
+        # The checked answer differs from what streamed (a fallback, a removed claim): say so, then give it.
+        rest = "\n\n---\n*Checked answer (replaces the text above):*\n\n" + final
+    rest += _sources_block(response)
+    if rest:
+        yield chunk({"content": rest})
+    usage = {"usage": _usage(response)} if req.stream_options and req.stream_options.include_usage else {}
+    yield chunk({}, "stop", cometa=_extra(response), **usage)

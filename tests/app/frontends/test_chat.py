@@ -1,0 +1,202 @@
+"""The chat conversion in-process: the conversation turned into one question, citations resolved while
+streaming, the checked answer winning over what streamed, and the PHI policy on every turn."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from app.api import create_app
+from app.asker import AskEvent
+from app.frontends import (
+    CONTEXT_TURNS,
+    ChatMessage,
+    ChatRequest,
+    ChatRequestError,
+    chat_completion,
+    chat_question,
+    stream_chat,
+)
+from app.pipeline import Pipeline
+from app.schemas import MAX_QUESTION_CHARS, AskRequest
+from app.settings import ApiSettings, Settings
+from llm import LLMUnavailable
+from tests._fakes import Reply, ScriptedLLM
+
+
+def msgs(*turns: tuple[str, Any]) -> list[ChatMessage]:
+    return [ChatMessage(role=role, content=content) for role, content in turns]  # type: ignore[arg-type]
+
+
+def test_a_single_question_is_asked_as_typed() -> None:
+    assert chat_question(msgs(("system", "be brief"), ("user", "  Is aspirin safe?  "))) == "Is aspirin safe?"
+
+
+def test_a_follow_up_carries_the_recent_user_turns_only() -> None:
+    turns = [("user", f"question {i}") for i in range(5)]
+    history = [t for q in turns for t in (q, ("assistant", "an answer [PMID:1]"))]
+    question = chat_question(msgs(*history, ("user", "and for children?")))
+    assert question.endswith("Follow-up question: and for children?")
+    kept = [f"question {i}" for i in range(5 - CONTEXT_TURNS, 5)]
+    assert f"Earlier in this conversation: {' | '.join(kept)}" in question
+    assert "question 1" not in question and "an answer" not in question
+
+
+def test_text_parts_join_and_the_budget_keeps_the_latest_turns() -> None:
+    parts = [{"type": "text", "text": "Is it"}, {"type": "text", "text": "safe?"}]
+    assert chat_question(msgs(("user", parts))) == "Is it\nsafe?"
+    long = "x" * (MAX_QUESTION_CHARS - 60)
+    question = chat_question(msgs(("user", "older " + long), ("user", "recent"), ("user", "now?")))
+    assert "recent" in question and "older" not in question and len(question) <= MAX_QUESTION_CHARS
+    AskRequest(question=question)  # the Asker accepts what was built
+
+
+@pytest.mark.parametrize(
+    ("turns", "message"),
+    [
+        ([("user", "hi"), ("assistant", "hello")], "last message must have role 'user'"),
+        ([("user", "   ")], "empty"),
+        ([("user", [{"type": "image_url", "image_url": {"url": "data:,"}}])], "only text content"),
+        ([("user", "x" * (MAX_QUESTION_CHARS + 1))], "exceeds"),
+    ],
+)
+def test_unanswerable_conversations_are_refused(turns: list[tuple[str, Any]], message: str) -> None:
+    with pytest.raises(ChatRequestError, match=message) as err:
+        chat_question(msgs(*turns))
+    assert err.value.status == 400 and err.value.param == "messages"
+
+
+# --- streaming against scripted events ----------------------------------------------------------------
+
+DOCS = [{"pmid": "111", "url": "https://pubmed.ncbi.nlm.nih.gov/111/"}, {"pmid": "222", "url": None}]
+
+
+def result(answer: str, cited: list[str]) -> dict[str, Any]:
+    citations = [
+        {"pmid": p, "title": f"Trial {p}", "year": 2020, "url": None, "pmcid": "PMC9"} for p in cited
+    ]
+    return {
+        "request_id": "r1",
+        "answer": answer,
+        "mode": "llm",
+        "citations": citations,
+        "evidence": [],
+        "passages": [],
+        "query": None,
+        "timings_ms": {},
+        "warnings": ["a warning"],
+        "tokens": {"prompt": 5, "completion": 7},
+    }
+
+
+class EventAsker:
+    """The Asker's event stream, scripted: what ``stream_chat`` consumes."""
+
+    def __init__(self, deltas: list[str], final: dict[str, Any]) -> None:
+        self.deltas, self.final = deltas, final
+
+    async def events(
+        self, req: AskRequest, request_id: str, *, stream_tokens: bool
+    ) -> AsyncGenerator[AskEvent]:
+        assert stream_tokens
+        yield "evidence", {"documents": DOCS, "passages": []}
+        for i, d in enumerate(self.deltas):
+            yield "token", {"delta": d, "index": i}
+        yield "result", self.final
+
+    async def ask(self, req: AskRequest, request_id: str) -> Any:
+        from app.schemas import AskResponse
+
+        return AskResponse.model_validate(self.final)
+
+
+async def streamed(asker: EventAsker, **extra: Any) -> tuple[str, list[dict[str, Any]]]:
+    req = ChatRequest(model="cometa", messages=msgs(("user", "Does it help?")), stream=True, **extra)
+    chunks = [c async for c in stream_chat(asker, req, "r1")]  # type: ignore[arg-type]
+    return "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks), chunks
+
+
+async def test_citations_become_links_as_they_complete_and_invented_ones_vanish() -> None:
+    deltas = ["It helps [PM", "ID:111", "]. Maybe [PMID: 999] not", " [1] here [PMID:222]."]
+    text, chunks = await streamed(
+        EventAsker(deltas, result("It helps [PMID:111]. Maybe not [1] here [PMID:222].", ["111", "222"]))
+    )
+    body = text.split("\n\n**Sources**")[0]
+    assert body == (
+        "It helps [PMID 111](https://pubmed.ncbi.nlm.nih.gov/111/). Maybe not [1] here "
+        "[PMID 222](https://pubmed.ncbi.nlm.nih.gov/222/)."
+    )
+    assert "999" not in text and "Checked answer" not in text
+    assert "1. Trial 111 (2020) — [PubMed](https://pubmed.ncbi.nlm.nih.gov/111/) · [PMC full text]" in text
+    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    last = chunks[-1]
+    assert last["choices"][0]["finish_reason"] == "stop" and last["cometa"]["warnings"] == ["a warning"]
+    assert "usage" not in last
+
+
+async def test_a_checked_answer_that_differs_replaces_what_streamed_in_plain_sight() -> None:
+    final = result("Quoted evidence sentence [PMID:111].", ["111"])
+    text, chunks = await streamed(
+        EventAsker(["The model said something else"], final), stream_options={"include_usage": True}
+    )
+    assert text.startswith("The model said something else")
+    assert "*Checked answer (replaces the text above):*\n\nQuoted evidence sentence [PMID 111](" in text
+    assert chunks[-1]["usage"] == {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}
+
+
+async def test_without_token_events_the_checked_answer_streams_whole() -> None:
+    final = result("No published evidence was found.", [])
+    text, _ = await streamed(EventAsker([], final))
+    assert text == "No published evidence was found."
+    req = ChatRequest(model="cometa", messages=msgs(("user", "q")))
+    completion = await chat_completion(EventAsker([], final), req, "r1")  # type: ignore[arg-type]
+    assert completion["choices"][0]["message"]["content"] == text
+    assert completion["cometa"]["request_id"] == "r1" and completion["id"] == "chatcmpl-r1"
+
+
+# --- PHI: every turn goes through the one policy ---------------------------------------------------------
+
+PHI_TURN = "I am Linda Parker, MRN 4417823, phone 617-555-0134. My mother has a mass on her pancreas."
+NEEDLES = ("Linda", "Parker", "4417823", "555-0134")
+
+
+def script(prompt: str) -> Reply:
+    if "PubMed searching" in prompt:
+        return LLMUnavailable("scripted: the deterministic rewriter plans")
+    return "Surgery can help [PMID:19459018]."
+
+
+async def test_phi_in_an_earlier_turn_never_reaches_a_prompt(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COMETA_LLM__SCRUB_PHI_FOR_LLM", "true")
+    settings = Settings().offline()
+    llm = ScriptedLLM(script)
+    messages = [
+        {"role": "user", "content": PHI_TURN},
+        {"role": "assistant", "content": "Surgery can help."},
+        {"role": "user", "content": "Is the Whipple operation worth it?"},
+    ]
+    async with Pipeline(settings, llm=llm, use_dense=False, use_passages=False) as pipeline:  # type: ignore[arg-type]
+        app = create_app(settings, api_settings=ApiSettings(rate_limit_per_minute=0), pipeline=pipeline)
+        async with app.router.lifespan_context(app):
+            http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test")
+            client = openai.AsyncOpenAI(base_url="http://test/v1", api_key="none", http_client=http)
+            async with client:
+                completion = await client.chat.completions.create(model="cometa", messages=messages)  # type: ignore[arg-type]
+                stream = await client.chat.completions.create(model="cometa", messages=messages, stream=True)  # type: ignore[arg-type]
+                text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+    assert "[PMID 19459018](https://pubmed.ncbi.nlm.nih.gov/19459018/)" in (
+        completion.choices[0].message.content or ""
+    )
+    assert "[PMID 19459018](" in text
+    bodies = [json.dumps(list(m)) for m in llm.seen]
+    assert len(bodies) >= 4  # rewrite and answer, twice
+    for body in bodies:
+        assert not [n for n in NEEDLES if n in body], body[:500]
+    answers = [b for v, b in zip(llm.versions, bodies, strict=True) if v.startswith("answer_patient")]
+    # Scrubbed, not dropped: the earlier turn's clinical content is there as context.
+    assert answers and all("pancreas" in b and "Whipple" in b and "[NAME]" in b for b in answers)

@@ -1,0 +1,100 @@
+"""The MCP tools through the official SDK's client, over both transports: ``cometa mcp --offline`` (stdio,
+a subprocess) and ``/mcp`` of ``cometa serve --offline`` (streamable HTTP, a server process with an API
+key sent as ``Authorization: Bearer``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+import httpx
+import httpx2
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from tests._paths import REPO
+from tests.app.frontends.conftest import API_KEY as KEY
+
+QUESTION = (
+    "my mom has a mass on her pancreas and her CA 19 9 came back really high, is the whipple pointless?"
+)
+TOOLS = {"search_literature", "ask", "get_article", "list_collections"}
+ENV = {"COMETA_LLM__BACKEND": "none", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+def structured(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    data = result.structured_content
+    assert isinstance(data, dict)
+    # The text content carries the same JSON, for clients that read text only.
+    assert json.loads(result.content[0].text) == data
+    return data
+
+
+async def exercise(client: Client) -> None:
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) == TOOLS
+    for tool in tools.values():
+        assert tool.description and tool.input_schema["type"] == "object"
+        assert tool.output_schema and tool.output_schema["type"] == "object", tool.name
+    assert tools["search_literature"].input_schema["required"] == ["question"]
+    assert {"answer", "citations", "warnings", "request_id"} <= set(tools["ask"].output_schema["properties"])
+
+    found = structured(await client.call_tool("search_literature", {"question": QUESTION, "max_results": 5}))
+    docs = found["documents"]
+    assert 1 <= len(docs) <= 5 and docs[0]["url"].startswith("https://pubmed.ncbi.nlm.nih.gov/")
+    assert found["queries"] and found["passages"]
+
+    answer = structured(await client.call_tool("ask", {"question": QUESTION}))
+    assert answer["mode"] == "extractive" and answer["citations"] and "[PMID:" in answer["answer"]
+    assert answer["request_id"].startswith("mcp-")
+    assert {c["pmid"] for c in answer["citations"]} <= {d["pmid"] for d in answer["evidence"]}
+
+    with_pmc = next((d for d in answer["evidence"] if d["pmcid"]), answer["evidence"][0])
+    article = structured(await client.call_tool("get_article", {"pmid": with_pmc["pmid"], "max_chars": 2000}))
+    assert article["pmid"] == with_pmc["pmid"] and article["title"] and article["abstract"]
+    if article["pmcid"]:  # the world's PMC copies carry their licence
+        assert article["full_text"] is None or len(article["full_text"]) <= 2000
+        assert article["full_text"] or article["full_text_note"]
+    else:
+        assert article["full_text"] is None and article["full_text_note"]
+
+    assert structured(await client.call_tool("list_collections", {})) == {"collections": []}
+
+    bad = await client.call_tool("get_article", {"pmid": "not-a-pmid"})
+    assert bad.is_error
+    missing = await client.call_tool("get_article", {"pmid": "999999999"})
+    assert missing.is_error and "not found" in missing.content[0].text
+
+
+async def test_tools_over_stdio() -> None:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "app.cli", "mcp", "--offline"],
+        env={**ENV, "PYTHONPATH": str(REPO), "PATH": os.environ.get("PATH", "")},
+        cwd=REPO,
+    )
+    async with Client(params, read_timeout_seconds=120) as client:
+        await exercise(client)
+
+
+async def test_tools_over_streamable_http(server: str) -> None:
+    headers = {"Authorization": f"Bearer {KEY}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=120) as http,
+        Client(streamable_http_client(server + "/mcp", http_client=http), read_timeout_seconds=120) as client,
+    ):
+        await exercise(client)
+
+
+def test_http_transport_refuses_a_missing_key_and_a_foreign_host(server: str) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    accept = {"Accept": "application/json, text/event-stream"}
+    r = httpx.post(server + "/mcp", json=body, headers=accept)
+    assert r.status_code == 401 and r.json()["error"] == "unauthorized"
+    auth = {**accept, "Authorization": f"Bearer {KEY}"}
+    r = httpx.post(server + "/mcp", json=body, headers={**auth, "Host": "evil.example"})
+    assert r.status_code in {403, 421}  # DNS-rebinding protection: only the configured hosts
