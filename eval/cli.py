@@ -195,7 +195,7 @@ _command(
     "retrieval",
     "retrieval",
     "run_retrieval",
-    "CoMeta Tables 1/5: raw E-utilities vs Adapt-E vs dense vs hybrid; Hit@10, MRR@10, Recall@10, Hit0. "
+    "CoMeta Tables 1/5: raw E-utilities vs Adapt-E vs dense vs hybrid; Hit@10, MRR@10, Recall@10/50, Hit0. "
     "Subsets: standard, narrative, handwritten, the world's gold sets (cohen-topic, cohen-narrative, ei, "
     "unanswerable; NAME@dev|test for one split) or a JSONL file. --llm adds the LLM-rewriter rows.",
 )
