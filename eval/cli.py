@@ -204,7 +204,10 @@ _command(
     "chunking",
     "run_chunking",
     "CoMeta Table 3: passage Hit@5/MRR@5 by segmenter (SEOS, fixed, sentence window, TextTiling) and "
-    "retriever (BM25, dense, dense+rerank). Subsets: segmenter names. Params: reranker=, max_length=.",
+    "retriever (BM25, dense, dense+rerank). Subsets: segmenter names. Params: "
+    "source=fixture|ei|ei@dev|ei@test (ei: the world's Evidence Inference spans, needs "
+    "COMETA_LOCAL_SERVER__CORPUS_DIR), depth=fulltext|abstract|both (Table 2 analogue), "
+    "scope=pool|article|both, reranker=, max_length=.",
 )
 _command(
     "qa",
