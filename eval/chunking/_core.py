@@ -7,7 +7,7 @@ import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, cast
 
 import numpy as np
 
@@ -171,14 +171,34 @@ def bm25_rankings(passages: Sequence[Passage], questions: Sequence[str], k: int 
     return rank(bm25_scores(passages, questions), None, k)
 
 
+def _encode(
+    encoder: Encoder, passages: Sequence[Passage], questions: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(question vectors, passage vectors); passages as documents with an empty title, as production."""
+    docs = encoder.encode_documents([("", p.text) for p in passages], batch_size=32)
+    return encoder.encode_queries(list(questions), batch_size=32), docs
+
+
 def dense_rankings(
     encoder: Encoder, passages: Sequence[Passage], questions: Sequence[str], k: int = K
 ) -> tuple[list[list[int]], np.ndarray]:
     """Top-k passage indexes per question, and the full (questions x passages) inner-product matrix."""
-    docs = encoder.encode_documents([("", p.text) for p in passages], batch_size=32)
-    qs = encoder.encode_queries(list(questions), batch_size=32)
+    qs, docs = _encode(encoder, passages, questions)
     scores = np.asarray(qs @ docs.T, dtype=np.float64)
     return rank(scores, None, k), scores
+
+
+class _ScoresVectors(Protocol):
+    def score(self, query_vector: Any, passage_vectors: Sequence[Any]) -> list[float]: ...
+
+
+def _vector_scorer(reranker: Reranker, encoder: Encoder | None) -> _ScoresVectors | None:
+    """The reranker when it is the bi-encoder over ``encoder``: it would re-encode the very passages the
+    dense step encoded, so its scores are computed from those vectors (as ``retrieval.passages`` does)."""
+    same = encoder is not None and getattr(reranker, "encoder", None) is encoder
+    if same and getattr(reranker, "kind", None) == "bi-encoder" and hasattr(reranker, "score"):
+        return cast(_ScoresVectors, reranker)
+    return None
 
 
 def rerank_rankings(
@@ -189,12 +209,18 @@ def rerank_rankings(
     k: int = K,
     candidates: int = CANDIDATES,
     allowed: Sequence[Sequence[int] | None] | None = None,
+    vectors: tuple[np.ndarray, np.ndarray, Encoder] | None = None,
 ) -> list[list[int]]:
-    """The dense top ``candidates`` (within ``allowed`` when given) reranked; top k."""
+    """The dense top ``candidates`` (within ``allowed`` when given) reranked; top k. ``vectors``: the dense
+    step's (question vectors, passage vectors, encoder), reused by a bi-encoder reranker over that encoder."""
+    scorer = _vector_scorer(reranker, vectors[2]) if vectors is not None else None
     out = []
     for qi, question in enumerate(questions):
         cands = _top(dense_scores[qi], candidates, allowed[qi] if allowed is not None else None)
-        scores = reranker.rerank(question, [passages[i].text for i in cands])
+        if scorer is not None and vectors is not None:
+            scores = scorer.score(vectors[0][qi], [vectors[1][i] for i in cands])
+        else:
+            scores = reranker.rerank(question, [passages[i].text for i in cands])
         out.append([cands[j] for j in _top(scores, k)])
     return out
 
@@ -265,7 +291,8 @@ def evaluate_segmenter(
     lexical = bm25_scores(passages, questions)
     clock["bm25"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    _, dense = dense_rankings(encoder, passages, questions)
+    qvecs, pvecs = _encode(encoder, passages, questions)
+    dense = np.asarray(qvecs @ pvecs.T, dtype=np.float64)
     clock["dense"] = time.perf_counter() - t0
     masks = _article_masks(passages, queries)
     rows: list[Row] = []
@@ -278,7 +305,12 @@ def evaluate_segmenter(
         if reranker is not None:
             t0 = time.perf_counter()
             systems.append(
-                ("dense+rerank", rerank_rankings(reranker, passages, questions, dense, allowed=allowed))
+                (
+                    "dense+rerank",
+                    rerank_rankings(
+                        reranker, passages, questions, dense, allowed=allowed, vectors=(qvecs, pvecs, encoder)
+                    ),
+                )
             )
             clock[f"rerank ({scope})"] = time.perf_counter() - t0
         for retriever, rankings in systems:
