@@ -363,3 +363,36 @@ def test_ei_source_needs_a_world(ei_world: Path, tmp_path: Path, monkeypatch: py
     opts = RunOptions(out_dir=tmp_path / "run", params={"source": "ei", "depth": "abstract"})
     with pytest.raises(EvalInputError, match="COMETA_LOCAL_SERVER__CORPUS_DIR"):
         asyncio.run(chunking.run_chunking(opts, models=lambda _p: (enc, counter, None)))
+
+
+def test_rerank_reuses_the_dense_vectors_only_for_the_bi_encoder_over_that_encoder() -> None:
+    from eval.chunking import rerank_rankings
+
+    enc = HashEncoder()
+    texts = ["drug A lowers pain", "pain and drug A and more words here", "unrelated text", "drug"]
+    passages = [Passage("PMC1", 0, 0, len(t), t, 0) for t in texts]
+    questions = ["does drug A lower pain?"]
+    qv = enc.encode_queries(questions)
+    pv = enc.encode_documents([("", t) for t in texts])
+    dense = np.asarray(qv @ pv.T, dtype=np.float64)
+    bi = BiEncoderReranker(enc)
+    by_vectors = rerank_rankings(bi, passages, questions, dense, k=4, vectors=(qv, pv, enc))
+    by_text = rerank_rankings(bi, passages, questions, dense, k=4)
+    assert by_vectors == by_text  # the same scores, without encoding the candidates again
+
+    class Longest:
+        """A stand-in cross-encoder: it prefers long passages, whatever the dense scores say."""
+
+        kind = "cross-encoder"
+        name = "longest"
+        note = None
+        encoder = enc  # even holding the dense encoder, a cross-encoder must rerank the texts
+
+        def rerank(self, query: str, passages: list[str]) -> list[float]:
+            return [float(len(p)) for p in passages]
+
+    ranked = rerank_rankings(Longest(), passages, questions, dense, k=4, vectors=(qv, pv, enc))  # type: ignore[arg-type]
+    assert [texts[i] for i in ranked[0]] == sorted(texts, key=len, reverse=True)
+    # Within the article scope only the allowed passages are candidates.
+    only = rerank_rankings(Longest(), passages, questions, dense, k=4, allowed=[[2, 3]])  # type: ignore[arg-type]
+    assert only == [[2, 3]]
