@@ -105,14 +105,14 @@ def _load(
         if queries is None:
             return select_items(load_queries(), opts.limit, opts.seed), None, ""
         return list(queries), load_eval_corpus(queries), "the committed fixture over the bundled corpus"
-    if queries is None:
-        return select_items(load_ei_queries(source), opts.limit, opts.seed), None, ""
     world = eval_settings(opts).local_server.corpus_dir
-    if world is None:
+    if world is None:  # checked before the gold set is read and the models load
         raise EvalInputError(
             f"source={source} reads the world's PMC full texts: set COMETA_LOCAL_SERVER__CORPUS_DIR to a "
             "folder built by `cometa corpus build`"
         )
+    if queries is None:
+        return select_items(load_ei_queries(source), opts.limit, opts.seed), None, ""
     docs = load_world_docs(world, queries)
     return list(queries), docs, f"Evidence Inference ({source}) over the world's PMC full texts in {world}"
 
