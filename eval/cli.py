@@ -283,7 +283,7 @@ _command(
     "retrieval",
     "retrieval",
     "run_retrieval",
-    "CoMeta Tables 1/5: raw E-utilities vs Adapt-E vs dense vs hybrid; Hit@10, MRR@10, Recall@10, Hit0. "
+    "CoMeta Tables 1/5: raw E-utilities vs Adapt-E vs dense vs hybrid; Hit@10, MRR@10, Recall@10/50, Hit0. "
     "Subsets: standard, narrative, handwritten, the world's gold sets (cohen-topic, cohen-narrative, ei, "
     "unanswerable; NAME@dev|test for one split) or a JSONL file. --llm adds the LLM-rewriter rows.",
 )
@@ -292,7 +292,10 @@ _command(
     "chunking",
     "run_chunking",
     "CoMeta Table 3: passage Hit@5/MRR@5 by segmenter (SEOS, fixed, sentence window, TextTiling) and "
-    "retriever (BM25, dense, dense+rerank). Subsets: segmenter names. Params: reranker=, max_length=.",
+    "retriever (BM25, dense, dense+rerank). Subsets: segmenter names. Params: "
+    "source=fixture|ei|ei@dev|ei@test (ei: the world's Evidence Inference spans, needs "
+    "COMETA_LOCAL_SERVER__CORPUS_DIR), depth=fulltext|abstract|both (Table 2 analogue), "
+    "scope=pool|article|both, reranker=, max_length=.",
 )
 _command(
     "qa",

@@ -16,6 +16,7 @@ from lxml import etree
 from ._errors import BadRequest
 from ._models import DocSummary, PubmedRecord
 from ._pmc import JatsFront
+from ._pubmed import marked_inferred
 from ._xml import (
     _MONTH_ABBRS,
     ESUMMARY_PROLOG,
@@ -320,6 +321,11 @@ def docsum_from_pubmed(record: PubmedRecord, raw: bytes | None, *, pmcrefcount: 
     def find(path: str) -> str:
         return _itertext(root.find(path)) if root is not None else ""
 
+    # A world placeholder journal (``MedlineTA`` followed by the inferred mark) is no journal: as in EFetch
+    # parsing and the ``[ta]`` index, the summary shows none rather than "Unknown".
+    medline_ta = root.find("MedlineCitation/MedlineJournalInfo/MedlineTA") if root is not None else None
+    real_ta = _itertext(medline_ta) if medline_ta is not None and not marked_inferred(medline_ta) else ""
+
     pd = "MedlineCitation/Article/Journal/JournalIssue/PubDate/"
     year, month, day = find(pd + "Year"), find(pd + "Month"), find(pd + "Day")
     pubdate = _pubdate_text(year, month, day, find(pd + "Season"), find(pd + "MedlineDate"))
@@ -385,10 +391,7 @@ def docsum_from_pubmed(record: PubmedRecord, raw: bytes | None, *, pmcrefcount: 
         db="pubmed",
         pubdate=pubdate,
         epubdate=epubdate,
-        source=find("MedlineCitation/MedlineJournalInfo/MedlineTA")
-        or record.journal_iso
-        or record.journal
-        or "",
+        source=real_ta or record.journal_iso or record.journal or "",
         authors=tuple(authors),
         title=record.title,
         volume=find("MedlineCitation/Article/Journal/JournalIssue/Volume"),
@@ -398,7 +401,8 @@ def docsum_from_pubmed(record: PubmedRecord, raw: bytes | None, *, pmcrefcount: 
         nlmuniqueid=find("MedlineCitation/MedlineJournalInfo/NlmUniqueID"),
         issn=issn,
         essn=essn,
-        pubtypes=tuple(pt.name for pt in record.publication_types),
+        # Inferred types are placeholders (PublicationType.inferred): left out, as ``[pt]`` leaves them out.
+        pubtypes=tuple(pt.name for pt in record.publication_types if not pt.inferred),
         recordstatus=_RECORD_STATUS.get(record.status or "", "PubMed"),
         pubstatus=find("PubmedData/PublicationStatus"),
         articleids=tuple(articleids),

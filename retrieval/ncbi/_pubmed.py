@@ -203,7 +203,7 @@ def _pubmed_record(article: _Element, endpoint: str = "efetch") -> PubmedRecord:
                 eloc_doi = _opt(c)
     if journal_iso is None and journal_info is not None:
         ta = journal_info.find("MedlineTA")
-        if ta is not None and not _marked_inferred(ta):  # a placeholder journal is no journal
+        if ta is not None and not marked_inferred(ta):  # a placeholder journal is no journal
             journal_iso = _opt(ta)
 
     doi = pmcid = None
@@ -236,7 +236,8 @@ def _pubmed_record(article: _Element, endpoint: str = "efetch") -> PubmedRecord:
     )
 
 
-def _marked_inferred(el: _Element) -> bool:
+def marked_inferred(el: _Element) -> bool:
+    """Whether ``el`` is a world placeholder: the ``<!--cometa:inferred-->`` comment follows it."""
     nxt = el.getnext()
     return isinstance(nxt, etree._Comment) and (nxt.text or "").strip() == INFERRED_MARK
 
@@ -652,11 +653,15 @@ def _medline_fields(pa: _Element) -> list[tuple[str, str]]:
     for gr in article.findall("GrantList/Grant"):
         parts = [_t(gr, t) for t in ("GrantID", "Acronym", "Agency", "Country")]
         f.append(("GR", "/".join(parts)))
-    f += [("PT", _text(pt)) for pt in article.findall("PublicationTypeList/PublicationType")]
+    # Placeholders (marked inferred) are never shown as real: the MEDLINE display has no place for the mark.
+    pts = article.findall("PublicationTypeList/PublicationType")
+    f += [("PT", _text(pt)) for pt in pts if not marked_inferred(pt)]
     epub = article.find("ArticleDate[@DateType='Electronic']")
     f.append(("DEP", _ymd(epub)))
     info = mc.find("MedlineJournalInfo")
-    f += [("PL", _t(info, "Country")), ("TA", _t(info, "MedlineTA")), ("JT", _t(article, "Journal/Title"))]
+    ta = info.find("MedlineTA") if info is not None else None
+    real_ta = _text(ta) if ta is not None and not marked_inferred(ta) else ""
+    f += [("PL", _t(info, "Country")), ("TA", real_ta), ("JT", _t(article, "Journal/Title"))]
     f.append(("JID", _t(info, "NlmUniqueID")))
     for ch in mc.findall("ChemicalList/Chemical"):
         f.append(("RN", f"{_t(ch, 'RegistryNumber')} ({_t(ch, 'NameOfSubstance')})"))
