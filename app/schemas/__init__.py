@@ -29,6 +29,7 @@ from ._requests import (
     SourceStatusOut,
     UserDocument,
 )
+from ._trust import EvidenceVerdictOut, Verdict
 
 __all__ = [
     "AnswerMode",
@@ -39,6 +40,7 @@ __all__ = [
     "CollectionSearchRequest",
     "ErrorResponse",
     "EvidenceDocOut",
+    "EvidenceVerdictOut",
     "FusedEvidenceOut",
     "JudgeAnswerIn",
     "JudgeReportOut",
@@ -55,4 +57,5 @@ __all__ = [
     "SourceResultOut",
     "SourceStatusOut",
     "UserDocument",
+    "Verdict",
 ]
