@@ -51,6 +51,7 @@ __all__ = [
     "gate_question_words",
     "grade_study",
     "rare_words",
+    "text_signals",
 ]
 
 Verdict = Literal["strong", "moderate", "weak", "none"]
@@ -227,6 +228,24 @@ def evidence_signals(
         coverage=coverage,
         absent_terms=absent_terms,
     )
+
+
+def text_signals(
+    question: str,
+    texts: Sequence[str],
+    *,
+    top_docs: int = 5,
+    concepts: Iterable[tuple[str, str | None]] = (),
+    lay_words: frozenset[str] = frozenset(),
+) -> EvidenceSignals:
+    """The signals of a source that has only texts (an institutional collection, a federated node's
+    evidence): coverage of the question by its top ``texts``; no dense similarity, no Boolean tier."""
+    units = coverage_units(question, concepts, lay_words)
+    seen: set[str] = set()
+    for text in texts[:top_docs]:
+        seen |= {light_stem(w) for w in words(text) if w.isalpha()}
+    coverage = sum(1 for u in units if u & seen) / len(units) if units and texts else (1.0 if texts else 0.0)
+    return EvidenceSignals(len(texts), None, None, "unknown", coverage)
 
 
 def assess_evidence(signals: EvidenceSignals, settings: GateSettings) -> EvidenceVerdict:

@@ -72,9 +72,9 @@ _MIN_CONFIDENCE = 0.5
 # English function words: a question where they are common is English, whatever its drug names look like
 # ("is dorzolamide-timolol fixed combination better than ..." reads as Italian to a character model).
 _ENGLISH_FUNCTION = frozenset(
-    "the a an is are was were be been do does did of for with and or than to in on at by from my i me we you "
-    "he she it they what how when which who why can could will would should may might not no this "
-    "that".split()
+    # Only words no other supported language writes alike ("a", "do", "no", "me", "in" are left out).
+    "the an is are was were be been does did of for with and or than to at by from my we you she it they "
+    "what how when which who why can could will would should may might not this that".split()
 )
 
 

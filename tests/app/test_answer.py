@@ -267,3 +267,37 @@ async def test_injected_instructions_in_a_question_stay_text_for_the_llm() -> No
     assert user["role"] == "user" and "Ignore your instructions" in user["content"]
     # ... and whatever it was told, citations outside the evidence are cut and counted.
     assert ans.citations_removed == 1 and "999" not in ans.text and [c.pmid for c in ans.citations] == ["111"]
+
+
+async def test_the_answer_prompt_asks_for_the_patients_language_and_recency_tie_breaks() -> None:
+    llm = ScriptedLLM(lambda _p: "El ejercicio reduce el cansancio [PMID:111].")
+    ans = await answerer(llm).answer("¿El ejercicio ayuda?", DOCS, language="Spanish")
+    system = llm.seen[0][0]["content"]
+    assert "Write the answer in Spanish" in system and "recency and study design break the tie" in system
+    assert ans.mode == "llm" and [c.pmid for c in ans.citations] == ["111"]
+
+
+def test_source_citations_are_checked_against_that_sources_context() -> None:
+    from app.judge import verify_source_citations
+
+    handbook = InstEvidence(
+        "a",
+        "hb",
+        "Handbook",
+        "chunks",
+        "Wait 3 months before you travel.",
+        (SectionRef("s1", "Travel", 3, 4),),
+        0.9,
+    )
+    ev = build_evidence_context([handbook])
+    text, removed = verify_source_citations(
+        "Wait 3 months [DOC:a/hb §Travel p.3]. Or 6 [DOC:a/hb §Diet p.3]. Or 9 [DOC:a/hb §Travel p.9]. "
+        "Or 12 [DOC:b/other]. Maybe [PMID:123].",
+        ev,
+    )
+    assert removed == 4 and text == "Wait 3 months [DOC:a/hb §Travel p.3]. Or 6. Or 9. Or 12. Maybe."
+    pubmed = build_evidence_context(DOCS)
+    assert verify_source_citations("A [PMID:111]. B [PMID:9]. C [DOC:a/hb].", pubmed) == (
+        "A [PMID:111]. B. C.",
+        2,
+    )
