@@ -90,7 +90,7 @@ class GateSettings(BaseModel):
         description="When only the generic last-resort Boolean query matched: abstain below this similarity.",
     )
     min_coverage: float = Field(
-        default=0.35,
+        default=0.30,
         ge=0,
         le=1,
         description="Abstain below this share of the question's words in the top studies.",
@@ -100,7 +100,7 @@ class GateSettings(BaseModel):
         description="With a cross-encoder: abstain below this best passage score (None: unused).",
     )
     absent_max_dense: float = Field(
-        default=0.55,
+        default=0.6,
         ge=-1,
         le=2,
         description="A question word no document contains: abstain unless the best similarity reaches this.",

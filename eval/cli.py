@@ -338,7 +338,7 @@ def calibrate_gate_command(
     keep: Annotated[
         float,
         typer.Option("--keep", min=0.5, max=1.0, help="Answerable gold citations kept on dev, vs no gate."),
-    ] = 0.97,
+    ] = 0.99,
     no_resume: NoResumeOpt = False,
 ) -> None:
     """The evidence gate's thresholds: calibrated on the dev split of the world's gold sets, reported on test.
@@ -379,3 +379,58 @@ def calibrate_gate_command(
             markup=False,
         )
     _out.print(f"wrote {out / 'report.json'}", markup=False)
+
+
+@eval_app.command("answer-quality")
+def answer_quality_command(
+    out: Annotated[Path, typer.Option("--out", help="Output file (JSON report).")] = Path(
+        "var/eval/answer-quality.json"
+    ),
+    split: Annotated[
+        str, typer.Option("--split", help="Evidence Inference split: dev, test or all.")
+    ] = "dev",
+    sets: Annotated[str, typer.Option("--sets", help="Comma-separated: pubmedqa, ei.")] = "pubmedqa,ei",
+    limit: LimitOpt = None,
+) -> None:
+    """The extractive answer (no LLM) against the gold: PubMedQA conclusions and Evidence Inference spans.
+
+    Asks every question through the Asker as /ask does offline; run it on the world
+    (COMETA_LOCAL_SERVER__CORPUS_DIR) with the gold sets built (cometa eval build-gold).
+    """
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import json
+
+    from app import progress_bar
+    from app.settings import Settings
+
+    try:
+        module = importlib.import_module("eval.answers")
+        gold = importlib.import_module("eval.gold")
+    except ImportError as exc:
+        _err.print(f"[red]error:[/red] answer quality unavailable: {type(exc).__name__}: {exc}")
+        raise typer.Exit(1) from exc
+    chosen = tuple(s.strip() for s in sets.split(",") if s.strip())
+    if not set(chosen) <= {"pubmedqa", "ei"} or split not in ("dev", "test", "all"):
+        _err.print("[red]error:[/red] --sets takes pubmedqa,ei and --split dev, test or all")
+        raise typer.Exit(2)
+    with progress_bar("questions") as on_progress:
+        report = asyncio.run(
+            module.run_answer_quality(
+                Settings().offline(),
+                sets=chosen,
+                split=None if split == "all" else split,
+                limit=limit,
+                gold_dir=gold.default_gold_dir(),
+                on_item=on_progress,
+            )
+        )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2), encoding="utf-8")
+    for name, m in report.items():
+        _out.print(
+            f"{name}: n={m['n']}, gold contained {m['contains_gold']:.1%} (of {m['gold_known']} with a known "
+            f"gold), gold cited {m['cited_gold']:.1%}, answers with section labels "
+            f"{m['with_section_labels']}, modes {m['modes']}",
+            markup=False,
+        )
+    _out.print(f"wrote {out}", markup=False)

@@ -8,12 +8,16 @@ from ._gate import (
     kept_and_abstained,
     run_calibrate_gate,
 )
+from ._quality import contains, label_left, run_answer_quality
 
 __all__ = [
     "GateRecord",
     "calibrate",
     "collect_records",
+    "contains",
     "gate_report",
     "kept_and_abstained",
+    "label_left",
+    "run_answer_quality",
     "run_calibrate_gate",
 ]

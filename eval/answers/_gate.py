@@ -5,7 +5,7 @@ Every question of the world's unanswerable set (off-topic and out-of-world) and 
 check, retrieval without passages, the extractive answer): one record per question with the gate's
 signals, whether the scope check stopped it, and whether a gold study is among the answer's citations. Then a
 grid search on the **dev** split picks the thresholds that abstain most on unanswerable questions while the
-answerable questions keep their gold study among the citations at least ``keep`` (default 0.97) as often as
+answerable questions keep their gold study among the citations at least ``keep`` (default 0.99) as often as
 without the gate; the **test** split is reported with them. The printed thresholds go into
 ``COMETA_GATE__*``; recalibrate for MedCPT / your cross-encoder (``--encoder`` settings via the environment).
 
@@ -167,7 +167,7 @@ def _grid(base: GateSettings) -> Iterable[GateSettings]:
         )
 
 
-def calibrate(records: Sequence[GateRecord], base: GateSettings, *, keep: float = 0.97) -> GateSettings:
+def calibrate(records: Sequence[GateRecord], base: GateSettings, *, keep: float = 0.99) -> GateSettings:
     """The thresholds that abstain most on the dev split's unanswerable questions while keeping the
     answerable ones' gold citations at ``keep`` of before; ties: more kept, then the lowest thresholds."""
     best: tuple[float, float, GateSettings] | None = None
@@ -198,7 +198,7 @@ async def run_calibrate_gate(
     out_dir: Path,
     *,
     limit: int | None = None,
-    keep: float = 0.97,
+    keep: float = 0.99,
     reuse: bool = True,
     on_item: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
