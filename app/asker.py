@@ -248,7 +248,10 @@ class Asker:
                 )
             if not understanding.scope.in_scope:
                 # Not a health question: no retrieval, no LLM call, a short helpful reply.
-                async for event in self._out_of_scope(request_id, understanding.scope, timings, warnings):
+                scope_events = self._out_of_scope(
+                    request_id, understanding.scope, timings, warnings, stream_tokens=stream_tokens
+                )
+                async for event in scope_events:
                     yield event
                 return
             yield _stage("retrieve", "started")
@@ -405,7 +408,13 @@ class Asker:
         yield "result", response.model_dump(mode="json")
 
     async def _out_of_scope(
-        self, request_id: str, scope: Scope, timings: dict[str, float], warnings: list[str]
+        self,
+        request_id: str,
+        scope: Scope,
+        timings: dict[str, float],
+        warnings: list[str],
+        *,
+        stream_tokens: bool = False,
     ) -> AsyncGenerator[AskEvent, None]:
         """The events of a question the scope check stopped: no evidence, a short helpful message."""
         ABSTENTIONS.labels(scope.reason or "out_of_scope").inc()
@@ -413,6 +422,8 @@ class Asker:
         warnings.append(f"out of scope ({scope.reason}): nothing was searched")
         yield "evidence", {"documents": [], "passages": []}
         yield _stage("answer", "started")
+        if stream_tokens:  # like every answer without a streaming model: its text as one token
+            yield "token", {"delta": scope.message, "index": 0}
         payload: dict[str, Any] = {
             "answer": scope.message,
             "mode": "out_of_scope",
