@@ -33,6 +33,7 @@ from core import STOPWORDS, light_stem, words
 from retrieval.evidence import EvidenceDoc
 from retrieval.passages import PassageContext
 from retrieval.search import AdaptEResult
+from retrieval.understand import looks_like_injection
 
 from .settings import GateSettings
 
@@ -160,6 +161,8 @@ def coverage_units(
     """What the evidence must mention, each unit a set of alternative stems: one unit per recognised concept
     (its words and its MeSH heading's words), then one per remaining content word of the question. Words
     of the lay lexicon (``lay_words``: "came back", "whipple") are covered through their concept only."""
+    # Instructions injected into the question are text to answer around, not words the studies must contain.
+    question = " ".join(s for s in re.split(r"(?<=[.!?])\s+|\n+", question) if not looks_like_injection(s))
     units: list[frozenset[str]] = []
     covered: set[str] = set()
     for text, mesh in concepts:

@@ -128,14 +128,20 @@ def _mentions_concept(plan: QueryPlan, text: str) -> bool:
     return any((c.mesh or c.role != "other") and c.text.lower() in low for c in plan.concepts)
 
 
-def assess_scope(question: str, plan: QueryPlan, is_known: Callable[[str], bool] | None = None) -> Scope:
+def assess_scope(
+    question: str,
+    plan: QueryPlan,
+    is_known: Callable[[str], bool] | None = None,
+    rewrite: Callable[[str], QueryPlan] | None = None,
+) -> Scope:
     """Out of scope when the text is gibberish, small talk, a bare instruction or a request that is clearly
     not about health (an imperative with no health word). A question with no recognised health word but no
     sign against it stays in scope: after retrieval the evidence gate abstains when nothing matches.
 
     ``plan``: the deterministic rewriter's plan of ``question`` (its recognised concepts); ``is_known``:
     whether
-    a word is a real word, for the gibberish test (None: every word counts as known).
+    a word is a real word, for the gibberish test (None: every word counts as known); ``rewrite``: the
+    deterministic rewriter, to find the health question left once injected instructions are set aside.
     """
     tokens = [w for w in words(question) if w.isalpha() and len(w) >= 2]
     content = [w for w in tokens if w not in STOPWORDS]
@@ -148,9 +154,10 @@ def assess_scope(question: str, plan: QueryPlan, is_known: Callable[[str], bool]
             part for part in _SENTENCES.split(question) if part.strip() and not looks_like_injection(part)
         )
         rest_tokens = [w for w in words(rest) if w.isalpha()]
-        if not any(w in _HEALTH_WORDS for w in rest_tokens) and not _mentions_concept(plan, rest):
-            return Scope(False, "instruction")
-        return Scope(True)
+        health = any(w in _HEALTH_WORDS for w in rest_tokens)
+        if not health and rest.strip():
+            health = _clinical(rewrite(rest)) if rewrite is not None else _mentions_concept(plan, rest)
+        return Scope(True) if health else Scope(False, "instruction")
     if _clinical(plan) or any(w in _HEALTH_WORDS for w in tokens):
         return Scope(True)
     if _CHIT_CHAT.search(question) or (_ADDRESSED.search(question) and len(tokens) <= 12):

@@ -152,7 +152,12 @@ class QueryUnderstander:
             scope = Scope(True, None, language.code)
         else:
             LANGUAGES.labels("en").inc()
-            scope = assess_scope(found.text, fallback, self.rewriter.is_known_word)
+            scope = assess_scope(
+                found.text,
+                fallback,
+                self.rewriter.is_known_word,
+                lambda text: self.rewriter.rewrite(text, today=today),
+            )
         if not scope.in_scope:
             return self._deterministic(fallback, qhash, found, f"out of scope: {scope.reason}", scope=scope)
         if self.llm is None:
