@@ -389,6 +389,7 @@ def _study_answer(
     max_studies: int,
     current_year: int | None,
     concepts: Sequence[str] = (),
+    old_after: int = 10,
 ) -> tuple[str, tuple[str, ...]]:
     """One line per study that answers the question: what the study was, then its best sentences. With
     ``concepts`` (the question's recognised clinical concepts), a sentence must name one of them: "high" and
@@ -436,7 +437,7 @@ def _study_answer(
         grade = evidence.studies.get(key)
         intro = grade.describe() if grade is not None else "Source"
         if grade is not None and current_year is not None and (age := grade.age(current_year)) is not None:
-            intro += f" ({age} years old)" if age >= 10 else ""
+            intro += f" ({age} years old)" if age > old_after else ""
         lines.append(f"{intro[0].upper()}{intro[1:]}: {quoted} {cites.get(key, f'[PMID:{key}]')}")
     return "\n".join(lines), tuple(relevant)
 
@@ -449,6 +450,7 @@ def extractive_answer(
     studies: int | None = None,
     current_year: int | None = None,
     concepts: Sequence[str] = (),
+    old_after: int = 10,
 ) -> tuple[str, tuple[str, ...]]:
     """Evidence sentences quoted, each followed by its block's citation: (text, keys of the blocks quoted).
     Structured-abstract section labels ("METHODS:") are never quoted.
@@ -466,7 +468,7 @@ def extractive_answer(
     does not speak to the question says so.
     """
     if question is not None and studies is not None:
-        return _study_answer(evidence, question, studies, current_year, concepts)
+        return _study_answer(evidence, question, studies, current_year, concepts, old_after)
     picked: list[tuple[str, ContextBlock]] = []
     if question is None:
         per_block = [
@@ -769,6 +771,7 @@ class Answerer:
             # The question's recognised concepts find the sentences its lay words miss, and keep out
             # studies that share only everyday words with it.
             concepts=concepts,
+            old_after=self.settings.old_evidence_years,
         )
         how = WARN_EXTRACTIVE.format(n=len(cited))
         if text == NOT_ADDRESSED:
