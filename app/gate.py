@@ -140,12 +140,15 @@ def rare_words(
     question: str, is_known: Callable[[str], bool], *, limit: int = 4, min_length: int = 5
 ) -> list[str]:
     """Words of ``question`` worth a document-frequency check: not in the vocabulary (``is_known``) nor
-    everyday English (:func:`common_english`), not fillers, at least ``min_length`` letters; the longest
-    first, at most ``limit``."""
+    everyday English (:func:`common_english`), not fillers, at least ``min_length`` letters, never written
+    with a capital (an unknown capitalised word may be a name the PHI scrubber missed: it is not sent out);
+    the longest first, at most ``limit``."""
+    capitalised = {w.lower() for w in words(question, lower=False) if w[:1].isupper()}
     found = {
         w
         for w in words(question)
         if w.isalpha()
+        and w not in capitalised
         and len(w) >= min_length
         and w not in STOPWORDS
         and w not in _QUESTION_FILLER

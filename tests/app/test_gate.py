@@ -89,3 +89,12 @@ def test_grade_study_design_year_and_size() -> None:
     assert grade.design == "randomised trial" and grade.patients is None and grade.age(2026) == 32
     assert grade.describe() == "1994 randomised trial"
     assert grade_study(make_doc("4", "Some text.", types=())).describe() == "2022 study"
+
+
+def test_rare_words_never_include_capitalised_words() -> None:
+    from app.gate import rare_words
+
+    question = "My neighbour Kowalczyk asked whether zelvoraprine is safe for panic attacks"
+    # Unknown to the vocabulary and not everyday English: only the lower-case drug name is counted; the
+    # capitalised unknown word may be a name the scrubber missed and never leaves.
+    assert rare_words(question, lambda _w: False) == ["zelvoraprine"]
