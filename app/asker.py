@@ -283,9 +283,7 @@ class Asker:
                 docs = docs[: req.max_documents]
                 context = _restrict(context, {d.pmid for d in docs})
             gate = pipeline.settings.gate
-            verdict = assess_evidence(
-                outcome.gate_signals(docs, context, top_docs=gate.coverage_documents), gate
-            )
+            verdict = assess_evidence(pipeline.gate_signals(outcome, docs, context), gate)
             searched = list(understanding.plan.ladder)
             concepts = [
                 " ".join(filter(None, (c.text, c.mesh)))

@@ -346,6 +346,21 @@ class Pipeline:
             return None
         return await self.models.passage_retriever()
 
+    def gate_signals(
+        self,
+        outcome: SearchOutcome,
+        docs: Sequence[EvidenceDoc] | None = None,
+        context: PassageContext | None = None,
+    ) -> EvidenceSignals:
+        """The evidence gate's signals of ``outcome`` (or of ``docs``/``context`` cut from it) with this
+        pipeline's settings and lay lexicon: what /ask, the sources service and the calibration all use."""
+        return outcome.gate_signals(
+            docs,
+            context,
+            top_docs=self.settings.gate.coverage_documents,
+            lay_words=self.understander.rewriter.lay_words,
+        )
+
     async def search(
         self,
         question: str,

@@ -394,8 +394,6 @@ class SourcesService:
             context = dataclasses.replace(
                 context, passages=tuple(p for p in context.passages if p.pmid in keep)
             )
-        gate = self.settings.gate
-        lay = self.pipeline.understander.rewriter.lay_words
         return SourceOutcome(
             PUBMED,
             "pubmed",
@@ -403,7 +401,7 @@ class SourcesService:
             docs=docs,
             context=context,
             warnings=list(outcome.warnings),
-            signals=outcome.gate_signals(docs, context, top_docs=gate.coverage_documents, lay_words=lay),
+            signals=self.pipeline.gate_signals(outcome, docs, context),
         )
 
     async def _local(self, name: str, question: str, subject: Subject, top_docs: int) -> SourceOutcome:

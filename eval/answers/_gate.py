@@ -83,12 +83,8 @@ async def collect_records(
             text = ""
             if scope.in_scope:
                 outcome = await pipeline.retrieve(understanding)
-                docs = list(outcome.evidence.docs)
-                signals = outcome.gate_signals(
-                    docs,
-                    top_docs=settings.gate.coverage_documents,
-                    lay_words=pipeline.understander.rewriter.lay_words,
-                ).to_json()
+                docs = list(outcome.evidence.docs)[:10]  # /ask's default max_documents
+                signals = pipeline.gate_signals(outcome, docs).to_json()
                 plan = understanding.plan
                 concepts = [
                     " ".join(filter(None, (c.text, c.mesh)))
