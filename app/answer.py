@@ -33,7 +33,7 @@ import datetime
 import re
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
@@ -45,7 +45,9 @@ from prompts import load_prompt
 from retrieval.collections import InstEvidence
 from retrieval.evidence import EvidenceDoc
 from retrieval.passages import PassageContext
-from segmentation import split_sentences
+from segmentation import INTRO_SECTIONS, RESULT_SECTIONS, labelled_sentences
+
+from .gate import INSUFFICIENT_EVIDENCE_TEXT, EvidenceVerdict, StudyGrade, grade_study
 
 __all__ = [
     "INSUFFICIENT_TEXT",
@@ -61,6 +63,7 @@ __all__ = [
     "content_terms",
     "extractive_answer",
     "find_insufficient_option",
+    "insufficient_text",
     "parse_citation_ids",
     "strip_reasoning",
     "verify_citations",
@@ -72,11 +75,18 @@ INSUFFICIENT_TEXT = (
     "No published evidence was found for this question, so no answer can be given from the literature. "
     "Please discuss the question with your care team."
 )
-WARN_LLM_UNAVAILABLE = (
-    "the language model was unavailable: quoting the most relevant evidence sentences instead"
+WARN_NO_LLM = "no language model is configured: the answer quotes the evidence"
+WARN_LLM_UNAVAILABLE = "the language model was unavailable: the answer quotes the evidence instead"
+WARN_LLM_INTERRUPTED = "the language model stopped mid-answer: the answer quotes the evidence instead"
+WARN_EXTRACTIVE = (
+    "no language model wrote this: it quotes, from each of the {n} studies that passed the relevance check, "
+    "the "
+    "sentences sharing most words with the question (results and conclusions preferred), strongest design "
+    "and most recent first; quotes can miss context, so read the studies and discuss them with your care team"
 )
-WARN_LLM_INTERRUPTED = (
-    "the language model stopped mid-answer: quoting the most relevant evidence sentences instead"
+WARN_EXTRACTIVE_UNMATCHED = (
+    "no language model wrote this, and no sentence of the evidence shares the question's words: these are "
+    "the first sentences of the best-ranked studies, which may not answer the question"
 )
 WARN_GARBAGE = "the language model's answer was empty or unusable: quoting the evidence instead"
 WARN_UNPARSEABLE = "unparseable answer: the model gave no valid option letter"
@@ -92,11 +102,14 @@ _INSUFFICIENT_RE = re.compile(
 )
 _WORD_RE = re.compile(r"[^\W\d_]{2,}")
 _CONTENT_WORD_RE = re.compile(r"[a-z0-9]+")
+# An upper-case acronym followed by numbers: "CA 19-9", "HER-2", "IL 6".
+_ACRONYM_RE = re.compile(r"\b([A-Z]{1,5})[\s-]?(\d{1,3})(?:[\s-](\d{1,3}))?\b")
 # Words that say nothing about what a question is about (the question's content words are matched).
 _STOP = frozenset(
     "a an and are as at be been before but by can could do does for from had has have how i if in into is it "
     "its may me my of on or our should so than that the their them then there these they this to was we "
-    "what when where which who will with would you your after long much many any get go going".split()
+    "what when where which who will with would you your after long much many any get go going "
+    "help helps work works really".split()
 )
 
 
@@ -109,6 +122,8 @@ class Citation:
     publication_types: tuple[str, ...]
     url: str
     doc_class: str | None
+    design: str | None = None  # app.gate.grade_study: "randomised trial", "meta-analysis", ...
+    patients: int | None = None  # the sample size the abstract states
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +139,7 @@ class Answer:
     prompt_tokens: int
     completion_tokens: int
     warnings: tuple[str, ...]
+    verdict: EvidenceVerdict | None = None  # the evidence gate's verdict (None: not assessed)
 
 
 # --- context ------------------------------------------------------------------------------------------
@@ -141,6 +157,8 @@ class ContextBlock:
 class EvidenceContext:
     blocks: tuple[ContextBlock, ...]  # highest-ranked first
     citations: Mapping[str, Citation]  # every PMID present in the blocks (none for collection evidence)
+    studies: Mapping[str, StudyGrade] = field(default_factory=dict)  # design, year, size per PMID
+    abstracts: Mapping[str, str] = field(default_factory=dict)  # each cited study's abstract (extractive)
 
     @property
     def text(self) -> str:
@@ -148,6 +166,7 @@ class EvidenceContext:
 
 
 def _citation(doc: EvidenceDoc) -> Citation:
+    grade = grade_study(doc)
     return Citation(
         pmid=doc.pmid,
         pmcid=doc.pmcid,
@@ -156,6 +175,8 @@ def _citation(doc: EvidenceDoc) -> Citation:
         publication_types=doc.publication_types,
         url=doc.url,
         doc_class=doc.doc_class,
+        design=grade.design,
+        patients=grade.patients,
     )
 
 
@@ -275,7 +296,10 @@ def build_evidence_context(
     if held:
         return EvidenceContext(_fit([_collection_block(ev) for ev in held], max_chars, exact=True), {})
     blocks = _fit(_pubmed_blocks(docs, context, max_passages), max_chars, exact=False)
-    return EvidenceContext(blocks, _pubmed_citations(blocks, docs, context))
+    by_pmid = {d.pmid: d for d in docs}
+    studies = {b.key: grade_study(by_pmid[b.key]) for b in blocks if b.key in by_pmid}
+    abstracts = {k: _abstract(by_pmid[k])[1] for k in studies if _abstract(by_pmid[k])[0] != "Title"}
+    return EvidenceContext(blocks, _pubmed_citations(blocks, docs, context), studies, abstracts)
 
 
 # --- citations ----------------------------------------------------------------------------------------
@@ -324,25 +348,131 @@ def _is_garbage(text: str) -> bool:
 
 def content_terms(text: str) -> set[str]:
     """The words of ``text`` that say what it is about, cut to a 5-character prefix: a cheap stem
-    ("travel"/"travelling", "transplant"/"transplantation")."""
-    return {w[:5] for w in _CONTENT_WORD_RE.findall(text.lower()) if w not in _STOP and len(w) > 2}
+    ("travel"/"travelling", "transplant"/"transplantation"). Acronyms with numbers are one term, however
+    written ("CA 19-9", "CA19-9", "CA 19 9" -> ``ca199``; "HER2", "HER-2" -> ``her2``)."""
+    text = _ACRONYM_RE.sub(lambda m: "".join(g for g in m.groups() if g) + " ", text)
+    return {
+        w[:5] if not any(c.isdigit() for c in w) else w
+        for w in _CONTENT_WORD_RE.findall(text.lower())
+        if w not in _STOP and len(w) > 2
+    }
+
+
+_RESULT_CUES = re.compile(
+    r"\b(significant(ly)?|reduc\w*|increas\w*|improv\w*|no (significant )?differen\w*|associated|higher|"
+    r"lower|better|worse|conclu\w*|suggest\w*|effective|benefit\w*|p\s*[<=>]|hazard ratio|odds ratio|"
+    r"relative risk|95\s*%)",
+    re.IGNORECASE,
+)
+_PER_STUDY = 2  # sentences quoted per study
+
+
+def _sentence_score(overlap: int, section: str, sentence: str) -> float:
+    score = float(overlap)
+    if section.startswith(RESULT_SECTIONS) or any(k in section for k in RESULT_SECTIONS):
+        score += 1.5
+    elif section.startswith(INTRO_SECTIONS):
+        score -= 1.0
+    if _RESULT_CUES.search(sentence):
+        score += 0.5
+    return score
+
+
+def _block_section(block: ContextBlock) -> str:
+    # "[PMID:1] 2020 | Review | section: Results > Survival" -> "results > survival"
+    return block.label.rsplit("section:", 1)[-1].strip().lower() if "section:" in block.label else ""
+
+
+def _study_answer(
+    evidence: EvidenceContext,
+    question: str,
+    max_studies: int,
+    current_year: int | None,
+    concepts: Sequence[str] = (),
+    old_after: int = 10,
+) -> tuple[str, tuple[str, ...]]:
+    """One line per study that answers the question: what the study was, then its best sentences. With
+    ``concepts`` (the question's recognised clinical concepts), a sentence must name one of them: "high" and
+    "mass" alone never make a sleeve-gastrectomy study an answer about a pancreatic mass."""
+    anchors = content_terms(" ".join(concepts))
+    wanted = content_terms(" ".join([question, *concepts]))
+    need = min(2, len(wanted)) or 1
+    picked: dict[str, list[tuple[float, int, str]]] = {}
+    first_seen: dict[str, int] = {}
+    order = 0
+    blocks: list[tuple[str, str, str]] = [(b.key, b.text, _block_section(b)) for b in evidence.blocks]
+    blocks += [(key, text, "abstract") for key, text in evidence.abstracts.items()]
+    seen_text: set[tuple[str, str]] = set()
+    for key, text, section in blocks:
+        first_seen.setdefault(key, len(first_seen))
+        for sec, sentence in labelled_sentences(text, section):
+            order += 1
+            if (key, sentence) in seen_text or len(sentence) < 20 or len(_WORD_RE.findall(sentence)) < 3:
+                continue
+            seen_text.add((key, sentence))
+            terms = content_terms(sentence)
+            overlap = len(wanted & terms)
+            results = sec.startswith(RESULT_SECTIONS) or any(k in sec for k in RESULT_SECTIONS)
+            if anchors and not anchors & terms:
+                continue
+            if overlap >= need or (results and overlap >= 1):
+                picked.setdefault(key, []).append((_sentence_score(overlap, sec, sentence), order, sentence))
+    if not picked:
+        return NOT_ADDRESSED, ()
+    # The most relevant studies (best sentence, then retrieval rank) ...
+    relevant = sorted(picked, key=lambda k: (-max(s for s, _o, _t in picked[k]), first_seen[k]))[:max_studies]
+
+    # ... presented strongest design first, then most recent.
+    def strength(key: str) -> tuple[int, int, int]:
+        grade = evidence.studies.get(key)
+        if grade is None:
+            return (99, 0, first_seen[key])
+        return (grade.rank, -(grade.year or 0), first_seen[key])
+
+    cites = {b.key: b.cite for b in evidence.blocks}
+    lines: list[str] = []
+    for key in sorted(relevant, key=strength):
+        best = sorted(picked[key], key=lambda t: (-t[0], t[1]))[:_PER_STUDY]
+        quoted = " ".join(text for _s, _o, text in sorted(best, key=lambda t: t[1]))
+        grade = evidence.studies.get(key)
+        intro = grade.describe() if grade is not None else "Source"
+        if grade is not None and current_year is not None and (age := grade.age(current_year)) is not None:
+            intro += f" ({age} years old)" if age > old_after else ""
+        lines.append(f"{intro[0].upper()}{intro[1:]}: {quoted} {cites.get(key, f'[PMID:{key}]')}")
+    return "\n".join(lines), tuple(relevant)
 
 
 def extractive_answer(
-    evidence: EvidenceContext, sentences: int, *, question: str | None = None
+    evidence: EvidenceContext,
+    sentences: int,
+    *,
+    question: str | None = None,
+    studies: int | None = None,
+    current_year: int | None = None,
+    concepts: Sequence[str] = (),
+    old_after: int = 10,
 ) -> tuple[str, tuple[str, ...]]:
     """Evidence sentences quoted, each followed by its block's citation: (text, keys of the blocks quoted).
+    Structured-abstract section labels ("METHODS:") are never quoted.
+
+    With ``question`` and ``studies``: one line per study that answers the question (at most ``studies``):
+    what the study was (year, design, number of patients, from :attr:`EvidenceContext.studies`), then its
+    sentences sharing most words with the question and its ``concepts`` (naming one of those when given),
+    results and conclusions preferred; studies ordered by
+    strength of design, then recency; :data:`NOT_ADDRESSED` when no sentence matches.
 
     Without ``question``: the top sentences of at least three words, round-robin over the blocks (best
-    block first) so that several sources show; ``""`` when there are none. With ``question``: the
+    block first) so that several sources show; ``""`` when there are none. With ``question`` only: the
     sentences sharing most content words with it (at least two, or the only one of a one-word question;
     20 characters or more), in text order; :data:`NOT_ADDRESSED` when none does, so that a source that
     does not speak to the question says so.
     """
+    if question is not None and studies is not None:
+        return _study_answer(evidence, question, studies, current_year, concepts, old_after)
     picked: list[tuple[str, ContextBlock]] = []
     if question is None:
         per_block = [
-            [s.text for s in split_sentences(b.text) if len(_WORD_RE.findall(s.text)) >= 3]
+            [t for _sec, t in labelled_sentences(b.text, "") if len(_WORD_RE.findall(t)) >= 3]
             for b in evidence.blocks
         ]
         depth = 0
@@ -357,8 +487,7 @@ def extractive_answer(
         scored: list[tuple[int, int, str, ContextBlock]] = []
         order = 0
         for block in evidence.blocks:
-            for sentence in split_sentences(block.text):
-                text = " ".join(sentence.text.split())
+            for _sec, text in labelled_sentences(block.text, ""):
                 overlap = len(wanted & content_terms(text))
                 if overlap >= need and len(text) >= 20:
                     scored.append((-overlap, order, text, block))
@@ -419,6 +548,12 @@ class ChoiceOutput(BaseModel):
         return type("ChoiceOutput", (cls,), namespace)
 
 
+def insufficient_text(searched: Sequence[str]) -> str:
+    """The plain-words abstention of the evidence gate, naming what was searched."""
+    what = "; ".join(f"“{q}”" for q in searched[:3]) if searched else "PubMed and the local index"
+    return INSUFFICIENT_EVIDENCE_TEXT.format(searched=what)
+
+
 def find_insufficient_option(options: Mapping[str, str]) -> str | None:
     """The letter of an "insufficient information" style option (MedRGB), if any."""
     return next((k for k, text in options.items() if _INSUFFICIENT_RE.search(text)), None)
@@ -443,6 +578,10 @@ class Answerer:
         self._free_prompt = load_prompt("answer_patient")
         self._choice_prompt = load_prompt("answer_choice")
 
+    def current_year(self) -> int:
+        """The year answers are written in (evidence age is counted from it)."""
+        return self._today().year
+
     async def answer(
         self,
         question: str,
@@ -452,23 +591,30 @@ class Answerer:
         options: Mapping[str, str] | None = None,
         answer_type: Literal["free", "choice"] = "free",
         allow_insufficient: bool = False,
+        verdict: EvidenceVerdict | None = None,
+        searched: Sequence[str] = (),
+        language: str = "English",
+        concepts: Sequence[str] = (),
     ) -> Answer:
+        """The answer; ``verdict``: the evidence gate's (``app.gate``), ``none`` answers
+        ``insufficient_evidence`` without the LLM, naming the ``searched`` queries."""
         evidence, done = await self._prepare(
-            question, docs, context, options, answer_type, allow_insufficient
+            question, docs, context, options, answer_type, allow_insufficient, verdict, searched, concepts
         )
         if done is not None:
             return done
         assert self.llm is not None  # _prepare answered every case without one
         try:
             result = await self.llm.complete_text(
-                self._free_messages(question, evidence),
+                self._free_messages(question, evidence, language),
                 prompt_version=self._free_prompt.id,
                 max_tokens=self.settings.max_tokens,
                 temperature=0.0,
             )
         except LLMError as exc:
-            return self._extractive(evidence, f"{WARN_LLM_UNAVAILABLE} ({type(exc).__name__})")
-        return self._free_answer(evidence, result)
+            warning = f"{WARN_LLM_UNAVAILABLE} ({type(exc).__name__})"
+            return self._extractive(evidence, warning, question=question, verdict=verdict, concepts=concepts)
+        return dataclasses.replace(self._free_answer(evidence, result, question), verdict=verdict)
 
     async def answer_stream(
         self,
@@ -479,13 +625,17 @@ class Answerer:
         options: Mapping[str, str] | None = None,
         answer_type: Literal["free", "choice"] = "free",
         allow_insufficient: bool = False,
+        verdict: EvidenceVerdict | None = None,
+        searched: Sequence[str] = (),
+        language: str = "English",
+        concepts: Sequence[str] = (),
     ) -> AsyncGenerator[str | Answer, None]:
         """:meth:`answer`, streamed: ``str`` deltas of the model's raw text, then the checked :class:`Answer`.
 
         Closing the generator early (client gone) closes the LLM stream, which stops the generation.
         """
         evidence, done = await self._prepare(
-            question, docs, context, options, answer_type, allow_insufficient
+            question, docs, context, options, answer_type, allow_insufficient, verdict, searched, concepts
         )
         if done is not None:
             if done.text:
@@ -493,7 +643,7 @@ class Answerer:
             yield done
             return
         assert self.llm is not None
-        messages = self._free_messages(question, evidence)
+        messages = self._free_messages(question, evidence, language)
         kwargs: dict[str, Any] = {
             "prompt_version": self._free_prompt.id,
             "max_tokens": self.settings.max_tokens,
@@ -516,9 +666,12 @@ class Answerer:
                     result = stream.result
         except LLMError as exc:
             warning = WARN_LLM_INTERRUPTED if sent else WARN_LLM_UNAVAILABLE
-            final = self._extractive(evidence, f"{warning} ({type(exc).__name__})")
+            final = self._extractive(
+                evidence, f"{warning} ({type(exc).__name__})", question=question, concepts=concepts
+            )
         else:
-            final = self._free_answer(evidence, result)
+            final = self._free_answer(evidence, result, question)
+        final = dataclasses.replace(final, verdict=verdict)
         if not sent and final.text:
             yield final.text
         yield final
@@ -531,6 +684,9 @@ class Answerer:
         options: Mapping[str, str] | None,
         answer_type: Literal["free", "choice"],
         allow_insufficient: bool,
+        verdict: EvidenceVerdict | None = None,
+        searched: Sequence[str] = (),
+        concepts: Sequence[str] = (),
     ) -> tuple[EvidenceContext, Answer | None]:
         """The evidence, and the final answer for every case but a free-text answer from the LLM."""
         choice = answer_type == "choice" or bool(options)
@@ -542,29 +698,37 @@ class Answerer:
             max_passages=self.settings.max_passages,
             max_chars=self.settings.max_context_chars,
         )
-        if not evidence.blocks:
-            # Never ask the model without evidence: it would answer from its own memory, uncited.
+        if not evidence.blocks or (verdict is not None and verdict.abstain):
+            # Never ask the model without evidence (it would answer from its own memory, uncited), nor
+            # with evidence the gate found unrelated: unrelated evidence is not evidence.
             letter = find_insufficient_option(options) if (options and allow_insufficient) else None
+            text = INSUFFICIENT_TEXT
+            if verdict is not None and verdict.abstain:
+                text = insufficient_text(searched)
             insufficient = Answer(
-                INSUFFICIENT_TEXT, "insufficient_evidence", letter, None, (), 0, None, None, 0, 0, ()
+                text, "insufficient_evidence", letter, None, (), 0, None, None, 0, 0, (), verdict
             )
             return evidence, insufficient
         if options:
-            return evidence, await self._choice(question, evidence, options, allow_insufficient)
+            return evidence, dataclasses.replace(
+                await self._choice(question, evidence, options, allow_insufficient), verdict=verdict
+            )
         if self.llm is None:
-            return evidence, self._extractive(evidence, WARN_LLM_UNAVAILABLE)
+            return evidence, self._extractive(
+                evidence, WARN_NO_LLM, question=question, verdict=verdict, concepts=concepts
+            )
         return evidence, None
 
-    def _free_messages(self, question: str, evidence: EvidenceContext) -> list[Message]:
+    def _free_messages(self, question: str, evidence: EvidenceContext, language: str) -> list[Message]:
         return self._free_prompt.render(
-            question=question, context=evidence.text, current_year=self._today().year
+            question=question, context=evidence.text, current_year=self._today().year, language=language
         )
 
-    def _free_answer(self, evidence: EvidenceContext, result: LLMResult[str]) -> Answer:
+    def _free_answer(self, evidence: EvidenceContext, result: LLMResult[str], question: str) -> Answer:
         """The model's free text, checked: invalid citations cut and counted, garbage -> extractive."""
         text, order, removed = verify_citations(strip_reasoning(result.value), evidence.citations)
         if _is_garbage(text):
-            return self._extractive(evidence, WARN_GARBAGE)
+            return self._extractive(evidence, WARN_GARBAGE, question=question)
         warnings: list[str] = []
         if removed:
             warnings.append(f"removed {removed} citation(s) to sources that were not in the evidence")
@@ -584,29 +748,57 @@ class Answerer:
             warnings=tuple(warnings),
         )
 
-    def _extractive(self, evidence: EvidenceContext, warning: str, *, choice: bool = False) -> Answer:
-        """Top evidence sentences, round-robin over the blocks (best block first) so several sources show."""
-        text, cited = extractive_answer(evidence, self.settings.extractive_sentences)
-        warnings = (WARN_NO_CHOICE_LLM, warning) if choice else (warning,)
+    def _extractive(
+        self,
+        evidence: EvidenceContext,
+        warning: str,
+        *,
+        question: str,
+        choice: bool = False,
+        verdict: EvidenceVerdict | None = None,
+        concepts: Sequence[str] = (),
+    ) -> Answer:
+        """One line per study that answers the question (what it was, then its best sentences), strongest
+        design and most recent first; the round-robin top sentences when no sentence matches the question."""
+        studies = self.settings.extractive_studies
+        year = self._today().year
+        text, cited = extractive_answer(
+            evidence,
+            self.settings.extractive_sentences,
+            question=question,
+            studies=studies,
+            current_year=year,
+            # The question's recognised concepts find the sentences its lay words miss, and keep out
+            # studies that share only everyday words with it.
+            concepts=concepts,
+            old_after=self.settings.old_evidence_years,
+        )
+        how = WARN_EXTRACTIVE.format(n=len(cited))
+        if text == NOT_ADDRESSED:
+            # Nothing shares the question's words: the best-ranked sentences, said to be only that.
+            text, cited = extractive_answer(evidence, self.settings.extractive_sentences)
+            how = WARN_EXTRACTIVE_UNMATCHED
+        warnings = (WARN_NO_CHOICE_LLM, warning, how) if choice else (warning, how)
         return Answer(
             text=text,
             mode="extractive",
             answer_choice=None,
             reasoning=None,
-            citations=tuple(evidence.citations[i] for i in cited),
+            citations=tuple(evidence.citations[i] for i in cited if i in evidence.citations),
             citations_removed=0,
             model=None,
             prompt_id=None,
             prompt_tokens=0,
             completion_tokens=0,
             warnings=warnings,
+            verdict=verdict,
         )
 
     async def _choice(
         self, question: str, evidence: EvidenceContext, options: Mapping[str, str], allow_insufficient: bool
     ) -> Answer:
         if self.llm is None:
-            return self._extractive(evidence, WARN_LLM_UNAVAILABLE, choice=True)
+            return self._extractive(evidence, WARN_LLM_UNAVAILABLE, question=question, choice=True)
         insufficient = find_insufficient_option(options) if allow_insufficient else None
         note = (
             f"\n4. If the EVIDENCE is not enough to choose an answer, choose {insufficient}."
@@ -645,7 +837,8 @@ class Answerer:
                 warnings=(WARN_UNPARSEABLE,),
             )
         except LLMError as exc:
-            return self._extractive(evidence, f"{WARN_LLM_UNAVAILABLE} ({type(exc).__name__})", choice=True)
+            warning = f"{WARN_LLM_UNAVAILABLE} ({type(exc).__name__})"
+            return self._extractive(evidence, warning, question=question, choice=True)
         letter = result.value.answer_choice
         reasoning, order, removed = verify_citations(
             strip_reasoning(result.value.step_by_step_thinking), evidence.citations

@@ -30,6 +30,7 @@ from app.schemas import (
     AskResponse,
     CitationOut,
     EvidenceDocOut,
+    EvidenceVerdictOut,
     JudgeAnswerIn,
     JudgeReportOut,
     PassageOut,
@@ -41,16 +42,19 @@ from core import CometaError
 from retrieval.evidence import EvidenceDoc, TextUnit, pubmed_url
 from retrieval.passages import PassageContext
 from retrieval.search import Provenance
-from retrieval.understand import hash_text
+from retrieval.understand import LANGUAGE_NAMES, Scope, hash_text
 
 from .answer import Answer, Answerer
+from .gate import EvidenceVerdict, assess_evidence
 from .judge import CrossSourceJudge, JudgeReport, SourceAnswer
 from .pipeline import Pipeline
 from .privacy import PhiPolicy
 
 __all__ = [
+    "ABSTENTIONS",
     "ANSWERS",
     "CITATIONS_REMOVED",
+    "EVIDENCE_VERDICTS",
     "STAGE_LATENCY",
     "AskEvent",
     "Asker",
@@ -65,6 +69,17 @@ log = logging.getLogger("cometa.asker")
 ANSWERS = Counter("cometa_answers_total", "Answers given, by mode", ["mode"])
 CITATIONS_REMOVED = Counter(
     "cometa_citations_removed_total", "Cited PMIDs removed because they were not in the evidence context"
+)
+EVIDENCE_VERDICTS = Counter(
+    "cometa_answers_by_verdict_total",
+    "Answers by the evidence gate's verdict (strong/moderate/weak/none)",
+    ["verdict"],
+)
+ABSTENTIONS = Counter(
+    "cometa_abstentions_total",
+    "Questions not answered from evidence, by reason (out of scope: gibberish, chit_chat, instruction, "
+    "non_medical, language; insufficient_evidence)",
+    ["reason"],
 )
 STAGE_LATENCY = Histogram(
     "cometa_stage_seconds",
@@ -200,6 +215,11 @@ class Asker:
         question = req.question
         query: QueryOut | None = None
         context: PassageContext | None
+        verdict: EvidenceVerdict | None = None  # caller-supplied evidence only is not gated
+        language = "en"
+        searched: list[str] = []
+        concepts: list[str] = []
+        retracted: list[str] = []
 
         if req.documents is not None and req.documents_mode == "replace":
             # The caller's evidence only: no Understand, no retrieval (the evaluation suites' path).
@@ -219,6 +239,21 @@ class Asker:
             understanding = await pipeline.understander.understand(question)
             timings["understand"] = (time.perf_counter() - t0) * 1000
             yield _stage("understand", "finished")
+            language = understanding.language
+            if language != "en":
+                name = LANGUAGE_NAMES.get(language, language)
+                warnings.append(
+                    f"question language detected: {language} ({name})"
+                    + ("; the answer is asked for in that language" if understanding.scope.in_scope else "")
+                )
+            if not understanding.scope.in_scope:
+                # Not a health question: no retrieval, no LLM call, a short helpful reply.
+                scope_events = self._out_of_scope(
+                    request_id, understanding.scope, timings, warnings, stream_tokens=stream_tokens
+                )
+                async for event in scope_events:
+                    yield event
+                return
             yield _stage("retrieve", "started")
             outcome = await pipeline.retrieve(
                 understanding, mindate=req.mindate, maxdate=req.maxdate, api_key=api_key
@@ -247,6 +282,20 @@ class Asker:
             if len(docs) > req.max_documents:
                 docs = docs[: req.max_documents]
                 context = _restrict(context, {d.pmid for d in docs})
+            gate = pipeline.settings.gate
+            verdict = assess_evidence(pipeline.gate_signals(outcome, docs, context), gate)
+            searched = list(understanding.plan.ladder)
+            concepts = [
+                " ".join(filter(None, (c.text, c.mesh)))
+                for c in understanding.plan.concepts
+                if c.mesh or c.role != "other"
+            ]
+            retracted = [d.pmid for d in outcome.evidence.dropped if d.reason == "retracted"]
+            if retracted:
+                warnings.append(
+                    f"{len(retracted)} retracted {'study was' if len(retracted) == 1 else 'studies were'} "
+                    f"excluded from the evidence: PMID {', '.join(retracted)}"
+                )
             yield _stage("retrieve", "finished")
 
         yield (
@@ -263,7 +312,12 @@ class Asker:
             "options": req.options,
             "answer_type": req.resolved_answer_type,
             "allow_insufficient": req.allow_insufficient,
+            "verdict": verdict,
+            "searched": searched,
+            "concepts": concepts,
         }
+        if language != "en":
+            answer_args["language"] = LANGUAGE_NAMES.get(language, language)
         answer: Answer | None = None
         if stream_tokens:
             # Deltas are provisional; the "answer" event below carries the checked text.
@@ -282,8 +336,22 @@ class Asker:
         timings["answer"] = (time.perf_counter() - t1) * 1000
         ANSWERS.labels(answer.mode).inc()
         CITATIONS_REMOVED.inc(answer.citations_removed)
+        if verdict is not None:
+            EVIDENCE_VERDICTS.labels(verdict.verdict).inc()
+            if verdict.abstain:
+                ABSTENTIONS.labels("insufficient_evidence").inc()
+                warnings.append("evidence gate: " + "; ".join(verdict.reasons))
         warnings.extend(answer.warnings)
-        citations = [CitationOut.of(c) for c in answer.citations]
+        year = self.answerer.current_year()
+        old_after = self.answerer.settings.old_evidence_years
+        citations = [CitationOut.of(c, current_year=year, old_after=old_after) for c in answer.citations]
+        old = [c.pmid for c in citations if c.older_than_years is not None]
+        if old:
+            warnings.append(
+                f"{len(old)} cited stud{'y is' if len(old) == 1 else 'ies are'} older than "
+                f"{old_after} years (PMID {', '.join(p or '' for p in old)}): newer evidence may differ"
+            )
+        verdict_out = EvidenceVerdictOut.model_validate(verdict.to_json()) if verdict is not None else None
         answer_payload = {
             "answer": answer.text,
             "mode": answer.mode,
@@ -291,6 +359,7 @@ class Asker:
             "reasoning": answer.reasoning,
             "citations": [c.model_dump() for c in citations],
             "citations_removed": answer.citations_removed,  # the token events may still show the removed ids
+            "evidence_verdict": verdict_out.model_dump(mode="json") if verdict_out is not None else None,
         }
         yield _stage("answer", "finished")
         yield "answer", answer_payload
@@ -301,6 +370,8 @@ class Asker:
                 warnings.append("judge requested but unavailable: no LLM is configured")
             elif not docs:
                 warnings.append("judge skipped: no evidence to compare")
+            elif verdict is not None and verdict.abstain:
+                warnings.append("judge skipped: the evidence does not answer the question")
             else:
                 yield _stage("judge", "started")
                 t2 = time.perf_counter()
@@ -328,6 +399,52 @@ class Asker:
             model=answer.model,
             prompt_id=answer.prompt_id,
             tokens={"prompt": answer.prompt_tokens, "completion": answer.completion_tokens},
+            evidence_verdict=verdict_out,
+            retracted_excluded=retracted,
+            language=language,
+        )
+        yield "result", response.model_dump(mode="json")
+
+    async def _out_of_scope(
+        self,
+        request_id: str,
+        scope: Scope,
+        timings: dict[str, float],
+        warnings: list[str],
+        *,
+        stream_tokens: bool = False,
+    ) -> AsyncGenerator[AskEvent, None]:
+        """The events of a question the scope check stopped: no evidence, a short helpful message."""
+        ABSTENTIONS.labels(scope.reason or "out_of_scope").inc()
+        ANSWERS.labels("out_of_scope").inc()
+        warnings.append(f"out of scope ({scope.reason}): nothing was searched")
+        yield "evidence", {"documents": [], "passages": []}
+        yield _stage("answer", "started")
+        if stream_tokens:  # like every answer without a streaming model: its text as one token
+            yield "token", {"delta": scope.message, "index": 0}
+        payload: dict[str, Any] = {
+            "answer": scope.message,
+            "mode": "out_of_scope",
+            "answer_choice": None,
+            "reasoning": None,
+            "citations": [],
+            "citations_removed": 0,
+            "evidence_verdict": None,
+        }
+        yield _stage("answer", "finished")
+        yield "answer", payload
+        response = AskResponse(
+            request_id=request_id,
+            answer=scope.message,
+            mode="out_of_scope",
+            citations=[],
+            evidence=[],
+            passages=[],
+            query=None,
+            timings_ms={k: round(v, 2) for k, v in timings.items()},
+            warnings=list(dict.fromkeys(warnings)),
+            scope=scope.reason,
+            language=scope.language,
         )
         yield "result", response.model_dump(mode="json")
 

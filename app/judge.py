@@ -35,7 +35,7 @@ import asyncio
 import dataclasses
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -48,7 +48,14 @@ from prompts import load_prompt
 from retrieval.evidence import EvidenceDoc
 from retrieval.passages import PassageContext
 
-from .answer import NOT_ADDRESSED, EvidenceContext, build_evidence_context, strip_reasoning
+from .answer import (
+    NOT_ADDRESSED,
+    ContextBlock,
+    EvidenceContext,
+    build_evidence_context,
+    strip_reasoning,
+    verify_citations,
+)
 
 __all__ = [
     "LABELS",
@@ -63,6 +70,7 @@ __all__ = [
     "has_absent_prefix",
     "parse_label_fallback",
     "parse_yes_no",
+    "verify_source_citations",
 ]
 
 LABELS: tuple[Label, ...] = get_args(Label)
@@ -88,6 +96,7 @@ class SourceAnswer:
     # sha256 of the evidence context the answer was written from (the source's document version); None for
     # answers this process did not write (POST /judge): those are never cached.
     evidence_version: str | None = None
+    citations_removed: int = 0  # [PMID:…]/[DOC:…] citations to what was not in that source's context
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +180,48 @@ def parse_label_fallback(text: str) -> Label | None:
     return None
 
 
+_DOC_CITE_RE = re.compile(r"\s?\[DOC:\s*([^\]\s§]+)\s*(?:§\s*([^\]]*?))?\s*\]")
+_PAGES_RE = re.compile(r"\bpp?\.\s*(\d+)(?:\s*-\s*(\d+))?")
+
+
+def _doc_cite_ok(key: str, rest: str | None, blocks: Mapping[str, ContextBlock]) -> bool:
+    # [DOC:a/hb §Travel p.3]: the document was in the context, with that section and page.
+    block = blocks.get(key)
+    if block is None:
+        return False
+    if not rest:
+        return True
+    page = _PAGES_RE.search(rest)
+    section = rest[: page.start()].strip() if page else rest.strip()
+    if section and section.lower() not in block.label.lower():
+        return False
+    if page is None:
+        return True
+    asked = int(page.group(1))
+    ranges = [(int(a), int(b or a)) for a, b in _PAGES_RE.findall(block.label)]
+    return any(lo <= asked <= hi for lo, hi in ranges)
+
+
+def verify_source_citations(text: str, evidence: EvidenceContext) -> tuple[str, int]:
+    """Any source's answer with its citations checked against that source's context: ``[PMID:n]`` must be
+    a PubMed document of the context, ``[DOC:collection/doc §Section p.N]`` a collection document of it
+    (with that section and page when given). (checked text, number of citations removed)."""
+    text, _order, removed = verify_citations(text, evidence.citations)
+    blocks = {b.key: b for b in evidence.blocks}
+    bad = 0
+
+    def fix(match: re.Match[str]) -> str:
+        nonlocal bad
+        if _doc_cite_ok(match.group(1), match.group(2), blocks):
+            return match.group(0)
+        bad += 1
+        return ""
+
+    text = _DOC_CITE_RE.sub(fix, text)
+    text = re.sub(r"[ \t]+([.,;:!?])", r"\1", text)
+    return text.strip(), removed + bad
+
+
 class SourceAnswerer:
     """One source's evidence -> that source's own answer (prompt ``answer_per_source``) or the exact
     ``NOT ADDRESSED`` sentence; for the judge's PubMed documents and ``app.sources``' collections alike.
@@ -215,11 +266,18 @@ class SourceAnswerer:
         except LLMError as exc:
             why = f": {exc}" if self._exception_messages else f" ({type(exc).__name__})"
             return SourceAnswer(source_id, label, "", False, None, f"{label}: answer failed{why}")
-        text = strip_reasoning(result.value)
+        # Checked like the /ask answer: a citation to anything outside this source's context is cut, counted.
+        text, removed = verify_source_citations(strip_reasoning(result.value), evidence)
         absent = has_absent_prefix(text)
         version = hashlib.sha256(evidence.text.encode()).hexdigest()
         return SourceAnswer(
-            source_id, label, text, absent, "prefix" if absent else None, evidence_version=version
+            source_id,
+            label,
+            text,
+            absent,
+            "prefix" if absent else None,
+            evidence_version=version,
+            citations_removed=removed,
         )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,13 +23,14 @@ from llm import LLMClient, build_llm
 from retrieval import AdaptE, AdaptEResult, EutilsClient, MeshVocabulary, create_eutils_app, eutils_transport
 from retrieval.embed import DenseHit, DenseRetriever, load_encoder, load_reranker, open_retriever
 from retrieval.eutils import LOCAL_BASE_URL, CacheStore, EutilsDegradation, RateLimiter, track_degradation
-from retrieval.evidence import EvidenceBuilder, EvidenceSet
+from retrieval.evidence import EvidenceBuilder, EvidenceDoc, EvidenceSet
 from retrieval.ncbi import EutilsError, PubmedRecord, SimilarArticles
 from retrieval.passages import PassageContext, PassageRetriever
 from retrieval.search import FusedHit, fuse
 from retrieval.understand import QueryUnderstander, Understanding, spell_correct
 from segmentation import SEOSSegmenter, counter_for
 
+from .gate import EvidenceSignals, evidence_signals, rare_words
 from .privacy import PhiPolicy
 from .settings import Settings
 
@@ -119,11 +121,36 @@ class SearchOutcome:
     timings_ms: dict[str, float] = field(default_factory=dict)
     # E-utilities failures, stale cache answers and missing records of this question (None: not tracked).
     eutils: EutilsDegradation | None = None
+    absent_terms: int = 0  # rare question words no record contains (the evidence gate's signal)
 
     @property
     def pmids(self) -> list[str]:
         """The final ranking: fused, fetched, filtered."""
         return list(self.evidence.pmids)
+
+    def gate_signals(
+        self,
+        docs: Sequence[EvidenceDoc] | None = None,
+        context: PassageContext | None = None,
+        *,
+        top_docs: int = 5,
+        lay_words: frozenset[str] = frozenset(),
+    ) -> EvidenceSignals:
+        """The evidence gate's signals (``app.gate``) of ``docs`` (default: this outcome's evidence) for the
+        corrected question: dense similarities, the Boolean tier that matched, coverage, rerank scores."""
+        docs = list(self.evidence.docs) if docs is None else docs
+        plan = self.understanding.plan
+        return evidence_signals(
+            plan.corrected_question,
+            docs,
+            adapte=self.adapte,
+            dense=[(h.pmid, h.score) for h in self.dense],
+            context=self.context if context is None else context,
+            top_docs=top_docs,
+            concepts=[(c.text, c.mesh) for c in plan.concepts if c.mesh or c.role != "other"],
+            lay_words=lay_words,
+            absent_terms=self.absent_terms,
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The JSON of ``/search`` and ``cometa search --json`` (:class:`~app.schemas.SearchOut`)."""
@@ -319,6 +346,21 @@ class Pipeline:
             return None
         return await self.models.passage_retriever()
 
+    def gate_signals(
+        self,
+        outcome: SearchOutcome,
+        docs: Sequence[EvidenceDoc] | None = None,
+        context: PassageContext | None = None,
+    ) -> EvidenceSignals:
+        """The evidence gate's signals of ``outcome`` (or of ``docs``/``context`` cut from it) with this
+        pipeline's settings and lay lexicon: what /ask, the sources service and the calibration all use."""
+        return outcome.gate_signals(
+            docs,
+            context,
+            top_docs=self.settings.gate.coverage_documents,
+            lay_words=self.understander.rewriter.lay_words,
+        )
+
     async def search(
         self,
         question: str,
@@ -402,7 +444,25 @@ class Pipeline:
             timings["dense"] = (time.perf_counter() - started) * 1000
             return hits
 
-        boolean, dense = await asyncio.gather(boolean_arm(), dense_arm())
+        async def absent_terms() -> int:
+            # Rare words of the question that not one record contains: one count-only ESearch each.
+            checks = self.settings.gate.absent_term_checks
+            if not checks:
+                return 0
+            terms = rare_words(
+                plan.corrected_question, self.understander.rewriter.is_known_word, limit=checks
+            )
+
+            async def count(term: str) -> int:
+                try:
+                    return (await self.client.esearch(f'"{term}"[tiab]', retmax=0, api_key=api_key)).count
+                except EutilsError:
+                    return 1  # unknown: never a reason to abstain
+
+            counts = await asyncio.gather(*(count(t) for t in terms))
+            return sum(1 for c in counts if c == 0)
+
+        (boolean, dense, absent) = await asyncio.gather(boolean_arm(), dense_arm(), absent_terms())
         if boolean_error is not None:
             if not dense:
                 raise boolean_error
@@ -440,4 +500,6 @@ class Pipeline:
             timings["passages"] = (time.perf_counter() - t3) * 1000
             if context.rerank_note:
                 warnings.append(context.rerank_note)
-        return SearchOutcome(understanding, boolean, dense, fused, evidence, context, warnings, timings)
+        outcome = SearchOutcome(understanding, boolean, dense, fused, evidence, context, warnings, timings)
+        outcome.absent_terms = absent
+        return outcome

@@ -30,6 +30,7 @@ __all__ = [
     "ApiSettings",
     "EvaluationSettings",
     "FederationSettings",
+    "GateSettings",
     "IssuerSettings",
     "NodeSettings",
     "PeerSettings",
@@ -58,6 +59,72 @@ class AnswerSettings(BaseModel):
         default=3, ge=1, le=50, description="Sentences of the extractive answer (no LLM)."
     )
     max_tokens: int = Field(default=700, ge=16, le=32_000, description="Completion tokens of the LLM answer.")
+    old_evidence_years: int = Field(
+        default=10,
+        ge=1,
+        le=100,
+        description='Cited studies older than this are flagged ("older than N years").',
+    )
+    extractive_studies: int = Field(
+        default=5, ge=1, le=50, description="Studies quoted by the extractive answer (no LLM), one line each."
+    )
+
+
+class GateSettings(BaseModel):
+    """The relevance and sufficiency gate (``COMETA_GATE__*``; ``app.gate``): below these thresholds the
+    answer is ``insufficient_evidence``, with no citations and no LLM call.
+
+    The defaults are calibrated for the offline models (MiniLM-L6 dense encoder, bi-encoder rerank) on the
+    dev split of the world's gold sets; recalibrate for MedCPT / your cross-encoder with
+    ``cometa eval calibrate-gate`` (it prints the settings to use).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(default=True, description="Off: every non-empty evidence set is answered (weak).")
+    min_dense: float = Field(
+        default=0.38,
+        ge=-1,
+        le=1,
+        description="Abstain below this best dense similarity (question vs document).",
+    )
+    min_dense_generic: float = Field(
+        default=0.38,
+        ge=-1,
+        le=1,
+        description="When only the generic last-resort Boolean query matched: abstain below this similarity.",
+    )
+    min_coverage: float = Field(
+        default=0.30,
+        ge=0,
+        le=1,
+        description="Abstain below this share of the question's words in the top studies.",
+    )
+    min_rerank: float | None = Field(
+        default=None,
+        description="With a cross-encoder: abstain below this best passage score (None: unused).",
+    )
+    absent_max_dense: float = Field(
+        default=0.6,
+        ge=-1,
+        le=2,
+        description="A question word no document contains: abstain unless the best similarity reaches this.",
+    )
+    absent_term_checks: int = Field(
+        default=4,
+        ge=0,
+        le=20,
+        description='Rare question words counted with one "word"[tiab] search each; 0: off.',
+    )
+    strong_dense: float = Field(
+        default=0.55, ge=-1, le=1, description="Similarity of moderate/strong evidence."
+    )
+    strong_coverage: float = Field(
+        default=0.6, ge=0, le=1, description="Coverage of moderate/strong evidence."
+    )
+    coverage_documents: int = Field(
+        default=5, ge=1, le=100, description="Top studies whose title and abstract the coverage looks at."
+    )
 
 
 class ApiSettings(BaseModel):
@@ -475,6 +542,9 @@ class Settings(BaseSettings):
         default_factory=FederationSettings, description="Other CoMeta nodes (COMETA_FEDERATION__*)."
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(default="INFO", description="Log level.")
+    gate: GateSettings = Field(
+        default_factory=GateSettings, description="The relevance and sufficiency gate (COMETA_GATE__*)."
+    )
     debug_log_questions: bool = Field(
         default=False,
         description="Question text is PHI: logs carry only its hash unless this is switched on explicitly.",

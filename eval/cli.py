@@ -536,3 +536,110 @@ def backbones_command(
         return await run_backbones(replace(o, params=params), specs)
 
     run_suite("backbones", lambda: runner, opts)
+
+
+@eval_app.command("calibrate-gate")
+def calibrate_gate_command(
+    out: Annotated[Path, typer.Option("--out", help="Output folder (records.jsonl, report.json).")] = Path(
+        "var/eval/gate"
+    ),
+    limit: LimitOpt = None,
+    keep: Annotated[
+        float,
+        typer.Option("--keep", min=0.5, max=1.0, help="Answerable gold citations kept on dev, vs no gate."),
+    ] = 0.99,
+    no_resume: NoResumeOpt = False,
+) -> None:
+    """The evidence gate's thresholds: calibrated on the dev split of the world's gold sets, reported on test.
+
+    Run it on the world (COMETA_LOCAL_SERVER__CORPUS_DIR) with the models you serve: the defaults fit the
+    offline MiniLM encoder; recalibrate for MedCPT / your cross-encoder and set the printed COMETA_GATE__*.
+    """
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from app import progress_bar
+    from app.settings import Settings
+
+    try:
+        module = importlib.import_module("eval.answers")
+    except ImportError as exc:
+        _err.print(f"[red]error:[/red] gate calibration unavailable: {type(exc).__name__}: {exc}")
+        raise typer.Exit(1) from exc
+    settings = Settings().offline()
+    try:
+        with progress_bar("questions") as on_progress:
+            report = asyncio.run(
+                module.run_calibrate_gate(
+                    settings, out, limit=limit, keep=keep, reuse=not no_resume, on_item=on_progress
+                )
+            )
+    except EvalInputError as exc:
+        _err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(2) from exc
+    t = report["thresholds"]
+    for key in ("min_dense", "min_coverage", "min_dense_generic", "absent_max_dense"):
+        _out.print(f"COMETA_GATE__{key.upper()}={t[key]}", markup=False)
+    for split in ("dev", "test", "test_without_gate"):
+        m = report[split]
+        _out.print(
+            f"{split}: off-topic abstain {m['off_topic_abstain']:.1%}, out-of-world abstain "
+            f"{m['out_of_world_abstain']:.1%}, answerable gold cited {m['answerable_gold_cited_after']:.1%} "
+            f"(kept {m['answerable_kept_ratio']:.1%} of {m['answerable_gold_cited_before']:.1%}), "
+            f"abstain precision {m['abstain_precision']:.1%} recall {m['abstain_recall']:.1%}",
+            markup=False,
+        )
+    _out.print(f"wrote {out / 'report.json'}", markup=False)
+
+
+@eval_app.command("answer-quality")
+def answer_quality_command(
+    out: Annotated[Path, typer.Option("--out", help="Output file (JSON report).")] = Path(
+        "var/eval/answer-quality.json"
+    ),
+    split: Annotated[
+        str, typer.Option("--split", help="Evidence Inference split: dev, test or all.")
+    ] = "dev",
+    sets: Annotated[str, typer.Option("--sets", help="Comma-separated: pubmedqa, ei.")] = "pubmedqa,ei",
+    limit: LimitOpt = None,
+) -> None:
+    """The extractive answer (no LLM) against the gold: PubMedQA conclusions and Evidence Inference spans.
+
+    Asks every question through the Asker as /ask does offline; run it on the world
+    (COMETA_LOCAL_SERVER__CORPUS_DIR) with the gold sets built (cometa eval build-gold).
+    """
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import json
+
+    from app import progress_bar
+    from app.settings import Settings
+
+    try:
+        module = importlib.import_module("eval.answers")
+        gold = importlib.import_module("eval.gold")
+    except ImportError as exc:
+        _err.print(f"[red]error:[/red] answer quality unavailable: {type(exc).__name__}: {exc}")
+        raise typer.Exit(1) from exc
+    chosen = tuple(s.strip() for s in sets.split(",") if s.strip())
+    if not set(chosen) <= {"pubmedqa", "ei"} or split not in ("dev", "test", "all"):
+        _err.print("[red]error:[/red] --sets takes pubmedqa,ei and --split dev, test or all")
+        raise typer.Exit(2)
+    with progress_bar("questions") as on_progress:
+        report = asyncio.run(
+            module.run_answer_quality(
+                Settings().offline(),
+                sets=chosen,
+                split=None if split == "all" else split,
+                limit=limit,
+                gold_dir=gold.default_gold_dir(),
+                on_item=on_progress,
+            )
+        )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2), encoding="utf-8")
+    for name, m in report.items():
+        _out.print(
+            f"{name}: n={m['n']}, gold contained {m['contains_gold']:.1%} (of {m['gold_known']} with a known "
+            f"gold), gold cited {m['cited_gold']:.1%}, answers with section labels "
+            f"{m['with_section_labels']}, modes {m['modes']}",
+            markup=False,
+        )
+    _out.print(f"wrote {out}", markup=False)

@@ -12,12 +12,22 @@ It depends on nothing but :mod:`core`; passage retrieval over the chunks is :mod
 from core import TokenCounter
 
 from ._baselines import FixedTokenSegmenter, SentenceWindowSegmenter, TextTilingSegmenter
-from ._sentences import SPLITTERS, Splitter, split_sentences
+from ._sentences import (
+    INTRO_SECTIONS,
+    RESULT_SECTIONS,
+    SPLITTERS,
+    Splitter,
+    labelled_sentences,
+    split_sentences,
+    strip_section_labels,
+)
 from ._seos import SEOSSegmenter, default_budget
 from ._tokens import HFTokenCounter, WhitespaceTokenCounter, counter_for, split_long_sentence
 from ._types import Chunk, Segmenter, Sentence, SourceSection, SourceText
 
 __all__ = [
+    "INTRO_SECTIONS",
+    "RESULT_SECTIONS",
     "SPLITTERS",
     "Chunk",
     "FixedTokenSegmenter",
@@ -34,6 +44,8 @@ __all__ = [
     "WhitespaceTokenCounter",
     "counter_for",
     "default_budget",
+    "labelled_sentences",
     "split_long_sentence",
     "split_sentences",
+    "strip_section_labels",
 ]

@@ -135,3 +135,57 @@ SPLITTERS: Final[dict[str, Splitter]] = {
 def split_sentences(text: str) -> list[Sentence]:
     """Split ``text`` into sentences with exact offsets (the benchmark's winner: syntok + repairs)."""
     return split_syntok(text)
+
+
+# --- structured abstracts: "BACKGROUND: ... METHODS: ..." --------------------------------------------
+
+_SECTION_LABEL = re.compile(r"^\s*([A-Z][A-Za-z &/,-]{1,40}?)\s*:\s+")
+# Section names (lower-case prefixes) that report findings, and those that set a study up.
+RESULT_SECTIONS = ("result", "conclusion", "finding", "interpretation", "outcome", "discussion")
+INTRO_SECTIONS = (
+    "background",
+    "introduction",
+    "purpose",
+    "objective",
+    "aim",
+    "method",
+    "design",
+    "setting",
+    "context",
+    "hypothes",
+    "rationale",
+    "importance",
+    "participants",
+    "patients",
+    "intervention",
+)
+
+
+def _label_of(line: str) -> re.Match[str] | None:
+    m = _SECTION_LABEL.match(line)
+    if m is None:
+        return None
+    name = m.group(1)
+    return m if name.isupper() or name.lower().startswith(RESULT_SECTIONS + INTRO_SECTIONS) else None
+
+
+def strip_section_labels(text: str) -> str:
+    """``text`` without the structured-abstract labels at the start of its lines ("METHODS: ...")."""
+    return "\n".join(line[m.end() :] if (m := _label_of(line)) else line for line in text.splitlines())
+
+
+def labelled_sentences(text: str, section: str = "") -> list[tuple[str, str]]:
+    """(section, sentence) of ``text``, whitespace collapsed: each line's structured-abstract label (an
+    upper-case word or a known section name, else ``section``) is the lower-cased section of its sentences
+    and is left out of them."""
+    out: list[tuple[str, str]] = []
+    for line in text.splitlines():
+        label = section
+        m = _label_of(line)
+        if m is not None:
+            label, line = m.group(1), line[m.end() :]
+        for sentence in split_sentences(line):
+            clean = " ".join(sentence.text.split())
+            if clean:
+                out.append((label.lower(), clean))
+    return out

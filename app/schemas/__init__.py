@@ -34,6 +34,7 @@ from ._requests import (
     SourceStatusOut,
     UserDocument,
 )
+from ._trust import EvidenceVerdictOut, Verdict
 
 __all__ = [
     "MAX_QUESTION_CHARS",
@@ -49,6 +50,7 @@ __all__ = [
     "CollectionSearchResponse",
     "ErrorResponse",
     "EvidenceDocOut",
+    "EvidenceVerdictOut",
     "FusedEvidenceOut",
     "JudgeAnswerIn",
     "JudgeReportOut",
@@ -65,4 +67,5 @@ __all__ = [
     "SourceResultOut",
     "SourceStatusOut",
     "UserDocument",
+    "Verdict",
 ]

@@ -59,7 +59,9 @@ __all__ = [
 
 # How an answer was made: by the model, by quoting the evidence (no model, or it failed), or not at all
 # (no evidence; a source that does not address the question; a per-source call that failed).
-AnswerMode = Literal["llm", "extractive", "insufficient_evidence", "not_addressed", "error"]
+# "out_of_scope": the question is not a health question the service answers (gibberish, small talk, an
+# instruction to the system, not about health), or not in a language it reads without a language model.
+AnswerMode = Literal["llm", "extractive", "insufficient_evidence", "not_addressed", "error", "out_of_scope"]
 # The judge's five relations between two sources' answers (HERO-QA), and how much a difference matters.
 Label = Literal["ABSENT", "CONSISTENT", "COMPLEMENTARY", "DIVERGENT", "CONTRADICTORY"]
 Significance = Literal["low", "medium", "high"]

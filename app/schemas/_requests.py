@@ -22,6 +22,7 @@ from ._evidence import (
     SearchOut,
     SourceEvidenceOut,
 )
+from ._trust import EvidenceVerdictOut
 
 if TYPE_CHECKING:
     from app.answer import Citation
@@ -270,10 +271,20 @@ class CitationOut(BaseModel):
     publication_types: list[str] = Field(default_factory=list)
     url: str | None = None
     doc_class: str | None = None
+    design: str | None = Field(
+        default=None, description='study design: "meta-analysis", "randomised trial", "cohort study", ...'
+    )
+    patients: int | None = Field(default=None, description="number of patients the abstract states")
+    age_years: int | None = Field(default=None, description="years since publication")
+    older_than_years: int | None = Field(
+        default=None, description="set (to the threshold) when the study is older than that many years"
+    )
 
     @classmethod
-    def of(cls, c: Citation) -> CitationOut:
-        """The wire form of an answer's citation (``/ask`` and ``/ask/sources`` alike)."""
+    def of(cls, c: Citation, *, current_year: int | None = None, old_after: int | None = None) -> CitationOut:
+        """The wire form of an answer's citation (``/ask`` and ``/ask/sources`` alike); with
+        ``current_year``, its age, flagged when older than ``old_after`` years."""
+        age = current_year - c.year if current_year is not None and c.year is not None else None
         return cls(
             pmid=c.pmid,
             pmcid=c.pmcid,
@@ -282,6 +293,12 @@ class CitationOut(BaseModel):
             publication_types=list(c.publication_types),
             url=c.url or None,
             doc_class=c.doc_class,
+            design=c.design,
+            patients=c.patients,
+            age_years=age,
+            older_than_years=old_after
+            if age is not None and old_after is not None and age > old_after
+            else None,
         )
 
 
@@ -307,6 +324,15 @@ class AskResponse(BaseModel):
     sources: list[SourceResultOut] | None = None
     sources_status: dict[str, SourceStatusOut] | None = None
     differences: str | None = None  # plain-language: where the patient's hospital differs, with citations
+    # Trustworthy answers (issue 15), absent where not assessed:
+    evidence_verdict: EvidenceVerdictOut | None = None  # the relevance and sufficiency gate's verdict
+    scope: str | None = (
+        None  # why the question is out of scope (mode "out_of_scope"): gibberish, chit_chat, ...
+    )
+    language: str | None = None  # the question's detected language (ISO 639-1), when it was detected
+    retracted_excluded: list[str] = Field(
+        default_factory=list, description="PMIDs of retracted studies kept out of the evidence and the answer"
+    )
 
 
 class SourceStatusOut(BaseModel):

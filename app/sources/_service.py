@@ -39,6 +39,7 @@ from app.answer import (
     content_terms,
     extractive_answer,
 )
+from app.gate import EvidenceSignals, EvidenceVerdict, assess_evidence, text_signals
 from app.judge import CrossSourceJudge, JudgeReport, SourceAnswer, SourceAnswerer, has_absent_prefix
 from app.pipeline import Models, Pipeline
 from app.privacy import PhiPolicy
@@ -155,6 +156,9 @@ class SourceOutcome:
     answer: SourceAnswer | None = None
     answer_mode: AnswerMode | None = None
     warnings: list[str] = field(default_factory=list)
+    # The evidence gate (app.gate): PubMed's signals from its search; a collection's from its texts.
+    signals: EvidenceSignals | None = None
+    verdict: EvidenceVerdict | None = None
 
     @property
     def label(self) -> str:
@@ -451,6 +455,7 @@ class SourcesService:
             docs=docs,
             context=context,
             warnings=list(outcome.warnings),
+            signals=self.pipeline.gate_signals(outcome, docs, context),
         )
 
     async def _local(self, name: str, question: str, subject: Subject, top_docs: int) -> SourceOutcome:
@@ -510,9 +515,23 @@ class SourcesService:
             o.answer = SourceAnswer(o.name, o.name, NOT_ADDRESSED, True, "prefix")
             o.answer_mode = "not_addressed"
             return
+        # The one evidence gate of every answer path: unrelated evidence is not evidence (no LLM call).
+        gate = self.settings.gate
+        if o.signals is None:
+            texts = [e.text for e in o.evidence]
+            lay = self.pipeline.understander.rewriter.lay_words
+            o.signals = text_signals(question, texts, top_docs=gate.coverage_documents, lay_words=lay)
+        o.verdict = assess_evidence(o.signals, gate)
+        if o.verdict.abstain:
+            o.answer = SourceAnswer(o.name, o.name, NOT_ADDRESSED, True, "prefix")
+            # A handbook that does not cover the question "does not address" it; the literature "has no
+            # evidence" (the /ask mode).
+            o.answer_mode = "insufficient_evidence" if o.kind == "pubmed" else "not_addressed"
+            o.warnings.append(f"{o.name}: evidence gate: " + "; ".join(o.verdict.reasons))
+            return
         if per_source is None:
             if o.kind == "pubmed":  # the /ask answerer's own extractive answer, with its PMID citations
-                extractive = await answerer.answer(question, o.docs, o.context)
+                extractive = await answerer.answer(question, o.docs, o.context, verdict=o.verdict)
                 text = extractive.text or NOT_ADDRESSED
                 o.citations = list(extractive.citations)
             else:  # the sentences that match the question, from every document retrieved
@@ -541,6 +560,10 @@ class SourcesService:
         )
         if judge is not None:
             answer = await judge.screen(question, answer)
+        if answer.citations_removed:
+            o.warnings.append(
+                f"{o.name}: removed {answer.citations_removed} citation(s) to what was not in its evidence"
+            )
         o.answer = answer
         o.answer_mode = "error" if answer.error else "not_addressed" if answer.absent else "llm"
 
@@ -611,6 +634,8 @@ class SourcesService:
             )
         )
         timings["answer"] = _since(t1)
+        for o in outcomes:  # what answering added: gate abstentions, citations removed
+            warnings.extend(w for w in o.warnings if w not in warnings)
         answered = [o for o in outcomes if o.answer is not None]
         report: JudgeReport | None = None
         if len(answered) >= 2:

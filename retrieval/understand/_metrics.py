@@ -6,6 +6,7 @@ from prometheus_client import Counter
 
 __all__ = [
     "FALLBACKS",
+    "LANGUAGES",
     "QUESTIONS",
 ]
 
@@ -14,4 +15,7 @@ QUESTIONS = Counter("cometa_questions_total", "Questions understood, by rewritin
 
 FALLBACKS = Counter(
     "cometa_rewriter_fallback_total", "Deterministic-rewriter fallbacks, by reason", ["reason"]
+)
+LANGUAGES = Counter(
+    "cometa_question_languages_total", "Questions by detected language (ISO 639-1)", ["language"]
 )

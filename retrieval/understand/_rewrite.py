@@ -35,6 +35,7 @@ from retrieval.vocab import (
     token_spans,
 )
 
+from ._context import allowed_in_context
 from ._phi import _PLACEHOLDER, ScrubResult, scrub, strip_phi_from_query
 from ._plan import MAX_LADDER, MAX_PLAN_QUERY_CHARS, Concept, DateLimits, Intent, Pico, QueryPlan
 from ._spelling import Speller, correct_spelling, shared_speller
@@ -415,6 +416,17 @@ class DeterministicRewriter:
 
     # --- public API -----------------------------------------------------------------------------------
 
+    @property
+    def lay_words(self) -> frozenset[str]:
+        """Every word of the lay lexicon's phrases and their clinical terms, its stop words and its everyday
+        words ("really", "basically"): what a question says in lay terms, never a term to look for alone."""
+        return self._lay_words | self.lexicon.stopwords | self.lexicon.common_words
+
+    def is_known_word(self, word: str) -> bool:
+        """A (lower-case) word of the vocabulary, or an inflection of one: the scope check's test for
+        gibberish."""
+        return self._speller.is_known(word)
+
     def spell_correct(self, text: str) -> str:
         """``text`` with misspelled words replaced by the closest vocabulary word; everything else kept.
 
@@ -519,13 +531,17 @@ class DeterministicRewriter:
     def _extract(self, stream: list[_Token]) -> list[_Found]:
         found: list[_Found] = []
         i, n = 0, len(stream)
+        norms = [t.norm for t in stream]
         while i < n:
             hit: tuple[int, tuple[str, str | None, Kind]] | None = None
             for length in range(min(self._max_words, n - i), 0, -1):
                 span = stream[i : i + length]
                 if span[0].sentence != span[-1].sentence:
                     continue
-                res = self._lookup(" ".join(t.norm for t in span))
+                key = " ".join(t.norm for t in span)
+                res = self._lookup(key)
+                if res is not None and not allowed_in_context(key, norms, i, i + length):
+                    continue  # an ambiguous lay phrase that means something else here ("came back high")
                 if res is not None:
                     hit = (length, res)
                     break

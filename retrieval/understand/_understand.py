@@ -20,10 +20,12 @@ from llm import LLMClient, LLMError
 from prompts import load_prompt
 from retrieval.query import And, Node, Not, Or, QuerySyntaxError, Range, Term, parse_query
 
-from ._metrics import FALLBACKS, QUESTIONS
+from ._language import DetectedLanguage, detect_language
+from ._metrics import FALLBACKS, LANGUAGES, QUESTIONS
 from ._phi import ScrubResult, hash_text, scrub, strip_phi_from_query
 from ._plan import MIN_LADDER, QueryPlan, RewriterOutput
 from ._rewrite import DeterministicRewriter
+from ._scope import Scope, assess_scope
 
 __all__ = ["ALLOWED_FIELDS", "QueryUnderstander", "Understanding", "check_ladder_query"]
 
@@ -50,6 +52,13 @@ class Understanding:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    # The scope check (before retrieval and before any LLM call): out of scope -> no rewriter LLM call.
+    scope: Scope = field(default_factory=lambda: Scope(True))
+
+    @property
+    def language(self) -> str:
+        """The question's language (ISO 639-1) as detected."""
+        return self.scope.language
 
 
 def _terms(node: Node) -> Iterator[Term | Range]:
@@ -126,8 +135,33 @@ class QueryUnderstander:
         found = scrub(question)
         qhash = hash_text(question)
         fallback = self.rewriter.rewrite(question, today=today)
+        language = detect_language(found.text)
+        if not language.english and language.confidence < 0.7:
+            # Keyboard mashing reads as some language at low confidence: gibberish, whatever the detector
+            # says.
+            if assess_scope(found.text, fallback, self.rewriter.is_known_word).reason == "gibberish":
+                language = DetectedLanguage("en", language.confidence)
+        if not language.english:
+            LANGUAGES.labels(language.code).inc()
+            if self.llm is None:
+                # The deterministic rewriter reads English only: say so, in the patient's language.
+                scope = Scope(False, "language", language.code)
+                return self._deterministic(fallback, qhash, found, "out of scope: language", scope=scope)
+            # The LLM rewriter writes English queries from any language; the English-only scope check
+            # would call a Spanish question gibberish, so the evidence gate alone judges it.
+            scope = Scope(True, None, language.code)
+        else:
+            LANGUAGES.labels("en").inc()
+            scope = assess_scope(
+                found.text,
+                fallback,
+                self.rewriter.is_known_word,
+                lambda text: self.rewriter.rewrite(text, today=today),
+            )
+        if not scope.in_scope:
+            return self._deterministic(fallback, qhash, found, f"out of scope: {scope.reason}", scope=scope)
         if self.llm is None:
-            return self._deterministic(fallback, qhash, found, "no LLM configured")
+            return self._deterministic(fallback, qhash, found, "no LLM configured", scope=scope)
         text = found.text if self.scrub_for_llm else question
         messages = self.prompt.render(question=text, current_year=str(today.year))
         started = time.perf_counter()
@@ -135,7 +169,9 @@ class QueryUnderstander:
             result = await self.llm.complete_json(messages, RewriterOutput, prompt_version=self.prompt.id)
         except LLMError as exc:
             log.warning("rewriter LLM failed (%s) for question %s", type(exc).__name__, qhash)
-            return self._deterministic(fallback, qhash, found, f"LLM error: {type(exc).__name__}")
+            return self._deterministic(
+                fallback, qhash, found, f"LLM error: {type(exc).__name__}", scope=scope
+            )
         output = result.value
         ladder: list[str] = []
         dropped: list[tuple[str, str]] = []
@@ -157,7 +193,9 @@ class QueryUnderstander:
         }
         if not ladder:
             reason = "no valid query in the LLM ladder"
-            return self._deterministic(fallback, qhash, found, reason, dropped=tuple(dropped), **info)
+            return self._deterministic(
+                fallback, qhash, found, reason, dropped=tuple(dropped), scope=scope, **info
+            )
         padded = 0
         for query in fallback.ladder:
             if len(ladder) >= MIN_LADDER:
@@ -186,6 +224,7 @@ class QueryUnderstander:
             dropped=tuple(dropped),
             padded=padded,
             phi_counts=found.counts(),
+            scope=scope,
             **info,  # type: ignore[arg-type]
         )
 
@@ -196,8 +235,13 @@ class QueryUnderstander:
         found: ScrubResult,
         reason: str,
         dropped: tuple[tuple[str, str], ...] = (),
+        scope: Scope | None = None,
         **info: object,
     ) -> Understanding:
+        if scope is not None and scope.in_scope and scope.language != "en":
+            # The deterministic rewriter reads English only: a question in another language that the LLM
+            # could not rewrite is declined in its language, never answered from a misread plan.
+            scope = Scope(False, "language", scope.language)
         QUESTIONS.labels("deterministic").inc()
         FALLBACKS.labels(reason.split(":")[0]).inc()
         return Understanding(
@@ -207,5 +251,6 @@ class QueryUnderstander:
             fallback_reason=reason,
             dropped=dropped,
             phi_counts=found.counts(),
+            scope=scope or Scope(True),
             **info,  # type: ignore[arg-type]
         )

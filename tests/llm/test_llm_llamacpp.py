@@ -207,7 +207,7 @@ async def test_embedded_rewrite_prompt_fits_small_context_and_yields_a_plan(embe
     result = await embedded.complete_json(messages, PlanSketch, prompt_version=prompt.id, max_tokens=160)
     plan = QueryPlan.model_validate(result.value.model_dump())
     assert 1 <= len(plan.ladder) <= 3
-    assert result.prompt_version == "rewrite_query@1"
+    assert result.prompt_version == "rewrite_query@2"
     assert result.prompt_tokens + 160 <= 2048 * result.attempts  # prompt + answer fit the context
 
 

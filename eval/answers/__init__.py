@@ -1,0 +1,23 @@
+"""Answer trustworthiness on the world (issue 15): the evidence gate's calibration and abstention numbers."""
+
+from ._gate import (
+    GateRecord,
+    calibrate,
+    collect_records,
+    gate_report,
+    kept_and_abstained,
+    run_calibrate_gate,
+)
+from ._quality import contains, label_left, run_answer_quality
+
+__all__ = [
+    "GateRecord",
+    "calibrate",
+    "collect_records",
+    "contains",
+    "gate_report",
+    "kept_and_abstained",
+    "label_left",
+    "run_answer_quality",
+    "run_calibrate_gate",
+]

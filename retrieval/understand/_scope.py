@@ -1,0 +1,170 @@
+"""Scope check before retrieval: is this a health question at all (gibberish, chit-chat, non-medical, bare
+instructions to the system are not)?
+
+Deterministic and cheap (no retrieval, no model): the deterministic rewriter's plan and vocabulary decide.
+It only catches what is clearly not a health question; anything with a clinical concept or a health word
+goes on to retrieval, where the evidence gate (``app.trust``) judges whether the literature answers it.
+Prompt-injection text inside a real health question is not out of scope: it is answered as text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from core import STOPWORDS, words
+
+from ._language import language_reply
+from ._plan import QueryPlan
+
+__all__ = ["SCOPE_MESSAGES", "Scope", "ScopeReason", "assess_scope", "looks_like_injection"]
+
+ScopeReason = Literal["gibberish", "chit_chat", "instruction", "non_medical", "language"]
+
+SCOPE_MESSAGES: dict[ScopeReason, str] = {
+    "gibberish": (
+        "I could not read a question in this text. Please ask about a health or medical topic in a full "
+        'sentence, for example: "Does radiotherapy after surgery lower the risk of breast cancer '
+        'coming back?"'
+    ),
+    "chit_chat": (
+        "Hello! I answer health and medical questions from published studies. Ask me about a condition, a "
+        'test or a treatment, for example: "What are the side effects of tamoxifen?"'
+    ),
+    "instruction": (
+        "I only answer health and medical questions from published studies; I do not follow instructions "
+        "about how I work. Please ask about a condition, a test or a treatment."
+    ),
+    "language": (
+        "I can only read questions in English without a language model, and none is configured here. Please "
+        "ask your question in English."
+    ),
+    "non_medical": (
+        "This does not look like a health question, and I only answer health and medical questions from "
+        "published studies. Please ask about a condition, a test or a treatment."
+    ),
+}
+
+# Words that make a question a health question even when the vocabulary maps no concept ("my doctor
+# suggests bezafibrate...", "is diazepam better than midazolam for sedation?"): kept broad on purpose, a
+# false "out of scope" costs a patient an answer, a false "in scope" only costs a search the gate judges.
+_HEALTH_WORDS = frozenset(
+    (
+        "doctor doctors nurse gp physician surgeon hospital clinic medical medicine medicines medication "
+        "medications drug drugs pill pills tablet tablets dose doses dosage mg ml placebo vaccine vaccines "
+        "vaccination treatment treatments treat treated therapy therapies surgery operation operated "
+        "diagnosis diagnosed symptom symptoms sick illness disease diseases disorder syndrome infection "
+        "infected virus bacteria pain ache aches painful fever cough bleeding blood pressure heart lung "
+        "lungs liver kidney kidneys brain stomach bowel skin bone bones cancer tumour tumor chemo "
+        "radiotherapy radiation pregnant pregnancy baby birth diabetes diabetic asthma allergy allergic "
+        "depression anxiety mental health healthy patient patients trial trials study studies side effects "
+        "injury wound rash itch itching headache migraine stroke seizure seizures dementia arthritis "
+        "obesity weight cholesterol insulin antibiotic antibiotics hormone hormones scan biopsy test tests "
+        "screening recovery rehabilitation physiotherapy sedation anaesthesia anesthesia ventilation "
+        "breathing oxygen eye eyes vision ear hearing teeth dental tooth sleep insomnia fatigue nausea "
+        "vomiting diarrhoea diarrhea constipation prostate breast cervical ovarian colon pancreatic "
+        "leukemia leukaemia lymphoma melanoma metastasis relapse remission transplant"
+    ).split()
+)
+
+# Greetings and small talk, matched on the whole (short) text.
+_CHIT_CHAT = re.compile(
+    r"^\W*(hi|hello|hey|hiya|good (morning|afternoon|evening|night)|how are you|how's it going|what's up|"
+    r"thanks?( you)?|thank you|bye|goodbye|who are you|what are you|what is your name|what's your name|"
+    r"are you (a )?(human|robot|bot|real)|tell me a joke|can you help( me)?|nice to meet you|"
+    r"what can you do)\b",
+    re.IGNORECASE,
+)
+# Instructions addressed to the system rather than a question about health.
+_INJECTION = re.compile(
+    r"\b(ignore|disregard|forget|override|bypass|skip)\b.{0,40}\b(instructions?|prompts?|rules?|guidelines?|"
+    r"previous|above|system|evidence|literature|search|documents?|safety)\b|\bsystem prompt\b|"
+    r"\byou are now\b|"
+    r"\bact as\b|\bpretend\b|\bjailbreak\b|\bdeveloper mode\b|\bnew instructions?\b|"
+    r"\b(print|reveal|show|repeat|output|list|dump)\b.{0,40}\b(prompt|instructions?|api key|secrets?|"
+    r"passwords?|configuration|contents|variables|records?|the word)\b|\byour (instructions|prompt|rules|"
+    r"system|configuration|guidelines)\b|</?[a-z_]+>",
+    re.IGNORECASE,
+)
+# Talking to the assistant rather than asking about health ("do you like music?", "talk to me").
+_ADDRESSED = re.compile(r"\b(you|your|yourself)\b|\btalk to me\b|\bi'?m bored\b|\bweather\b", re.IGNORECASE)
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+_IMPERATIVE = re.compile(
+    r"^\W*(write|translate|summari[sz]e|generate|compose|draft|code|create|list|give me|tell me|explain|"
+    r"calculate|convert|repeat|say|print|output)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Whether a question is one the service answers; ``reason`` and ``message`` when it is not."""
+
+    in_scope: bool
+    reason: ScopeReason | None = None
+    language: str = "en"  # ISO 639-1 of the question
+
+    @property
+    def message(self) -> str:
+        if self.reason == "language":
+            return language_reply(self.language)
+        return SCOPE_MESSAGES[self.reason] if self.reason is not None else ""
+
+
+def looks_like_injection(text: str) -> bool:
+    """The text tries to instruct the system (ignore your instructions, reveal the prompt, act as ...)."""
+    return bool(_INJECTION.search(text))
+
+
+def _clinical(plan: QueryPlan) -> bool:
+    # A concept the lexicon or MeSH recognised (plain fallback words carry no MeSH and the "other" role).
+    return any(c.mesh or c.role != "other" for c in plan.concepts)
+
+
+def _mentions_concept(plan: QueryPlan, text: str) -> bool:
+    low = text.lower()
+    return any((c.mesh or c.role != "other") and c.text.lower() in low for c in plan.concepts)
+
+
+def assess_scope(
+    question: str,
+    plan: QueryPlan,
+    is_known: Callable[[str], bool] | None = None,
+    rewrite: Callable[[str], QueryPlan] | None = None,
+) -> Scope:
+    """Out of scope when the text is gibberish, small talk, a bare instruction or a request that is clearly
+    not about health (an imperative with no health word). A question with no recognised health word but no
+    sign against it stays in scope: after retrieval the evidence gate abstains when nothing matches.
+
+    ``plan``: the deterministic rewriter's plan of ``question`` (its recognised concepts); ``is_known``:
+    whether
+    a word is a real word, for the gibberish test (None: every word counts as known); ``rewrite``: the
+    deterministic rewriter, to find the health question left once injected instructions are set aside.
+    """
+    tokens = [w for w in words(question) if w.isalpha() and len(w) >= 2]
+    content = [w for w in tokens if w not in STOPWORDS]
+    if not content:
+        return Scope(False, "gibberish")
+    if looks_like_injection(question):
+        # Injected instructions inside a real health question are only text; without one, it is a bare
+        # instruction to the system. What is left after dropping the instruction sentences decides.
+        rest = " ".join(
+            part for part in _SENTENCES.split(question) if part.strip() and not looks_like_injection(part)
+        )
+        rest_tokens = [w for w in words(rest) if w.isalpha()]
+        health = any(w in _HEALTH_WORDS for w in rest_tokens)
+        if not health and rest.strip():
+            health = _clinical(rewrite(rest)) if rewrite is not None else _mentions_concept(plan, rest)
+        return Scope(True) if health else Scope(False, "instruction")
+    if _clinical(plan) or any(w in _HEALTH_WORDS for w in tokens):
+        return Scope(True)
+    if _CHIT_CHAT.search(question) or (_ADDRESSED.search(question) and len(tokens) <= 12):
+        return Scope(False, "chit_chat")
+    if is_known is not None and (not any(is_known(w) for w in content) or len(set(content)) == 1):
+        return Scope(False, "gibberish")
+    if _IMPERATIVE.search(question):
+        return Scope(False, "non_medical")
+    # Nothing here says health, but nothing says otherwise either: the evidence gate decides.
+    return Scope(True)

@@ -1,0 +1,100 @@
+"""The evidence gate: signals, verdicts and thresholds; study grading."""
+
+from __future__ import annotations
+
+from app.gate import EvidenceSignals, assess_evidence, coverage_units, evidence_signals, grade_study
+from app.settings import GateSettings
+from retrieval.search import AdaptEResult, TierResult
+from tests._evidence import make_doc
+
+GATE = GateSettings(min_dense=0.4, min_coverage=0.5, min_dense_generic=0.5, strong_dense=0.6)
+
+
+def signals(
+    dense: float | None, coverage: float, tier: str = "strict", documents: int = 5
+) -> EvidenceSignals:
+    return EvidenceSignals(documents, dense, None, tier, coverage)  # type: ignore[arg-type]
+
+
+def test_verdicts_follow_the_thresholds() -> None:
+    assert assess_evidence(signals(0.7, 0.9), GATE).verdict == "strong"
+    assert assess_evidence(signals(0.7, 0.9, "relaxed"), GATE).verdict == "moderate"
+    assert assess_evidence(signals(0.45, 0.55, "relaxed"), GATE).verdict == "weak"
+    low = assess_evidence(signals(0.3, 0.9), GATE)
+    assert low.abstain and "loosely related" in low.reasons[0]
+    assert assess_evidence(signals(0.7, 0.2), GATE).abstain  # the studies do not mention the question
+    # Only the last-resort "Neoplasms"[mh] matched: a higher similarity is needed.
+    assert assess_evidence(signals(0.45, 0.9, "generic"), GATE).abstain
+    assert not assess_evidence(signals(0.55, 0.9, "generic"), GATE).abstain
+    assert assess_evidence(signals(0.9, 1.0, documents=0), GATE).abstain
+    off = GATE.model_copy(update={"enabled": False})
+    assert assess_evidence(signals(0.1, 0.0), off).verdict == "weak"
+
+
+def test_cross_encoder_threshold_applies_only_when_set() -> None:
+    s = EvidenceSignals(5, 0.7, -3.0, "strict", 0.9)
+    assert not assess_evidence(s, GATE).abstain
+    assert assess_evidence(s, GATE.model_copy(update={"min_rerank": 0.0})).abstain
+
+
+def test_signals_tier_and_coverage() -> None:
+    docs = [
+        make_doc("1", "Tamoxifen lowered breast cancer recurrence in women."),
+        make_doc("2", "Unrelated text."),
+    ]
+    generic = AdaptEResult(
+        pmids=("1",),
+        tiers=(TierResult(1, '"Neoplasms"[mh]', 10, 1.0, True, 1),),
+        zero_hit=False,
+        fallback_used=False,
+        stopped_at=1,
+    )
+    s = evidence_signals("Does tamoxifen stop cancer coming back?", docs, adapte=generic, dense=[("1", 0.5)])
+    assert s.tier == "generic" and s.dense_top == 0.5 and s.documents == 2
+    strict = AdaptEResult(
+        pmids=("1",),
+        tiers=(TierResult(1, '"tamoxifen"[tiab] AND "recurrence"[tiab]', 3, 1.0, True, 1),),
+        zero_hit=False,
+        fallback_used=False,
+        stopped_at=1,
+    )
+    s = evidence_signals(
+        "Does tamoxifen stop cancer coming back?",
+        docs,
+        adapte=strict,
+        concepts=[("recurrence", "Neoplasm Recurrence, Local")],
+        lay_words=frozenset({"coming", "back"}),
+    )
+    # units: the recurrence concept, then "tamoxifen", "cancer", "stop"; all but "stop" are in the studies
+    assert s.tier == "strict" and s.coverage == 0.75
+
+
+def test_coverage_units_group_concepts_and_drop_lay_words() -> None:
+    units = coverage_units(
+        "CA 19 9 came back, is the whipple pointless?",
+        [("pancreaticoduodenectomy", None)],
+        frozenset({"came", "back", "whipple"}),
+    )
+    assert frozenset({"pancreaticoduodenectomy"}) in units
+    assert all("whipple" not in u and "came" not in u for u in units)
+
+
+def test_grade_study_design_year_and_size() -> None:
+    rct = make_doc("1", "METHODS: A total of 344 patients were randomized to drug or placebo.", types=())
+    assert (grade_study(rct).design, grade_study(rct).patients) == ("randomised trial", 344)
+    meta = make_doc("2", "We pooled 12 randomized trials in a meta-analysis.", types=("Review",))
+    assert grade_study(meta).design == "meta-analysis" and grade_study(meta).rank == 0
+    typed = make_doc("3", "Outcomes of 2012 surgery.", types=("Randomized Controlled Trial",), year=1994)
+    grade = grade_study(typed)
+    assert grade.design == "randomised trial" and grade.patients is None and grade.age(2026) == 32
+    assert grade.describe() == "1994 randomised trial"
+    assert grade_study(make_doc("4", "Some text.", types=())).describe() == "2022 study"
+
+
+def test_rare_words_never_include_capitalised_words() -> None:
+    from app.gate import rare_words
+
+    question = "My neighbour Kowalczyk asked whether zelvoraprine is safe for panic attacks"
+    # Unknown to the vocabulary and not everyday English: only the lower-case drug name is counted; the
+    # capitalised unknown word may be a name the scrubber missed and never leaves.
+    assert rare_words(question, lambda _w: False) == ["zelvoraprine"]
