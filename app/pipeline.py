@@ -243,7 +243,7 @@ class Models:
                 reranker = await self.reranker()
                 segmenter = SEOSSegmenter(encoder, counter)
                 self._passages = PassageRetriever(
-                    segmenter, encoder, reranker, self.settings.passages, counter=counter
+                    segmenter, encoder, reranker, self.settings.passages, counter=counter, vectors=dense
                 )
         return self._passages
 
