@@ -94,6 +94,24 @@ class ApiSettings(BaseModel):
         le=16,
         description="Per-source answers written at once (the judge's and the multi-source /ask's).",
     )
+    admission_max_in_flight: int = Field(
+        default=4,
+        ge=0,
+        le=10_000,
+        description="Questions (/ask, /ask/stream) answered at once per process; 0 = no admission bound.",
+    )
+    admission_max_queue: int = Field(
+        default=16,
+        ge=0,
+        le=100_000,
+        description="Questions that may wait for a slot; beyond, 503 with Retry-After at once.",
+    )
+    admission_queue_timeout_s: float = Field(
+        default=4.0,
+        gt=0,
+        le=600,
+        description="Longest wait for a slot before 503 with Retry-After.",
+    )
 
 
 class SourcesSettings(BaseModel):
