@@ -23,7 +23,7 @@ from retrieval import AdaptE, AdaptEResult, EutilsClient, MeshVocabulary, create
 from retrieval.embed import DenseHit, DenseRetriever, load_encoder, load_reranker, open_retriever
 from retrieval.eutils import LOCAL_BASE_URL, CacheStore, EutilsDegradation, RateLimiter, track_degradation
 from retrieval.evidence import EvidenceBuilder, EvidenceSet
-from retrieval.ncbi import EutilsError, PubmedRecord, SimilarArticles
+from retrieval.ncbi import BUNDLED_CORPUS_DIR, EutilsError, PubmedRecord, SimilarArticles, corpus_vocabulary
 from retrieval.passages import PassageContext, PassageRetriever
 from retrieval.search import FusedHit, fuse
 from retrieval.understand import QueryUnderstander, Understanding, spell_correct
@@ -289,6 +289,14 @@ class Pipeline:
             sort=a.sort,
             vocabulary=MeshVocabulary.load(),
             speculative=a.speculative,
+            strategy=a.strategy,
+            union_retmax=a.union_retmax,
+            # Offline, tiers are checked with the very vocabulary the local server explodes MeSH with.
+            check_vocabulary=(
+                (lambda: corpus_vocabulary(settings.local_server.corpus_dir or BUNDLED_CORPUS_DIR))
+                if settings.eutils.backend == "local"
+                else None
+            ),
         )
         self.use_dense = use_dense and settings.dense.enabled
         self.models = models or Models(settings, dense=dense)
@@ -403,6 +411,19 @@ class Pipeline:
             return hits
 
         boolean, dense = await asyncio.gather(boolean_arm(), dense_arm())
+        prefetched: dict[str, PubmedRecord] | None = None
+        if boolean.union_hits:
+            # Strategy "union": one EFetch for both arms' candidates serves the local tier check and the
+            # evidence stage alike (no second EFetch); if it fails, the evidence stage fails the usual way.
+            wanted = list(dict.fromkeys([*boolean.pmids, *(h.pmid for h in dense)]))
+            try:
+                prefetched = {r.pmid: r for r in await self.client.efetch_pubmed(wanted, api_key=api_key)}
+            except EutilsError:
+                prefetched = None
+            else:
+                t_rank = time.perf_counter()
+                boolean = await asyncio.to_thread(self.adapte.rank_locally, plan, boolean, prefetched)
+                timings["tier_check"] = (time.perf_counter() - t_rank) * 1000
         if boolean_error is not None:
             if not dense:
                 raise boolean_error
@@ -424,7 +445,9 @@ class Pipeline:
             min_year = max_year = None  # the window was already given up for this question, on purpose
         t2 = time.perf_counter()
         try:
-            evidence = await self.evidence.build(fused, min_year=min_year, max_year=max_year, api_key=api_key)
+            evidence = await self.evidence.build(
+                fused, min_year=min_year, max_year=max_year, api_key=api_key, records=prefetched
+            )
         except EutilsError as exc:
             if boolean_error is not None:
                 raise boolean_error from exc  # the search failure is the reason to report, as before
