@@ -229,6 +229,28 @@ class Models:
                 self._reranker = await asyncio.to_thread(load_reranker, self.settings.rerank, encoder=encoder)
         return self._reranker
 
+    def cache_stats(self) -> dict[str, dict[str, int]]:
+        """Sizes of the models' caches loaded so far (entries, bytes, bounds, hits, misses, evictions):
+        the passage cache, the dense query vectors, the bi-encoder reranker's passage vectors."""
+        out: dict[str, dict[str, int]] = {}
+        if self._passages is not None:
+            st = self._passages.cache.stats
+            out["passages"] = {
+                "entries": st.size,
+                "bytes": st.nbytes,
+                "max_entries": st.capacity,
+                "max_bytes": st.max_bytes,
+                "hits": st.vector_hits,
+                "misses": st.vector_misses,
+                "evictions": st.evictions,
+            }
+        if self._dense is not None:
+            out["dense_queries"] = self._dense.cache_stats()
+        stats = getattr(self._reranker, "cache_stats", None)
+        if callable(stats):
+            out["rerank_vectors"] = stats()
+        return out
+
     async def passage_retriever(self) -> PassageRetriever | None:
         """SEOS + passage retrieval + rerank on the dense encoder; None without a dense retriever."""
         if self._passages is not None:  # every question asks: no lock once it is built
@@ -302,6 +324,14 @@ class Pipeline:
         self.models = models or Models(settings, dense=dense)
         self.evidence = EvidenceBuilder(client, settings.evidence)
         self.use_passages = use_passages
+
+    def cache_stats(self) -> dict[str, dict[str, int]]:
+        """:meth:`Models.cache_stats` plus the E-utilities response cache when it lives in this process."""
+        out = self.models.cache_stats()
+        sizes = getattr(self.client.store, "sizes", None)
+        if callable(sizes):
+            out["eutils"] = sizes()
+        return out
 
     async def __aenter__(self) -> Pipeline:
         return self
