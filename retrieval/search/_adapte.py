@@ -264,7 +264,12 @@ class AdaptE:
         else:
             ranked.update(dict.fromkeys(p for p in head if p not in records))  # unchecked: kept, after
         pmids = (*ranked, *(p for p in tail if p not in ranked))
-        return dataclasses.replace(result, pmids=pmids, stopped_at=stopped_at, union_hits=0)
+        # The union's entry accounts for the hits it kept, so walking the tiers still tags every PMID.
+        tiers = list(result.tiers)
+        tiers[0] = dataclasses.replace(tiers[0], new_pmids=len(ranked), used=bool(ranked))
+        return dataclasses.replace(
+            result, pmids=pmids, tiers=tuple(tiers), stopped_at=stopped_at, union_hits=0
+        )
 
     async def _run_tier(
         self,

@@ -9,7 +9,7 @@ import httpx
 from retrieval import EutilsClient, create_eutils_app, eutils_transport
 from retrieval.eutils import LOCAL_BASE_URL, EutilsSettings
 from retrieval.ncbi import LocalServerSettings
-from retrieval.search import AdaptE, union_query
+from retrieval.search import AdaptE, boolean_hits, union_query
 from retrieval.understand import QueryPlan
 
 
@@ -66,6 +66,9 @@ async def test_one_esearch_then_local_tiers_give_the_ladders_hits_in_tier_order(
     tiers = [tier_of[p] for p in ranked.pmids]
     assert tiers == sorted(tiers)
     assert ranked.union_hits == 0 and union.rank_locally(plan(LADDER), ranked, records) is ranked
+    # Provenance still finds each hit's ESearch: every ranked PMID is tagged with the union query.
+    hits = boolean_hits(ranked)
+    assert [h.pmid for h in hits] == list(ranked.pmids) and {h.tier_kind for h in hits} == {"union"}
     await c.aclose()
 
 
