@@ -129,6 +129,7 @@ class Container:
         """Load the encoder, index and reranker now, so the first question is not the slow one."""
         await self.pipeline.dense_retriever()
         await self.pipeline.passage_retriever()
+        await self.pipeline.warm_vocabularies()
 
     def start_warming(self) -> None:
         """:meth:`warm` in the background (the API's start-up): ``/healthz`` answers at once and ``/readyz``

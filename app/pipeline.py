@@ -333,6 +333,16 @@ class Pipeline:
             out["eutils"] = sizes()
         return out
 
+    async def warm_vocabularies(self) -> None:
+        """Load what a first question would otherwise pay for besides the models: the deterministic
+        rewriter's vocabularies (spelling, MeSH, lexicon) and Adapt-E's tier-check vocabulary."""
+
+        def load() -> None:
+            self.understander.rewriter.rewrite("does chemotherapy help breast cancer patients")
+            self.adapte.prepare()
+
+        await asyncio.to_thread(load)
+
     async def __aenter__(self) -> Pipeline:
         return self
 

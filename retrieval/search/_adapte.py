@@ -233,6 +233,13 @@ class AdaptE:
             union_hits=tiers[0].new_pmids if union is not None and tiers and tiers[0].kind == "union" else 0,
         )
 
+    def prepare(self) -> None:
+        """Build the tier check's vocabulary now (a world's full MeSH takes a moment), not on a question."""
+        if self.strategy == "union":
+            with self._check_lock:
+                if self._check_vocabulary is None:
+                    self._check_vocabulary = self._vocabulary_factory()
+
     def rank_locally(
         self, plan: QueryPlan, result: AdaptEResult, records: Mapping[str, PubmedRecord]
     ) -> AdaptEResult:
@@ -245,9 +252,8 @@ class AdaptE:
             return result
         head, tail = list(result.pmids[:n]), list(result.pmids[n:])
         found = [records[p] for p in head if p in records]
+        self.prepare()
         with self._check_lock:
-            if self._check_vocabulary is None:
-                self._check_vocabulary = self._vocabulary_factory()
             index = LiteratureIndex(found, self._check_vocabulary)
             members = [set(index.search(q).ids) for q in plan.ladder[:-1]]
         ranked: dict[str, None] = {}

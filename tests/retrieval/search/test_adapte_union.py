@@ -84,3 +84,24 @@ async def test_too_few_union_hits_run_the_loosest_tier_after() -> None:
     ranked = union.rank_locally(plan(ladder), result, records)
     assert ranked.pmids == result.pmids  # one tier-1 hit, then the loosest tier's, unchanged
     await c.aclose()
+
+
+async def test_the_check_vocabulary_is_built_once_and_can_be_built_ahead() -> None:
+    from retrieval.vocab import MeshVocabulary
+
+    built: list[int] = []
+
+    def factory() -> MeshVocabulary:
+        built.append(1)
+        return MeshVocabulary.load()
+
+    c, _ = client()
+    union = AdaptE(c, min_hits=5, strategy="union", check_vocabulary=factory)
+    union.prepare()
+    assert built == [1]
+    raw = await union.run(plan(LADDER))
+    records = {r.pmid: r for r in await c.efetch_pubmed(raw.pmids)}
+    union.rank_locally(plan(LADDER), raw, records)
+    assert built == [1]  # prepared ahead: the question did not pay for it
+    assert AdaptE(c, check_vocabulary=factory).prepare() is None and built == [1]  # ladder needs none
+    await c.aclose()
