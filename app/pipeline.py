@@ -12,6 +12,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,9 +23,16 @@ from llm import LLMClient, build_llm
 from retrieval import AdaptE, AdaptEResult, EutilsClient, MeshVocabulary, create_eutils_app, eutils_transport
 from retrieval.embed import DenseHit, DenseRetriever, load_encoder, load_reranker, open_retriever
 from retrieval.eutils import LOCAL_BASE_URL, CacheStore, EutilsDegradation, RateLimiter, track_degradation
-from retrieval.evidence import EvidenceBuilder, EvidenceSet
-from retrieval.ncbi import BUNDLED_CORPUS_DIR, EutilsError, PubmedRecord, SimilarArticles, corpus_vocabulary
-from retrieval.passages import PassageContext, PassageRetriever
+from retrieval.evidence import EvidenceBuilder, EvidenceSet, classify, depth_for
+from retrieval.ncbi import (
+    BUNDLED_CORPUS_DIR,
+    EutilsError,
+    PubmedRecord,
+    SimilarArticles,
+    corpus_vocabulary,
+    load_corpus,
+)
+from retrieval.passages import PASSAGE_STORE_FILE, PassageContext, PassageRetriever
 from retrieval.search import FusedHit, fuse
 from retrieval.understand import QueryUnderstander, Understanding, spell_correct
 from segmentation import SEOSSegmenter, counter_for
@@ -39,6 +47,8 @@ __all__ = [
     "build_dense_retriever",
     "build_eutils_client",
     "build_eutils_transport",
+    "build_passage_store",
+    "passage_store_path",
     "similar_articles",
 ]
 
@@ -101,6 +111,49 @@ def build_eutils_client(
     if eutils.backend == "local":
         eutils = eutils.model_copy(update={"base_url": LOCAL_BASE_URL})
     return EutilsClient(eutils, transport=transport, store=store, limiter=limiter)
+
+
+def passage_store_path(dense: DenseRetriever) -> Path | None:
+    """Where the corpus's precomputed passages live: beside the dense index (None for an index without a
+    folder, e.g. Qdrant or in memory)."""
+    folder = getattr(dense.index, "directory", None)
+    return Path(folder) / PASSAGE_STORE_FILE if folder is not None else None
+
+
+async def build_passage_store(
+    pipeline: Pipeline, *, batch: int = 8, on_progress: OnProgress | None = None
+) -> tuple[int, int, Path]:
+    """Segment and encode, once, every full text of the offline corpus that the evidence stage deepens (its
+    depth policy; D2 reviews with a PMC copy by default), exactly as a question would (same evidence
+    documents, same cache keys), and write them beside the dense index, where the passage stage loads
+    them. Returns (documents, passages, path)."""
+    settings = pipeline.settings
+    passages = await pipeline.passage_retriever()
+    dense = await pipeline.dense_retriever()
+    if settings.eutils.backend != "local" or passages is None or dense is None:
+        raise CometaError("the passage store is built offline, with the dense index and passages on")
+    path = passage_store_path(dense)
+    if path is None:
+        raise CometaError("the dense index has no folder to keep the passage store in")
+    corpus = await asyncio.to_thread(load_corpus, settings.local_server.corpus_dir)
+    wanted = [
+        r.pmid
+        for r in corpus.records.values()
+        if r.pmcid and depth_for(classify(r), settings.evidence) == "fulltext"
+    ]
+    kept: dict[str, Any] = {}
+    encoded = 0
+    for start in range(0, len(wanted), batch):
+        hits = [FusedHit(p, 0.0, n, ()) for n, p in enumerate(wanted[start : start + batch], start=1)]
+        evidence = await pipeline.evidence.build(hits)
+        docs = [d for d in evidence.docs if d.depth_used == "fulltext"]
+        encoded += await asyncio.to_thread(passages.precompute, docs)
+        kept.update(passages.cache.entries())
+        if on_progress is not None:
+            on_progress(min(start + batch, len(wanted)), len(wanted))
+    full = {k: v for k, v in kept.items() if any(kind == "section" for _, kind, _ in v[0])}
+    await asyncio.to_thread(passages.cache.save, path, full)
+    return len(full), encoded, path
 
 
 def _year(value: str | None) -> int | None:
@@ -264,9 +317,16 @@ class Models:
                 counter = await asyncio.to_thread(counter_for, encoder)
                 reranker = await self.reranker()
                 segmenter = SEOSSegmenter(encoder, counter)
-                self._passages = PassageRetriever(
+                passages = PassageRetriever(
                     segmenter, encoder, reranker, self.settings.passages, counter=counter, vectors=dense
                 )
+                store = passage_store_path(dense)
+                if store is not None:
+                    # Full texts segmented and encoded at index time (cometa index passages), if built.
+                    loaded = await asyncio.to_thread(passages.cache.load, store)
+                    if loaded:
+                        log.info("passage store: %d documents from %s", loaded, store)
+                self._passages = passages
         return self._passages
 
 

@@ -3,6 +3,7 @@ with budgeted neighbour expansion."""
 
 from ._jats import source_from_abstract, source_from_pmc, source_from_pubmed
 from ._passages import (
+    PASSAGE_STORE_FILE,
     Passage,
     PassageContext,
     PassageRetriever,
@@ -12,6 +13,7 @@ from ._passages import (
 )
 
 __all__ = [
+    "PASSAGE_STORE_FILE",
     "Passage",
     "PassageContext",
     "PassageRetriever",

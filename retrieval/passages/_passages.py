@@ -34,10 +34,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
+import pickle
 import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -48,6 +51,7 @@ from retrieval.evidence import DocClass, EvidenceDoc
 from segmentation import Chunk, Segmenter, SourceSection, SourceText, WhitespaceTokenCounter
 
 __all__ = [
+    "PASSAGE_STORE_FILE",
     "CacheStats",
     "CountsTokens",
     "Passage",
@@ -200,6 +204,10 @@ class CacheStats:
     max_bytes: int
 
 
+_STORE_FORMAT = "cometa-passages-1"
+PASSAGE_STORE_FILE = "passages.pkl"  # next to the dense index: the corpus's full texts, segmented and encoded
+
+
 def _entry_bytes(entry: _Entry) -> int:
     """What an entry weighs: its passage texts and vectors (the chunks' other fields are small and fixed)."""
     texts = sum(sys.getsizeof(chunk.text) for chunk, _, _ in entry.built)
@@ -219,6 +227,8 @@ class PassageCache:
         self.capacity = capacity
         self.max_bytes = max_bytes
         self._data: SizedLRU[str, _Entry] = SizedLRU(capacity, max_bytes, _entry_bytes)
+        # Documents segmented and encoded at index time (:meth:`load`): read on an LRU miss, never evicted.
+        self._pinned: dict[str, _Entry] = {}
         self._lock = threading.Lock()
         self._counts = {
             "segment_hits": 0,
@@ -231,6 +241,8 @@ class PassageCache:
     def _get(self, key: str, what: Literal["segment", "vector"]) -> _Entry | None:
         with self._lock:
             entry = self._data.get(key)  # a hit marks the document recently used
+            if entry is None:
+                entry = self._pinned.get(key)
             hit = entry is not None and (what == "segment" or entry.vectors is not None)
             self._counts[f"{what}_{'hits' if hit else 'misses'}"] += 1
             return entry if hit else None
@@ -258,6 +270,48 @@ class PassageCache:
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
+
+    @property
+    def pinned(self) -> int:
+        """Documents loaded from a passage store (segmented and encoded at index time)."""
+        return len(self._pinned)
+
+    def entries(self) -> dict[str, tuple[_Built, FloatArray]]:
+        """Every document held with its vectors (LRU and pinned): what :meth:`save` writes."""
+        with self._lock:
+            items = [*self._pinned.items(), *self._data.items()]
+        return {k: (e.built, e.vectors) for k, e in items if e.vectors is not None}
+
+    def save(self, path: Path, entries: dict[str, tuple[_Built, FloatArray]] | None = None) -> int:
+        """Write ``entries`` (default: every document held with its vectors) to ``path`` atomically;
+        returns how many."""
+        entries = self.entries() if entries is None else entries
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "wb") as fh:
+            pickle.dump({"format": _STORE_FORMAT, "entries": entries}, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+        return len(entries)
+
+    def load(self, path: Path) -> int:
+        """Pin the documents of a passage store written by :meth:`save` (our own file, next to the dense
+        index); their keys cover encoder, segmenter and text, so a stale entry is simply never asked for.
+        Returns how many were loaded (0 for a missing file or another format)."""
+        if not path.is_file():
+            return 0
+        with open(path, "rb") as fh:
+            # Our own file in our own cache folder (as the local server's pickled search index).
+            data = pickle.load(fh)
+        if not isinstance(data, dict) or data.get("format") != _STORE_FORMAT:
+            return 0
+        pinned: dict[str, _Entry] = {}
+        for key, (built, vectors) in data["entries"].items():
+            vecs = np.array(vectors, dtype=np.float32, copy=True)
+            vecs.setflags(write=False)
+            pinned[key] = _Entry(built, vecs)
+        with self._lock:
+            self._pinned.update(pinned)
+        return len(pinned)
 
     def count_index_vectors(self, n: int) -> None:
         with self._lock:
@@ -398,12 +452,22 @@ class PassageRetriever:
         self.cache.count_index_vectors(len(out))
         return out
 
+    def precompute(self, docs: Sequence[EvidenceDoc]) -> int:
+        """Segment and encode ``docs`` into the cache now (an index-time build); returns passages encoded."""
+        items = self._items(docs)
+        return len(self._passage_vectors(items)) if items else 0
+
     def _dense(self, query: str, items: Sequence[_Item]) -> _Scored:
-        bs = self.settings.encode_batch_size
         if self.vectors is not None:
             q = self.vectors.query_vector(query)  # the dense arm encoded this very question already
         else:
             q = self.encoder.encode_queries([query], batch_size=1)[0]
+        d = self._passage_vectors(items)
+        return _Scored([float(s) for s in np.asarray(d @ q, dtype=np.float64)], q, d)
+
+    def _passage_vectors(self, items: Sequence[_Item]) -> FloatArray:
+        """One row per item: cached (or pinned) document blocks as they are, the rest computed and cached."""
+        bs = self.settings.encode_batch_size
         runs: list[tuple[int, int]] = []  # [start, end) of each document's passages (contiguous, row 0 first)
         for n, it in enumerate(items):
             if it.row == 0:
@@ -435,8 +499,8 @@ class PassageRetriever:
             blocks = [
                 fresh[a] if block is None else block for (a, _), block in zip(runs, blocks, strict=True)
             ]
-        d = np.concatenate([blk for blk in blocks if blk is not None], axis=0)
-        return _Scored([float(s) for s in np.asarray(d @ q, dtype=np.float64)], q, d)
+        d: FloatArray = np.concatenate([blk for blk in blocks if blk is not None], axis=0)
+        return d
 
     def _vector_scorer(self) -> _ScoresVectors | None:
         """The reranker when it is the bi-encoder over this very encoder: its passage vectors would be the

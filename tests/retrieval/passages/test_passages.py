@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -433,3 +434,28 @@ async def test_abstracts_take_the_dense_index_vectors_with_identical_ranking() -
     # A vector source over another encoder is not trusted.
     other = PassageRetriever(SentenceSegmenter(), FakeEncoder(), None, PassageSettings(), vectors=dense)
     assert other.vectors is None
+
+
+async def test_a_passage_store_built_ahead_serves_full_texts_without_segmenting_or_encoding(
+    tmp_path: Path,
+) -> None:
+    builder = retriever()
+    assert builder.precompute(DOCS) == 1 + 1 + 4  # two abstracts and the review's four sentence chunks
+    path = tmp_path / "passages.pkl"
+    assert builder.cache.save(path) == 2
+    fresh = retriever()
+    assert fresh.cache.load(path) == 2 and fresh.cache.pinned == 2
+    calls = fresh.encoder.doc_texts  # type: ignore[attr-defined]
+    got = await fresh.retrieve("tumor chemo", DOCS)
+    assert fresh.encoder.doc_texts == calls  # type: ignore[attr-defined]  # nothing encoded again
+    ref = await retriever().retrieve("tumor chemo", DOCS)
+    assert [(p.chunk_id, p.rank, p.scores) for p in got.passages] == [
+        (p.chunk_id, p.rank, p.scores) for p in ref.passages
+    ]
+    # Another segmenter configuration has other keys: the store's entries are simply not used.
+    other = PassageRetriever(SentenceSegmenter(), FakeEncoder(), None, PassageSettings(), counter=None)
+    other._config_key = "another configuration"
+    other.cache.load(path)
+    await other.retrieve("tumor chemo", DOCS)
+    assert other.encoder.doc_texts == 6  # type: ignore[attr-defined]
+    assert retriever().cache.load(tmp_path / "missing.pkl") == 0
