@@ -35,6 +35,7 @@ from llm import LLMClient, build_llm
 from retrieval.eutils import CacheStore, RateLimiter, open_limiter, open_store
 from retrieval.understand import QueryUnderstander
 
+from ._caches import CACHE_METRICS
 from ._limits import RequestLimiter, build_request_limiter
 from .answer import Answerer
 from .asker import Asker
@@ -107,6 +108,7 @@ class Container:
                 understander=understander,
             )
         self.pipeline = pipeline
+        CACHE_METRICS.track("pipeline", pipeline, Pipeline.cache_stats)  # cache sizes at /metrics
         self.client = pipeline.client
         self.llm = pipeline.llm
         self.models = pipeline.models
@@ -127,6 +129,7 @@ class Container:
         """Load the encoder, index and reranker now, so the first question is not the slow one."""
         await self.pipeline.dense_retriever()
         await self.pipeline.passage_retriever()
+        await self.pipeline.warm_vocabularies()
 
     def start_warming(self) -> None:
         """:meth:`warm` in the background (the API's start-up): ``/healthz`` answers at once and ``/readyz``

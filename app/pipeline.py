@@ -13,19 +13,27 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
 
 from app.schemas import SearchOut
-from core import CometaError, Encoder, OnProgress, Reranker
+from core import CometaError, Encoder, OnProgress, Reranker, words
 from llm import LLMClient, build_llm
 from retrieval import AdaptE, AdaptEResult, EutilsClient, MeshVocabulary, create_eutils_app, eutils_transport
 from retrieval.embed import DenseHit, DenseRetriever, load_encoder, load_reranker, open_retriever
 from retrieval.eutils import LOCAL_BASE_URL, CacheStore, EutilsDegradation, RateLimiter, track_degradation
-from retrieval.evidence import EvidenceBuilder, EvidenceDoc, EvidenceSet
-from retrieval.ncbi import EutilsError, PubmedRecord, SimilarArticles
-from retrieval.passages import PassageContext, PassageRetriever
+from retrieval.evidence import EvidenceBuilder, EvidenceDoc, EvidenceSet, classify, depth_for
+from retrieval.ncbi import (
+    BUNDLED_CORPUS_DIR,
+    EutilsError,
+    PubmedRecord,
+    SimilarArticles,
+    corpus_vocabulary,
+    load_corpus,
+)
+from retrieval.passages import PASSAGE_STORE_FILE, PassageContext, PassageRetriever
 from retrieval.search import FusedHit, fuse
 from retrieval.understand import QueryUnderstander, Understanding, spell_correct
 from segmentation import SEOSSegmenter, counter_for
@@ -41,6 +49,8 @@ __all__ = [
     "build_dense_retriever",
     "build_eutils_client",
     "build_eutils_transport",
+    "build_passage_store",
+    "passage_store_path",
     "similar_articles",
 ]
 
@@ -103,6 +113,49 @@ def build_eutils_client(
     if eutils.backend == "local":
         eutils = eutils.model_copy(update={"base_url": LOCAL_BASE_URL})
     return EutilsClient(eutils, transport=transport, store=store, limiter=limiter)
+
+
+def passage_store_path(dense: DenseRetriever) -> Path | None:
+    """Where the corpus's precomputed passages live: beside the dense index (None for an index without a
+    folder, e.g. Qdrant or in memory)."""
+    folder = getattr(dense.index, "directory", None)
+    return Path(folder) / PASSAGE_STORE_FILE if folder is not None else None
+
+
+async def build_passage_store(
+    pipeline: Pipeline, *, batch: int = 8, on_progress: OnProgress | None = None
+) -> tuple[int, int, Path]:
+    """Segment and encode, once, every full text of the offline corpus that the evidence stage deepens (its
+    depth policy; D2 reviews with a PMC copy by default), exactly as a question would (same evidence
+    documents, same cache keys), and write them beside the dense index, where the passage stage loads
+    them. Returns (documents, passages, path)."""
+    settings = pipeline.settings
+    passages = await pipeline.passage_retriever()
+    dense = await pipeline.dense_retriever()
+    if settings.eutils.backend != "local" or passages is None or dense is None:
+        raise CometaError("the passage store is built offline, with the dense index and passages on")
+    path = passage_store_path(dense)
+    if path is None:
+        raise CometaError("the dense index has no folder to keep the passage store in")
+    corpus = await asyncio.to_thread(load_corpus, settings.local_server.corpus_dir)
+    wanted = [
+        r.pmid
+        for r in corpus.records.values()
+        if r.pmcid and depth_for(classify(r), settings.evidence) == "fulltext"
+    ]
+    kept: dict[str, Any] = {}
+    encoded = 0
+    for start in range(0, len(wanted), batch):
+        hits = [FusedHit(p, 0.0, n, ()) for n, p in enumerate(wanted[start : start + batch], start=1)]
+        evidence = await pipeline.evidence.build(hits)
+        docs = [d for d in evidence.docs if d.depth_used == "fulltext"]
+        encoded += await asyncio.to_thread(passages.precompute, docs)
+        kept.update(passages.cache.entries())
+        if on_progress is not None:
+            on_progress(min(start + batch, len(wanted)), len(wanted))
+    full = {k: v for k, v in kept.items() if any(kind == "section" for _, kind, _ in v[0])}
+    await asyncio.to_thread(passages.cache.save, path, full)
+    return len(full), encoded, path
 
 
 def _year(value: str | None) -> int | None:
@@ -256,6 +309,28 @@ class Models:
                 self._reranker = await asyncio.to_thread(load_reranker, self.settings.rerank, encoder=encoder)
         return self._reranker
 
+    def cache_stats(self) -> dict[str, dict[str, int]]:
+        """Sizes of the models' caches loaded so far (entries, bytes, bounds, hits, misses, evictions):
+        the passage cache, the dense query vectors, the bi-encoder reranker's passage vectors."""
+        out: dict[str, dict[str, int]] = {}
+        if self._passages is not None:
+            st = self._passages.cache.stats
+            out["passages"] = {
+                "entries": st.size,
+                "bytes": st.nbytes,
+                "max_entries": st.capacity,
+                "max_bytes": st.max_bytes,
+                "hits": st.vector_hits,
+                "misses": st.vector_misses,
+                "evictions": st.evictions,
+            }
+        if self._dense is not None:
+            out["dense_queries"] = self._dense.cache_stats()
+        stats = getattr(self._reranker, "cache_stats", None)
+        if callable(stats):
+            out["rerank_vectors"] = stats()
+        return out
+
     async def passage_retriever(self) -> PassageRetriever | None:
         """SEOS + passage retrieval + rerank on the dense encoder; None without a dense retriever."""
         if self._passages is not None:  # every question asks: no lock once it is built
@@ -269,9 +344,16 @@ class Models:
                 counter = await asyncio.to_thread(counter_for, encoder)
                 reranker = await self.reranker()
                 segmenter = SEOSSegmenter(encoder, counter)
-                self._passages = PassageRetriever(
-                    segmenter, encoder, reranker, self.settings.passages, counter=counter
+                passages = PassageRetriever(
+                    segmenter, encoder, reranker, self.settings.passages, counter=counter, vectors=dense
                 )
+                store = passage_store_path(dense)
+                if store is not None:
+                    # Full texts segmented and encoded at index time (cometa index passages), if built.
+                    loaded = await asyncio.to_thread(passages.cache.load, store)
+                    if loaded:
+                        log.info("passage store: %d documents from %s", loaded, store)
+                self._passages = passages
         return self._passages
 
 
@@ -316,11 +398,37 @@ class Pipeline:
             sort=a.sort,
             vocabulary=MeshVocabulary.load(),
             speculative=a.speculative,
+            strategy=a.strategy,
+            union_retmax=a.union_retmax,
+            # Offline, tiers are checked with the very vocabulary the local server explodes MeSH with.
+            check_vocabulary=(
+                (lambda: corpus_vocabulary(settings.local_server.corpus_dir or BUNDLED_CORPUS_DIR))
+                if settings.eutils.backend == "local"
+                else None
+            ),
         )
         self.use_dense = use_dense and settings.dense.enabled
         self.models = models or Models(settings, dense=dense)
         self.evidence = EvidenceBuilder(client, settings.evidence)
         self.use_passages = use_passages
+
+    def cache_stats(self) -> dict[str, dict[str, int]]:
+        """:meth:`Models.cache_stats` plus the E-utilities response cache when it lives in this process."""
+        out = self.models.cache_stats()
+        sizes = getattr(self.client.store, "sizes", None)
+        if callable(sizes):
+            out["eutils"] = sizes()
+        return out
+
+    async def warm_vocabularies(self) -> None:
+        """Load what a first question would otherwise pay for besides the models: the deterministic
+        rewriter's vocabularies (spelling, MeSH, lexicon) and Adapt-E's tier-check vocabulary."""
+
+        def load() -> None:
+            self.understander.rewriter.rewrite("does chemotherapy help breast cancer patients")
+            self.adapte.prepare()
+
+        await asyncio.to_thread(load)
 
     async def __aenter__(self) -> Pipeline:
         return self
@@ -444,25 +552,20 @@ class Pipeline:
             timings["dense"] = (time.perf_counter() - started) * 1000
             return hits
 
-        async def absent_terms() -> int:
-            # Rare words of the question that not one record contains: one count-only ESearch each.
-            checks = self.settings.gate.absent_term_checks
-            if not checks:
-                return 0
-            terms = rare_words(
-                plan.corrected_question, self.understander.rewriter.is_known_word, limit=checks
-            )
-
-            async def count(term: str) -> int:
-                try:
-                    return (await self.client.esearch(f'"{term}"[tiab]', retmax=0, api_key=api_key)).count
-                except EutilsError:
-                    return 1  # unknown: never a reason to abstain
-
-            counts = await asyncio.gather(*(count(t) for t in terms))
-            return sum(1 for c in counts if c == 0)
-
-        (boolean, dense, absent) = await asyncio.gather(boolean_arm(), dense_arm(), absent_terms())
+        boolean, dense = await asyncio.gather(boolean_arm(), dense_arm())
+        prefetched: dict[str, PubmedRecord] | None = None
+        if boolean.union_hits:
+            # Strategy "union": one EFetch for both arms' candidates serves the local tier check and the
+            # evidence stage alike (no second EFetch); if it fails, the evidence stage fails the usual way.
+            wanted = list(dict.fromkeys([*boolean.pmids, *(h.pmid for h in dense)]))
+            try:
+                prefetched = {r.pmid: r for r in await self.client.efetch_pubmed(wanted, api_key=api_key)}
+            except EutilsError:
+                prefetched = None
+            else:
+                t_rank = time.perf_counter()
+                boolean = await asyncio.to_thread(self.adapte.rank_locally, plan, boolean, prefetched)
+                timings["tier_check"] = (time.perf_counter() - t_rank) * 1000
         if boolean_error is not None:
             if not dense:
                 raise boolean_error
@@ -484,7 +587,9 @@ class Pipeline:
             min_year = max_year = None  # the window was already given up for this question, on purpose
         t2 = time.perf_counter()
         try:
-            evidence = await self.evidence.build(fused, min_year=min_year, max_year=max_year, api_key=api_key)
+            evidence = await self.evidence.build(
+                fused, min_year=min_year, max_year=max_year, api_key=api_key, records=prefetched
+            )
         except EutilsError as exc:
             if boolean_error is not None:
                 raise boolean_error from exc  # the search failure is the reason to report, as before
@@ -501,5 +606,34 @@ class Pipeline:
             if context.rerank_note:
                 warnings.append(context.rerank_note)
         outcome = SearchOutcome(understanding, boolean, dense, fused, evidence, context, warnings, timings)
-        outcome.absent_terms = absent
+        outcome.absent_terms = await self._absent_terms(plan.corrected_question, evidence, api_key)
         return outcome
+
+    async def _absent_terms(self, question: str, evidence: EvidenceSet, api_key: str | None) -> int:
+        """Rare words of the question that not one PubMed record contains (the evidence gate's signal).
+
+        A word the fetched evidence already contains needs no lookup; only the others cost one count-only
+        ESearch each, so an answerable question usually adds no E-utilities call (issue 17's budget)."""
+        checks = self.settings.gate.absent_term_checks
+        if not checks:
+            return 0
+        seen = {
+            w
+            for d in evidence.docs
+            for text in (d.title, *(u.text for u in d.text_units))
+            for w in words(text)
+        }
+        terms = [
+            t
+            for t in rare_words(question, self.understander.rewriter.is_known_word, limit=checks)
+            if t not in seen
+        ]
+
+        async def count(term: str) -> int:
+            try:
+                return (await self.client.esearch(f'"{term}"[tiab]', retmax=0, api_key=api_key)).count
+            except EutilsError:
+                return 1  # unknown: never a reason to abstain
+
+        counts = await asyncio.gather(*(count(t) for t in terms))
+        return sum(1 for c in counts if c == 0)

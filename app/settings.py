@@ -172,6 +172,24 @@ class ApiSettings(BaseModel):
         "add the public host name when serving beyond loopback; empty = no Host check.",
     )
     chat_page: bool = Field(default=True, description="Serve the reference chat page at / (and /ui/).")
+    admission_max_in_flight: int = Field(
+        default=4,
+        ge=0,
+        le=10_000,
+        description="Questions (/ask, /ask/stream) answered at once per process; 0 = no admission bound.",
+    )
+    admission_max_queue: int = Field(
+        default=16,
+        ge=0,
+        le=100_000,
+        description="Questions that may wait for a slot; beyond, 503 with Retry-After at once.",
+    )
+    admission_queue_timeout_s: float = Field(
+        default=4.0,
+        gt=0,
+        le=600,
+        description="Longest wait for a slot before 503 with Retry-After.",
+    )
 
 
 class SourcesSettings(BaseModel):

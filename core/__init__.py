@@ -6,7 +6,7 @@ the one text normalisation (:func:`words`, :data:`STOPWORDS`, :func:`light_stem`
 It imports no other CoMeta package; every other package may import it.
 """
 
-from ._cache import SizedLRU
+from ._cache import SizedLRU, approx_size
 from ._errors import CometaError
 from ._protocols import Encoder, FloatArray, OnProgress, Reranker, RerankerKind, TokenCounter
 from ._text import STOPWORDS, content_words, fold_accents, light_stem, words
@@ -21,6 +21,7 @@ __all__ = [
     "RerankerKind",
     "SizedLRU",
     "TokenCounter",
+    "approx_size",
     "content_words",
     "fold_accents",
     "light_stem",

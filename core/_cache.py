@@ -7,12 +7,14 @@ hold.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
-from typing import TypeVar
+import dataclasses
+import sys
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any, TypeVar
 
 from cachetools import LRUCache
 
-__all__ = ["SizedLRU"]
+__all__ = ["SizedLRU", "approx_size"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -45,3 +47,30 @@ class SizedLRU(LRUCache[K, V]):
         item = super().popitem()
         self.evictions += 1
         return item
+
+
+def approx_size(value: Any, _depth: int = 0) -> int:
+    """What ``value`` weighs in memory, roughly (bytes): strings, bytes, numbers, containers, dataclasses and
+    numpy arrays walked to a bounded depth. For weighing cache values once, when they are stored; shared
+    objects are counted at every reference (an overestimate, which keeps a byte bound safe)."""
+    if isinstance(value, str | bytes | bytearray | int | float | bool) or value is None:
+        return sys.getsizeof(value)
+    nbytes = getattr(value, "nbytes", None)
+    if isinstance(nbytes, int):  # numpy arrays
+        return nbytes + 112
+    if _depth >= 12:
+        return 64
+    deeper = _depth + 1
+    if isinstance(value, Mapping):
+        return sys.getsizeof(value) + sum(
+            approx_size(k, deeper) + approx_size(v, deeper) for k, v in value.items()
+        )
+    if isinstance(value, tuple | list | set | frozenset):
+        return sys.getsizeof(value) + sum(approx_size(v, deeper) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = dataclasses.fields(value)
+        return 56 + 8 * len(fields) + sum(approx_size(getattr(value, f.name), deeper) for f in fields)
+    inner = getattr(value, "__dict__", None)
+    if isinstance(inner, dict):
+        return sys.getsizeof(value) + approx_size(inner, deeper)
+    return sys.getsizeof(value)

@@ -195,7 +195,8 @@ async def _run_pipeline(pipeline: Pipeline, item: EvalItem) -> dict[str, dict[st
         "hybrid": {
             "ranked": outcome.pmids,
             "tiers": tiers,
-            "calls": tiers + 1,  # + the one batched EFetch
+            # Requests actually sent (ESearch tiers, EFetch, ELink, PMC EFetch; cache hits send none).
+            "calls": outcome.eutils.total_calls if outcome.eutils is not None else tiers + 1,
             "ladder": understanding.plan.ladder,
             "stages_ms": stages,
             "tokens": tokens,
@@ -311,21 +312,14 @@ def results_table(scores: Sequence[SystemScore]) -> Table:
             pct(s.recall10),
             pct(s.recall50),
             f"{s.mean_tiers:.2f}",
+            f"{s.mean_calls:.2f}",
             f"{s.latency_ms_p50:.1f}",
         ]
         for s in scores
     ]
     header = [
-        "query set",
-        "system",
-        "n",
-        "Hit0 %",
-        "Hit@10 %",
-        "MRR@10",
-        "Recall@10 %",
-        "Recall@50 %",
-        "tiers/q",
-        "p50 ms",
+        *("query set", "system", "n", "Hit0 %", "Hit@10 %", "MRR@10", "Recall@10 %", "Recall@50 %"),
+        *("tiers/q", "calls/q", "p50 ms"),
     ]
     return Table("Retrieval ablation (CoMeta Tables 1/5)", header, rows)
 

@@ -22,6 +22,7 @@ from app.container import Container
 from app.pipeline import SearchOutcome, build_eutils_client, build_eutils_transport
 from app.schemas import AskRequest, AskResponse
 from app.settings import Settings, get_settings
+from core import OnProgress
 from retrieval import CometaError, EutilsError, PubmedRecord
 
 from ._collections import collections_app
@@ -443,6 +444,28 @@ def index_build(
             )
     except (CometaError, OSError) as exc:
         raise _fail(exc) from exc
+    console.print(f"done in {time.perf_counter() - started:.1f} s")
+
+
+@index_app.command("passages")
+def index_passages(offline: OfflineOpt = False) -> None:
+    """Segment (SEOS) and encode, once, the corpus's full texts that questions deepen (the depth policy; D2
+    reviews with a PMC copy by default), beside the dense index; the service then loads them."""
+    from app.pipeline import Pipeline, build_passage_store
+
+    settings = _settings(offline)
+    started = time.perf_counter()
+
+    async def run(on_progress: OnProgress) -> tuple[int, int, Path]:
+        async with Pipeline(settings, use_llm=False) as pipeline:
+            return await build_passage_store(pipeline, on_progress=on_progress)
+
+    try:
+        with progress_bar("segmenting and encoding full texts") as on_progress:
+            docs, encoded, path = asyncio.run(run(on_progress))
+    except (CometaError, OSError) as exc:
+        raise _fail(exc) from exc
+    console.print(f"{docs} full texts ({encoded} passages encoded) in {path}")
     console.print(f"done in {time.perf_counter() - started:.1f} s")
 
 

@@ -243,10 +243,12 @@ class RewriterOut(BaseModel):
 
 
 class TierOut(BaseModel):
-    """One Adapt-E ESearch: a ladder tier, the relaxed fallback or the undated retry."""
+    """One Adapt-E ESearch: a ladder tier, the union of the stricter ones, the fallback, the undated retry."""
 
     tier: int
-    kind: str = Field(description='"ladder", "fallback" or "undated"')
+    kind: str = Field(
+        description='"ladder", "union" (the stricter tiers in one query), "fallback" or "undated"'
+    )
     query: str
     count: int
     latency_ms: float

@@ -61,3 +61,16 @@ class DenseSettings(BaseModel):
     )
     qdrant_collection: str = Field(default="cometa-pubmed", description="The Qdrant collection.")
     top_k: int = Field(default=50, ge=1, le=10_000, description="Dense hits handed to fusion.")
+    query_cache_entries: int = Field(
+        default=1024,
+        ge=0,
+        le=1_000_000,
+        description="Query vectors kept (LRU) so the passage stage and repeated questions skip the encoder; "
+        "0 = off.",
+    )
+    query_cache_max_bytes: int = Field(
+        default=16 * 2**20,
+        ge=0,
+        le=2**40,
+        description="Bytes the query-vector cache may hold (1,024 768-d vectors are 3 MiB).",
+    )

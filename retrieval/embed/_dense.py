@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from core import CometaError, Encoder, OnProgress
+from core import CometaError, Encoder, FloatArray, OnProgress, SizedLRU
 from retrieval.ncbi import BUNDLED_CORPUS_DIR, PubmedRecord, iter_pubmed_articles, load_corpus
 
 from ._config import DenseSettings
@@ -94,21 +94,84 @@ OnBatch = Callable[[BuildProgress], None]
 
 
 class DenseRetriever:
-    """Encode a question and search the index; refuses an index built with another encoder."""
+    """Encode a question and search the index; refuses an index built with another encoder.
 
-    def __init__(self, encoder: Encoder, index: VectorIndex) -> None:
+    Query vectors are kept in a small LRU bounded by entries and bytes (``query_cache_entries``,
+    ``query_cache_max_bytes``): the passage stage scores its passages against the very question the dense
+    arm has just encoded (:meth:`query_vector`), and repeated questions skip the encoder. Document vectors
+    the index holds are handed out by :meth:`document_vectors`, so abstracts are not encoded twice.
+    """
+
+    def __init__(
+        self,
+        encoder: Encoder,
+        index: VectorIndex,
+        *,
+        query_cache_entries: int = 1024,
+        query_cache_max_bytes: int = 16 * 2**20,
+    ) -> None:
         check_encoder(index.meta, encoder)
         self.encoder = encoder
         self.index = index
         # One search at a time: torch already uses every core per forward pass, and Qdrant's local mode
         # is not thread-safe; to_thread callers queue here instead of oversubscribing the CPU.
         self._lock = threading.Lock()
+        self._queries: SizedLRU[str, FloatArray] = SizedLRU(
+            query_cache_entries, query_cache_max_bytes, lambda v: int(v.nbytes)
+        )
+        self._queries_lock = threading.Lock()
+        self.query_hits = self.query_misses = 0
+
+    def _query_vectors(self, queries: Sequence[str]) -> FloatArray:
+        """One row per query: cached rows as they are, the others encoded in one call and remembered."""
+        with self._queries_lock:
+            cached = [self._queries.get(q) for q in queries]
+        missing = list(dict.fromkeys(q for q, v in zip(queries, cached, strict=True) if v is None))
+        self.query_hits += len(queries) - sum(v is None for v in cached)
+        self.query_misses += len(missing)
+        fresh: dict[str, FloatArray] = {}
+        if missing:
+            encoded = self.encoder.encode_queries(missing)
+            for q, vec in zip(missing, encoded, strict=True):
+                row = np.array(vec, dtype=np.float32, copy=True)
+                row.setflags(write=False)  # shared by every caller: nobody may modify it in place
+                fresh[q] = row
+            with self._queries_lock:
+                for q, row in fresh.items():
+                    self._queries.put(q, row)
+        rows = [v if v is not None else fresh[q] for q, v in zip(queries, cached, strict=True)]
+        return np.stack(rows).astype(np.float32, copy=False)
+
+    def query_vector(self, query: str) -> FloatArray:
+        """The encoder's query vector of ``query`` (read-only), from the cache when it was asked before."""
+        with self._lock:
+            vec: FloatArray = self._query_vectors([query])[0]
+        return vec
+
+    def document_vectors(self, pmids: Sequence[str]) -> dict[str, FloatArray]:
+        """The index's vectors of those ``pmids`` it holds (``[title, abstract]`` as the index encoded them);
+        empty when the index cannot give vectors back."""
+        with self._lock:
+            return self.index.vectors(pmids)
+
+    def cache_stats(self) -> dict[str, int]:
+        """The query-vector cache: entries, bytes, their bounds, hits, misses, evictions."""
+        with self._queries_lock:
+            return {
+                "entries": len(self._queries),
+                "bytes": int(self._queries.currsize),
+                "max_entries": self._queries.max_entries,
+                "max_bytes": int(self._queries.maxsize),
+                "hits": self.query_hits,
+                "misses": self.query_misses,
+                "evictions": self._queries.evictions,
+            }
 
     def search_many(self, queries: Sequence[str], k: int) -> list[list[DenseHit]]:
         if not queries:
             return []
         with self._lock:
-            vectors = self.encoder.encode_queries(list(queries))
+            vectors = self._query_vectors(list(queries))
             results = self.index.search(vectors, k)
         return [
             [DenseHit(pmid=p, score=s, rank=r) for r, (p, s) in enumerate(row, start=1)] for row in results
@@ -139,7 +202,12 @@ def open_retriever(
         if bundled
         else open_index(settings, encoder)
     )
-    return DenseRetriever(encoder, index)
+    return DenseRetriever(
+        encoder,
+        index,
+        query_cache_entries=settings.query_cache_entries,
+        query_cache_max_bytes=settings.query_cache_max_bytes,
+    )
 
 
 # -- building -----------------------------------------------------------------------------------------------

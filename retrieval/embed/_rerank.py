@@ -204,6 +204,18 @@ class BiEncoderReranker:
     def name(self) -> str:
         return f"bi-encoder:{self._encoder.name}"
 
+    def cache_stats(self) -> dict[str, int]:
+        """The passage-vector cache: entries, bytes, their bounds, evictions."""
+        with self._lock:
+            c = self._cache
+            return {
+                "entries": len(c),
+                "bytes": int(c.currsize),
+                "max_entries": c.max_entries,
+                "max_bytes": int(c.maxsize),
+                "evictions": c.evictions,
+            }
+
     @property
     def encoder(self) -> Encoder:
         """The dense encoder it scores with: a caller holding this encoder's vectors can use :meth:`score`."""

@@ -210,6 +210,11 @@ class VectorIndex(ABC):
     def contains(self, ids: Sequence[str]) -> npt.NDArray[np.bool_]:
         """Which of ``ids`` are already indexed."""
 
+    def vectors(self, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        """The stored vectors of those ``ids`` the index holds and can give back (float32, one row each);
+        an index that cannot return vectors returns none, and callers encode instead."""
+        return {}
+
     @abstractmethod
     def __len__(self) -> int: ...
 
@@ -321,6 +326,7 @@ class FaissIndex(VectorIndex):
         self._store_disk: npt.NDArray[np.float16] = np.zeros((0, dim), dtype=np.float16)
         self._store_new: list[npt.NDArray[np.float16]] = []
         self._cache: dict[str, npt.NDArray[Any]] = {}
+        self._row_order: npt.NDArray[np.int64] | None = None  # rows sorted by PMID, for vectors()
         storage = "ivfpq" if kind == "ivfpq" else "flat"
         self.meta = IndexMeta(encoder_name=encoder_name, dim=dim, kind=storage)
         self._index: Any = self._new_flat() if storage == "flat" else None
@@ -500,6 +506,32 @@ class FaissIndex(VectorIndex):
             out.append([(str(int(pmids[rows[b]])), float(scores[b])) for b in best])
         return out
 
+    def vectors(self, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        """Stored vectors by PMID: flat indexes give back the float32 vectors exactly (``IndexIDMap2`` keeps
+        the reverse map); IVF-PQ gives its float16 re-scoring copy as float32."""
+        wanted = [i for i in dict.fromkeys(ids) if i.isdigit() and 0 < int(i) < 2**63]
+        if not wanted or len(self) == 0:
+            return {}
+        ints = _pmid_ints(wanted)
+        present = self._contains_ints(ints)
+        out: dict[str, npt.NDArray[np.float32]] = {}
+        if self.meta.kind == "flat":
+            for pmid, n, have in zip(wanted, ints, present, strict=True):
+                if have:
+                    out[pmid] = np.asarray(self._index.reconstruct(int(n)), dtype=np.float32)
+            return out
+        pmids = self._row_pmids()
+        if self._row_order is None or len(self._row_order) != len(pmids):
+            self._row_order = np.argsort(pmids, kind="stable")  # rows by PMID, kept until rows are added
+        order = self._row_order
+        pos = np.minimum(np.searchsorted(pmids[order], ints), len(order) - 1)
+        found = present & (pmids[order][pos] == ints)
+        rows = order[pos[found]]
+        vecs = self._store_rows(rows.astype(np.int64))
+        for pmid, vec in zip([p for p, f in zip(wanted, found, strict=True) if f], vecs, strict=True):
+            out[pmid] = vec
+        return out
+
     # -- persistence ------------------------------------------------------------------------------------
 
     def save(self, directory: str | os.PathLike[str] | None = None) -> None:
@@ -637,6 +669,7 @@ class FaissIndex(VectorIndex):
         self._index = self._new_flat() if self.meta.kind == "flat" else None
         self._sorted_ids = np.zeros(0, dtype=np.int64)
         self._rows, self._store_new = [], []
+        self._row_order = None
         self._store_disk = np.zeros((0, self.dim), dtype=np.float16)
         for key in ("nlist", "pq_m", "pq_nbits", "trained_on"):
             self.meta.build.pop(key, None)

@@ -103,6 +103,12 @@ class EutilsDegradation:
     stale: Counter[str] = field(default_factory=Counter)  # endpoint -> expired entries served
     max_stale_age_s: float = 0.0
     unserved: int = 0  # ids neither fetched nor cached, left out of partial results
+    calls: Counter[str] = field(default_factory=Counter)  # endpoint -> HTTP requests sent (retries included)
+
+    @property
+    def total_calls(self) -> int:
+        """Requests this question sent to E-utilities: what NCBI's rate limit counts."""
+        return sum(self.calls.values())
 
     @property
     def unavailable(self) -> bool:
@@ -589,6 +595,9 @@ class EutilsClient:
             if remaining <= 0:
                 raise TransportError(f"{endpoint}: retry budget exhausted", endpoint=endpoint)
             await self.limiter.acquire(key, rate)
+            record = _DEGRADATION.get()
+            if record is not None:
+                record.calls[endpoint] += 1
             timeout = httpx.Timeout(
                 min(self.settings.timeout_s, remaining),
                 connect=min(self.settings.connect_timeout_s, remaining),

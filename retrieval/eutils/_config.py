@@ -41,6 +41,13 @@ class CacheSettings(BaseModel):
     max_entries: int = Field(
         default=4096, ge=0, description="memory: LRU size; sqlite: rows kept; 0 disables the cache."
     )
+    max_bytes: int = Field(
+        default=256 * 2**20,
+        ge=1,
+        le=2**40,
+        description="memory: bytes the cached records may weigh (PMC full texts are large), beside "
+        "max_entries.",
+    )
     namespace: str = Field(
         default="cometa",
         pattern=r"^[A-Za-z0-9_.-]+$",

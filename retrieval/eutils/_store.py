@@ -27,10 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cachetools import TTLCache
 from prometheus_client import Counter
 
-from core import CometaError
+from core import CometaError, SizedLRU, approx_size
 from retrieval.ncbi import (
     AbstractSection,
     DbField,
@@ -244,11 +243,14 @@ class MemoryStore(CacheStore):
         ttl_s: float,
         max_stale_s: float,
         max_entries: int,
+        max_bytes: int = 256 * 2**20,
         clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__(ttl_s=ttl_s, max_stale_s=max_stale_s, clock=clock)
-        self._data: TTLCache[str, tuple[Any, float]] = TTLCache(
-            maxsize=max(max_entries, 1), ttl=max(self.retention_s, 1e-9), timer=clock
+        # Bounded by entries and by bytes (a PMC full text weighs a hundred abstracts); each value is weighed
+        # once, when stored. Entries past their retention are never served and age out of the LRU.
+        self._data: SizedLRU[str, tuple[Any, float]] = SizedLRU(
+            max(max_entries, 1), max(max_bytes, 1), lambda item: approx_size(item[0]) + 120
         )
 
     async def get_many(self, keys: Sequence[str]) -> dict[str, CacheEntry]:
@@ -263,10 +265,26 @@ class MemoryStore(CacheStore):
     async def set_many(self, items: Mapping[str, Any]) -> None:
         now = self.clock()
         for key, value in items.items():
-            self._data[key] = (value, now)
+            self._data.put(key, (value, now))
 
     def __len__(self) -> int:
         return len(self._data)
+
+    @property
+    def nbytes(self) -> int:
+        """What the held values weigh (``core.approx_size``), against ``max_bytes``."""
+        return int(self._data.currsize)
+
+    def sizes(self) -> dict[str, int]:
+        """Entries and bytes held, their bounds, and evictions: what ``/metrics`` reports."""
+        d = self._data
+        return {
+            "entries": len(d),
+            "bytes": int(d.currsize),
+            "max_entries": d.max_entries,
+            "max_bytes": int(d.maxsize),
+            "evictions": d.evictions,
+        }
 
 
 class SqliteStore(CacheStore):
@@ -490,7 +508,7 @@ def open_store(settings: CacheSettings, *, clock: Callable[[], float] = time.tim
         return None
     common: dict[str, Any] = {"ttl_s": settings.ttl_s, "max_stale_s": settings.max_stale_s, "clock": clock}
     if settings.backend == "memory":
-        return MemoryStore(max_entries=settings.max_entries, **common)
+        return MemoryStore(max_entries=settings.max_entries, max_bytes=settings.max_bytes, **common)
     if settings.backend == "sqlite":
         path = Path(settings.url.removeprefix("sqlite:///")) if settings.url else DEFAULT_SQLITE_PATH
         return SqliteStore(path, max_entries=settings.max_entries, timeout_s=settings.timeout_s, **common)

@@ -22,6 +22,7 @@ from ._evidence import (
     PolicyRow,
     TextUnit,
     classify,
+    depth_for,
     policy_table,
     pubmed_url,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "PolicyRow",
     "TextUnit",
     "classify",
+    "depth_for",
     "policy_table",
     "pubmed_url",
 ]

@@ -24,7 +24,7 @@ documents to their abstracts, with the reason recorded.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
@@ -248,6 +248,7 @@ class EvidenceBuilder:
         min_year: int | None = None,
         max_year: int | None = None,
         api_key: str | None = None,
+        records: Mapping[str, PubmedRecord] | None = None,
     ) -> EvidenceSet:
         """Fetch, filter, classify and deepen the top ``max_candidates`` fused hits.
 
@@ -259,9 +260,12 @@ class EvidenceBuilder:
         if min_year is not None and max_year is not None and min_year > max_year:
             raise ValueError(f"min_year {min_year} > max_year {max_year}")
         hits = _unique_by_pmid(sorted(fused, key=lambda h: h.rank))[: settings.max_candidates]
-        records = {
-            r.pmid: r for r in await self.client.efetch_pubmed([h.pmid for h in hits], api_key=api_key)
-        }
+        # ``records`` already fetched for this question (Adapt-E's local tier check) are not fetched again.
+        known = dict(records or {})
+        missing = [h.pmid for h in hits if h.pmid not in known]
+        if missing:
+            known.update((r.pmid, r) for r in await self.client.efetch_pubmed(missing, api_key=api_key))
+        records = {h.pmid: known[h.pmid] for h in hits if h.pmid in known}
 
         dropped: list[Dropped] = []
         kept: list[tuple[FusedHit, PubmedRecord, DocClass]] = []

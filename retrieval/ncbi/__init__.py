@@ -2,7 +2,14 @@
 and the local NCBI-compatible server over a corpus (with its Boolean query engine)."""
 
 from ._config import FaultSettings, LocalServerSettings
-from ._corpus import BUNDLED_CORPUS_DIR, Citation, Corpus, clear_corpus_cache, load_corpus
+from ._corpus import (
+    BUNDLED_CORPUS_DIR,
+    Citation,
+    Corpus,
+    clear_corpus_cache,
+    corpus_vocabulary,
+    load_corpus,
+)
 from ._envelopes import parse_einfo, parse_elink_pubmed_pmc, parse_esearch
 from ._errors import BadRequest, EutilsError, MalformedResponse, RateLimited, ServerError, TransportError
 from ._esummary import parse_esummary
@@ -79,6 +86,7 @@ __all__ = [
     "Speller",
     "TransportError",
     "clear_corpus_cache",
+    "corpus_vocabulary",
     "create_eutils_app",
     "eutils_transport",
     "iter_pubmed_articles",

@@ -137,9 +137,7 @@ class Corpus:
         return _cached_index(self.path, lambda: LiteratureIndex(self.records.values(), self._vocabulary()))
 
     def _vocabulary(self) -> MeshVocabulary:
-        # A world (retrieval.world) ships full MeSH under mesh/: explosion beyond the bundled C04 tree.
-        extra = sorted((self.path / "mesh").glob("mesh_descriptors*.json")) if self.path else []
-        return MeshVocabulary.load(extra=extra)
+        return corpus_vocabulary(self.path)
 
     @cached_property
     def pmc_index(self) -> LiteratureIndex:
@@ -452,6 +450,13 @@ def _load(path: Path) -> Corpus:
 @functools.lru_cache(maxsize=8)
 def _load_cached(path: Path) -> Corpus:
     return _load(path)
+
+
+def corpus_vocabulary(path: Path | None) -> MeshVocabulary:
+    """A fresh MeSH vocabulary as the local server's index over the corpus at ``path`` uses it: the bundled
+    C04 tree, plus a world's full MeSH under ``mesh/`` (explosion beyond C04) when it ships one."""
+    extra = sorted((path / "mesh").glob("mesh_descriptors*.json")) if path else []
+    return MeshVocabulary.load(extra=extra)
 
 
 def load_corpus(path: Path | None = None) -> Corpus:

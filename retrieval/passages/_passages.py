@@ -23,6 +23,10 @@ determines them (encoder name and max lengths, token counter, segmenter settings
 text units); all passages not cached are encoded in one call, as without a cache, so a cold request computes
 exactly what the uncached path computes. When the reranker is the bi-encoder over this retriever's encoder,
 it scores the passage vectors the dense stage already holds instead of encoding the candidates again.
+
+Nothing already encoded is encoded again: an abstract passage is encoded as ``[title, abstract]``, exactly as
+the dense index encodes the record, so with a :class:`VectorSource` on the same encoder (the dense retriever)
+its vector is read from the index instead; the question's vector is the one the dense arm computed.
 """
 
 from __future__ import annotations
@@ -30,10 +34,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
+import pickle
 import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -44,6 +51,7 @@ from retrieval.evidence import DocClass, EvidenceDoc
 from segmentation import Chunk, Segmenter, SourceSection, SourceText, WhitespaceTokenCounter
 
 __all__ = [
+    "PASSAGE_STORE_FILE",
     "CacheStats",
     "CountsTokens",
     "Passage",
@@ -51,6 +59,7 @@ __all__ = [
     "PassageContext",
     "PassageRetriever",
     "PassageSettings",
+    "VectorSource",
     "build_chunks",
     "doc_key",
 ]
@@ -101,6 +110,19 @@ class _ScoresVectors(Protocol):
     def encoder(self) -> Encoder: ...
 
     def score(self, query_vector: FloatArray, passage_vectors: Sequence[FloatArray]) -> list[float]: ...
+
+
+@runtime_checkable
+class VectorSource(Protocol):
+    """Vectors already computed elsewhere (the dense retriever): the question's query vector, and the
+    ``[title, abstract]`` vectors of the documents its index holds, encoded by this retriever's encoder."""
+
+    @property
+    def encoder(self) -> Encoder: ...
+
+    def query_vector(self, query: str) -> FloatArray: ...
+
+    def document_vectors(self, pmids: Sequence[str]) -> dict[str, FloatArray]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,11 +196,16 @@ class CacheStats:
     segment_misses: int
     vector_hits: int
     vector_misses: int
+    index_vectors: int  # abstract passages whose vector came from the dense index instead of the encoder
     evictions: int
     size: int
     capacity: int
     nbytes: int  # passage texts + vectors held
     max_bytes: int
+
+
+_STORE_FORMAT = "cometa-passages-1"
+PASSAGE_STORE_FILE = "passages.pkl"  # next to the dense index: the corpus's full texts, segmented and encoded
 
 
 def _entry_bytes(entry: _Entry) -> int:
@@ -200,12 +227,22 @@ class PassageCache:
         self.capacity = capacity
         self.max_bytes = max_bytes
         self._data: SizedLRU[str, _Entry] = SizedLRU(capacity, max_bytes, _entry_bytes)
+        # Documents segmented and encoded at index time (:meth:`load`): read on an LRU miss, never evicted.
+        self._pinned: dict[str, _Entry] = {}
         self._lock = threading.Lock()
-        self._counts = {"segment_hits": 0, "segment_misses": 0, "vector_hits": 0, "vector_misses": 0}
+        self._counts = {
+            "segment_hits": 0,
+            "segment_misses": 0,
+            "vector_hits": 0,
+            "vector_misses": 0,
+            "index_vectors": 0,
+        }
 
     def _get(self, key: str, what: Literal["segment", "vector"]) -> _Entry | None:
         with self._lock:
             entry = self._data.get(key)  # a hit marks the document recently used
+            if entry is None:
+                entry = self._pinned.get(key)
             hit = entry is not None and (what == "segment" or entry.vectors is not None)
             self._counts[f"{what}_{'hits' if hit else 'misses'}"] += 1
             return entry if hit else None
@@ -235,6 +272,52 @@ class PassageCache:
             self._data.clear()
 
     @property
+    def pinned(self) -> int:
+        """Documents loaded from a passage store (segmented and encoded at index time)."""
+        return len(self._pinned)
+
+    def entries(self) -> dict[str, tuple[_Built, FloatArray]]:
+        """Every document held with its vectors (LRU and pinned): what :meth:`save` writes."""
+        with self._lock:
+            items = [*self._pinned.items(), *self._data.items()]
+        return {k: (e.built, e.vectors) for k, e in items if e.vectors is not None}
+
+    def save(self, path: Path, entries: dict[str, tuple[_Built, FloatArray]] | None = None) -> int:
+        """Write ``entries`` (default: every document held with its vectors) to ``path`` atomically;
+        returns how many."""
+        entries = self.entries() if entries is None else entries
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "wb") as fh:
+            pickle.dump({"format": _STORE_FORMAT, "entries": entries}, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+        return len(entries)
+
+    def load(self, path: Path) -> int:
+        """Pin the documents of a passage store written by :meth:`save` (our own file, next to the dense
+        index); their keys cover encoder, segmenter and text, so a stale entry is simply never asked for.
+        Returns how many were loaded (0 for a missing file or another format)."""
+        if not path.is_file():
+            return 0
+        with open(path, "rb") as fh:
+            # Our own file in our own cache folder (as the local server's pickled search index).
+            data = pickle.load(fh)
+        if not isinstance(data, dict) or data.get("format") != _STORE_FORMAT:
+            return 0
+        pinned: dict[str, _Entry] = {}
+        for key, (built, vectors) in data["entries"].items():
+            vecs = np.array(vectors, dtype=np.float32, copy=True)
+            vecs.setflags(write=False)
+            pinned[key] = _Entry(built, vecs)
+        with self._lock:
+            self._pinned.update(pinned)
+        return len(pinned)
+
+    def count_index_vectors(self, n: int) -> None:
+        with self._lock:
+            self._counts["index_vectors"] += n
+
+    @property
     def stats(self) -> CacheStats:
         with self._lock:
             c = self._counts
@@ -243,6 +326,7 @@ class PassageCache:
                 segment_misses=c["segment_misses"],
                 vector_hits=c["vector_hits"],
                 vector_misses=c["vector_misses"],
+                index_vectors=c["index_vectors"],
                 evictions=self._data.evictions,
                 size=len(self._data),
                 capacity=self.capacity,
@@ -297,12 +381,15 @@ class PassageRetriever:
         settings: PassageSettings | None = None,
         *,
         counter: CountsTokens | None = None,
+        vectors: VectorSource | None = None,
     ) -> None:
         self.segmenter = segmenter
         self.encoder = encoder
         self.reranker = reranker
         self.settings = settings or PassageSettings()
         self.counter = counter
+        # Reused only when it encodes with this very encoder: its vectors are then the ones we would compute.
+        self.vectors = vectors if vectors is not None and vectors.encoder is encoder else None
         self.cache = PassageCache(self.settings.cache_documents, self.settings.cache_max_bytes)
         self._config_key = self._configuration()
 
@@ -316,12 +403,13 @@ class PassageRetriever:
             "segmenter": f"{type(seg).__module__}.{type(seg).__qualname__}:{seg.name}",
             "counter": None if counter is None else f"{type(counter).__qualname__}",
             "counter_max_length": getattr(counter, "max_length", None),
+            "abstract": "title+abstract",  # abstract passages are encoded as the index encodes documents
         }
         return json.dumps(parts, sort_keys=True)
 
     def _doc_cache_key(self, doc: EvidenceDoc) -> str:
         units = [(u.kind, u.index, u.label, list(u.path), u.text) for u in doc.text_units]
-        payload = json.dumps([self._config_key, doc_key(doc), units], ensure_ascii=False)
+        payload = json.dumps([self._config_key, doc_key(doc), doc.title, units], ensure_ascii=False)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
     def _items(self, docs: Sequence[EvidenceDoc]) -> list[_Item]:
@@ -337,9 +425,49 @@ class PassageRetriever:
             )
         return out
 
+    @staticmethod
+    def _pair(item: _Item) -> tuple[str, str]:
+        """What the encoder sees: an abstract with its title, as the dense index encodes the document (so
+        the index's vector can stand in for it); a full-text chunk alone."""
+        if item.kind == "abstract":
+            return (item.doc.title.strip(), item.chunk.text)
+        return ("", item.chunk.text)
+
+    def _index_vectors(
+        self, items: Sequence[_Item], runs: Sequence[tuple[int, int]]
+    ) -> dict[int, FloatArray]:
+        """Item position -> the dense index's vector, for abstract passages of documents with exactly one
+        abstract unit (what the index encoded: ``[title, abstract]`` of the record)."""
+        if self.vectors is None or not runs:
+            return {}
+        wanted: dict[str, int] = {}
+        for a, b in runs:
+            abstracts = [n for n in range(a, b) if items[n].kind == "abstract"]
+            if len(abstracts) == 1:
+                wanted[items[abstracts[0]].doc.pmid] = abstracts[0]
+        if not wanted:
+            return {}
+        found = self.vectors.document_vectors(list(wanted))
+        out = {wanted[pmid]: vec for pmid, vec in found.items() if pmid in wanted}
+        self.cache.count_index_vectors(len(out))
+        return out
+
+    def precompute(self, docs: Sequence[EvidenceDoc]) -> int:
+        """Segment and encode ``docs`` into the cache now (an index-time build); returns passages encoded."""
+        items = self._items(docs)
+        return len(self._passage_vectors(items)) if items else 0
+
     def _dense(self, query: str, items: Sequence[_Item]) -> _Scored:
+        if self.vectors is not None:
+            q = self.vectors.query_vector(query)  # the dense arm encoded this very question already
+        else:
+            q = self.encoder.encode_queries([query], batch_size=1)[0]
+        d = self._passage_vectors(items)
+        return _Scored([float(s) for s in np.asarray(d @ q, dtype=np.float64)], q, d)
+
+    def _passage_vectors(self, items: Sequence[_Item]) -> FloatArray:
+        """One row per item: cached (or pinned) document blocks as they are, the rest computed and cached."""
         bs = self.settings.encode_batch_size
-        q = self.encoder.encode_queries([query], batch_size=1)[0]
         runs: list[tuple[int, int]] = []  # [start, end) of each document's passages (contiguous, row 0 first)
         for n, it in enumerate(items):
             if it.row == 0:
@@ -352,23 +480,27 @@ class PassageRetriever:
             blocks.append(cached if cached is not None and len(cached) == b - a else None)
         missing = [r for r, block in zip(runs, blocks, strict=True) if block is None]
         if missing:
-            # One encode call for every passage not cached, as without a cache: with a cold cache the vectors
-            # are exactly those of the uncached path. (Batch composition moves float32 results by ~1e-7;
-            # uncached, a document's vectors already varied that much with the other documents asked with.)
-            texts = [("", items[n].chunk.text) for a, b in missing for n in range(a, b)]
-            encoded = self.encoder.encode_documents(texts, batch_size=bs)
-            row = 0
+            # Abstracts the dense index holds take its vectors; everything else not cached is encoded in one
+            # call, as without a cache: with a cold cache the vectors are exactly those of the uncached path.
+            # (Batch composition moves float32 results by ~1e-7; uncached, a document's vectors already varied
+            # that much with the other documents asked with.)
+            known = self._index_vectors(items, missing)
+            todo = [n for a, b in missing for n in range(a, b) if n not in known]
+            rows: dict[int, FloatArray] = {}
+            if todo:
+                encoded = self.encoder.encode_documents([self._pair(items[n]) for n in todo], batch_size=bs)
+                rows = {n: encoded[r] for r, n in enumerate(todo)}
+            rows.update(known)
             fresh: dict[int, FloatArray] = {}
             for a, b in missing:
-                fresh[a] = encoded[row : row + b - a]
-                row += b - a
+                fresh[a] = np.stack([rows[n] for n in range(a, b)]).astype(np.float32, copy=False)
                 built = tuple((it.chunk, it.kind, it.unit_index) for it in items[a:b])
                 self.cache.put(items[a].key, built, fresh[a])
             blocks = [
                 fresh[a] if block is None else block for (a, _), block in zip(runs, blocks, strict=True)
             ]
-        d = np.concatenate([blk for blk in blocks if blk is not None], axis=0)
-        return _Scored([float(s) for s in np.asarray(d @ q, dtype=np.float64)], q, d)
+        d: FloatArray = np.concatenate([blk for blk in blocks if blk is not None], axis=0)
+        return d
 
     def _vector_scorer(self) -> _ScoresVectors | None:
         """The reranker when it is the bi-encoder over this very encoder: its passage vectors would be the

@@ -1,7 +1,7 @@
 """Searching: Adapt-E (the Boolean ladder against ESearch, stopping early) and rank fusion (RRF) of the
 Boolean and dense arms."""
 
-from ._adapte import AdaptE, AdaptEResult, TierResult
+from ._adapte import AdaptE, AdaptEResult, TierResult, union_query
 from ._config import AdaptESettings
 from ._fusion import ArmHit, FusedHit, Provenance, boolean_hits, dense_hits, fuse, rrf
 
@@ -17,4 +17,5 @@ __all__ = [
     "dense_hits",
     "fuse",
     "rrf",
+    "union_query",
 ]

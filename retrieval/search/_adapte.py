@@ -7,19 +7,22 @@ plan's top concepts runs; only when that also finds nothing is the question a fi
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from retrieval.eutils import EutilsClient
-from retrieval.ncbi import ESearchResult, EutilsError
+from retrieval.ncbi import ESearchResult, EutilsError, LiteratureIndex, PubmedRecord
 from retrieval.query import parse_query
 from retrieval.understand import QueryPlan
 from retrieval.vocab import MeshVocabulary
 
 from ._metrics import ADAPTE_FINAL_ZERO_HIT, ADAPTE_TIERS, ADAPTE_ZERO_HIT
 
-__all__ = ["AdaptE", "AdaptEResult", "TierResult", "relaxed_or"]
+__all__ = ["AdaptE", "AdaptEResult", "TierResult", "relaxed_or", "union_query"]
 
 _Outcome = tuple["ESearchResult | EutilsError", float]  # result or error, latency in ms
 
@@ -32,7 +35,7 @@ class TierResult:
     latency_ms: float
     used: bool  # its PMIDs were collected
     new_pmids: int
-    kind: Literal["ladder", "fallback", "undated"] = "ladder"
+    kind: Literal["ladder", "union", "fallback", "undated"] = "ladder"
     error: str | None = None
     phrases_not_found: tuple[str, ...] = ()
 
@@ -48,10 +51,21 @@ class AdaptEResult:
     # Nothing within the requested years, so the relaxed query ran once more without them: the evidence
     # is older than asked, and the answer must say so.
     date_limits_relaxed: bool = False
+    # Strategy "union": the first ``union_hits`` PMIDs are the union query's, in ESearch order, still to be
+    # ranked by tier (:meth:`AdaptE.rank_locally`, given their records); 0 once ranked or for the ladder.
+    union_hits: int = 0
 
     @property
     def tiers_run(self) -> int:
         return len(self.tiers)
+
+
+def union_query(ladder: Sequence[str]) -> str | None:
+    """Every tier of the ladder OR-ed into one query (repeats once); None for an empty ladder."""
+    tiers = list(dict.fromkeys(q.strip() for q in ladder if q.strip()))
+    if not tiers:
+        return None
+    return tiers[0] if len(tiers) == 1 else " OR ".join(f"({q})" for q in tiers)
 
 
 def _quoted(term: str) -> str:
@@ -111,8 +125,21 @@ class AdaptE:
         sort: str | None = "relevance",
         vocabulary: MeshVocabulary | None = None,
         speculative: bool = False,
+        strategy: Literal["ladder", "union"] = "ladder",
+        union_retmax: int = 100,
+        check_vocabulary: Callable[[], MeshVocabulary] | None = None,
     ) -> None:
         self.client = client
+        # "union": one ESearch of every tier OR-ed together (relevance order), then, given the records, the
+        # strictest tier each hit satisfies is found locally (:meth:`rank_locally`) instead of one ESearch
+        # per tier. "ladder": the tiers one by one, strict -> relaxed (the CoMeta paper's Adapt-E).
+        self.strategy = strategy
+        self.union_retmax = union_retmax
+        # The MeSH vocabulary the local checks explode descriptors with: the server's own when offline
+        # (``retrieval.ncbi.corpus_vocabulary``), else the bundled one. Built once, on first use.
+        self._vocabulary_factory = check_vocabulary or MeshVocabulary.load
+        self._check_vocabulary: MeshVocabulary | None = None
+        self._check_lock = threading.Lock()
         self.vocabulary = vocabulary
         # Speculative: send every tier's ESearch at once (the shared limiter still spaces them) and cancel
         # what is not needed after early stop. Saves wall time only when the rate allows several requests
@@ -138,12 +165,25 @@ class AdaptE:
         errors: list[str] = []
         stopped_at: int | None = None
         pending: list[asyncio.Task[_Outcome]] = []
-        if self.speculative:
+        # Union: the stricter tiers in one ESearch; the loosest tier (often thousands of hits) runs alone,
+        # after it, only when the union found fewer than min_hits, as the ladder would have reached it.
+        ladder: Sequence[str] = plan.ladder
+        union = union_query(plan.ladder[:-1]) if self.strategy == "union" and len(plan.ladder) > 1 else None
+        if union is not None:
+            outcome = await self._search(union, mindate, maxdate, api_key, retmax=self.union_retmax)
+            tier = self._record(1, union, "union", outcome, collected)
+            tiers.append(tier)
+            if tier.error:
+                errors.append(tier.error)
+            ladder = plan.ladder[-1:] if len(collected) < self.min_hits else ()
+            stopped_at = len(plan.ladder) - 1 if not ladder else None
+        if self.speculative and union is None:
             pending = [asyncio.create_task(self._search(q, mindate, maxdate, api_key)) for q in plan.ladder]
+        first = 1 if union is None else len(plan.ladder)
         try:
-            for number, query in enumerate(plan.ladder, start=1):
+            for number, query in enumerate(ladder, start=first):
                 if pending:
-                    outcome = await pending[number - 1]
+                    outcome = await pending[number - first]
                 else:
                     outcome = await self._search(query, mindate, maxdate, api_key)
                 tier = self._record(number, query, "ladder", outcome, collected)
@@ -170,7 +210,7 @@ class AdaptE:
                     errors.append(tier.error)
         date_relaxed = False
         if not collected and (mindate or maxdate):
-            relaxed = fallback if fallback_used and fallback else plan.ladder[-1]
+            relaxed = fallback if fallback_used and fallback else (union or plan.ladder[-1])
             date_relaxed = True
             tier = await self._run_tier(len(tiers) + 1, relaxed, "undated", collected, None, None, api_key)
             tiers.append(tier)
@@ -190,6 +230,51 @@ class AdaptE:
             stopped_at=stopped_at,
             errors=tuple(errors),
             date_limits_relaxed=date_relaxed,
+            union_hits=tiers[0].new_pmids if union is not None and tiers and tiers[0].kind == "union" else 0,
+        )
+
+    def prepare(self) -> None:
+        """Build the tier check's vocabulary now (a world's full MeSH takes a moment), not on a question."""
+        if self.strategy == "union":
+            with self._check_lock:
+                if self._check_vocabulary is None:
+                    self._check_vocabulary = self._vocabulary_factory()
+
+    def rank_locally(
+        self, plan: QueryPlan, result: AdaptEResult, records: Mapping[str, PubmedRecord]
+    ) -> AdaptEResult:
+        """The union's hits in ladder order: each by the strictest tier it satisfies (checked on its record
+        with our own query engine), then in ESearch's order; tiers are taken, at most ``retmax`` each, until
+        ``min_hits`` are in, as the ladder would have stopped. Hits after the union (the loosest tier's)
+        follow unchanged. A hit whose record is missing keeps its place after the ranked ones."""
+        n = result.union_hits
+        if n == 0 or len(plan.ladder) < 2:
+            return result
+        head, tail = list(result.pmids[:n]), list(result.pmids[n:])
+        found = [records[p] for p in head if p in records]
+        self.prepare()
+        with self._check_lock:
+            index = LiteratureIndex(found, self._check_vocabulary)
+            members = [set(index.search(q).ids) for q in plan.ladder[:-1]]
+        ranked: dict[str, None] = {}
+        stopped_at: int | None = None
+        for number, hits in enumerate(members, start=1):
+            fresh = [p for p in head if p in hits and p not in ranked][: self.retmax]
+            ranked.update(dict.fromkeys(fresh))
+            if len(ranked) >= self.min_hits:
+                stopped_at = number
+                break
+        if stopped_at is None:
+            ranked.update(dict.fromkeys(head))  # the ladder would have taken every tier: all of the union
+            stopped_at = result.stopped_at
+        else:
+            ranked.update(dict.fromkeys(p for p in head if p not in records))  # unchecked: kept, after
+        pmids = (*ranked, *(p for p in tail if p not in ranked))
+        # The union's entry accounts for the hits it kept, so walking the tiers still tags every PMID.
+        tiers = list(result.tiers)
+        tiers[0] = dataclasses.replace(tiers[0], new_pmids=len(ranked), used=bool(ranked))
+        return dataclasses.replace(
+            result, pmids=pmids, tiers=tuple(tiers), stopped_at=stopped_at, union_hits=0
         )
 
     async def _run_tier(
@@ -206,12 +291,23 @@ class AdaptE:
         return self._record(number, query, kind, outcome, collected)
 
     async def _search(
-        self, query: str, mindate: str | None, maxdate: str | None, api_key: str | None
+        self,
+        query: str,
+        mindate: str | None,
+        maxdate: str | None,
+        api_key: str | None,
+        *,
+        retmax: int | None = None,
     ) -> _Outcome:
         started = time.perf_counter()
         try:
             result: ESearchResult | EutilsError = await self.client.esearch(
-                query, retmax=self.retmax, sort=self.sort, mindate=mindate, maxdate=maxdate, api_key=api_key
+                query,
+                retmax=self.retmax if retmax is None else retmax,
+                sort=self.sort,
+                mindate=mindate,
+                maxdate=maxdate,
+                api_key=api_key,
             )
         except EutilsError as exc:
             result = exc
@@ -221,7 +317,7 @@ class AdaptE:
         self,
         number: int,
         query: str,
-        kind: Literal["ladder", "fallback", "undated"],
+        kind: Literal["ladder", "union", "fallback", "undated"],
         outcome: _Outcome,
         collected: dict[str, None],
     ) -> TierResult:

@@ -54,7 +54,9 @@ class ArmHit:
     score: float | None = None  # the arm's own score (dense inner product); None for ESearch order
     tier: int | None = None  # Adapt-E tier that first produced the PMID
     query: str | None = None  # that tier's query
-    tier_kind: str | None = None  # "ladder" | "fallback" | "undated" (undated = outside the asked years)
+    tier_kind: str | None = (
+        None  # "ladder" | "union" | "fallback" | "undated" (undated = outside the asked years)
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -375,6 +376,12 @@ async def test_health_ready_metrics_docs(client: httpx.AsyncClient) -> None:
     assert 'cometa_stage_seconds_count{stage="answer"}' in text
     assert 'cometa_answers_total{mode="extractive"}' in text and "cometa_citations_removed_total" in text
     assert "cometa_adapte_tier_runs_total" in text and "cometa_rewriter_fallback_total" in text
+    # Cache sizes, with their bounds (bytes as well as entries), for every cache the answer filled.
+    for cache in ("passages", "dense_queries", "rerank_vectors"):
+        assert f'cometa_cache_bytes{{cache="{cache}"}}' in text
+        assert f'cometa_cache_max_bytes{{cache="{cache}"}}' in text
+    entries = re.search(r'cometa_cache_entries\{cache="dense_queries"\} (\S+)', text)
+    assert entries is not None and float(entries.group(1)) >= 1  # at least this question, encoded once
     assert (await client.get("/openapi.json")).json()["paths"]["/ask"]
     assert (await client.get("/docs")).status_code == 200
     r = await client.get("/nope")

@@ -236,3 +236,22 @@ def test_qdrant_local_persists_identity_and_refuses_mismatch(tmp_path: Path) -> 
         open_index(settings, Enc("st:a", 16))
     with pytest.raises(IndexNotFound):
         open_index(settings.model_copy(update={"qdrant_collection": "other"}), Enc("st:a", 8))
+
+
+def test_vectors_give_back_what_was_stored(tmp_path: Path) -> None:
+    x, ids = gaussian(50, 8), pmids(50)
+    flat = FaissIndex("enc", 8, directory=tmp_path / "flat")
+    flat.add(ids, x)
+    got = flat.vectors([ids[3], "999999", ids[0], ids[3], "not-a-pmid", "0"])
+    assert list(got) == [ids[3], ids[0]]  # held PMIDs only, once each, in the order asked
+    assert np.array_equal(got[ids[3]], x[3]) and np.array_equal(got[ids[0]], x[0])  # flat: exact float32
+    flat.save()
+    mapped = FaissIndex.load(tmp_path / "flat")
+    assert mapped.read_only and np.array_equal(mapped.vectors([ids[7]])[ids[7]], x[7])
+    # IVF-PQ (still untrained: the float16 store) gives the re-scoring copy back.
+    ivf = FaissIndex("enc", 8, kind="ivfpq", train_size=10_000)
+    ivf.add(ids[:30], x[:30])
+    ivf.add(ids[30:], x[30:])
+    back = ivf.vectors([ids[45], ids[2]])
+    assert np.allclose(back[ids[45]], x[45], atol=1e-2) and np.allclose(back[ids[2]], x[2], atol=1e-2)
+    assert FaissIndex("enc", 8).vectors(ids[:2]) == {}

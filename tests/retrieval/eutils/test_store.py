@@ -526,3 +526,18 @@ def test_compose_environment_names_real_settings(monkeypatch: pytest.MonkeyPatch
     assert s.eutils.limiter_fallback_replicas == 3 and s.eutils.api_key is not None
     assert s.dense.index_backend == "qdrant" and s.dense.qdrant_url == "http://qdrant:6333"
     assert s.llm.base_url == "http://vllm:8000/v1" and len(s.api.api_keys) == 1
+
+
+async def test_memory_store_is_bounded_by_bytes_as_well_as_entries() -> None:
+    clock = Clock()
+    big = "x" * 40_000  # a full text weighs a hundred abstracts
+    store = MemoryStore(ttl_s=TTL, max_stale_s=MAX_STALE, max_entries=100, max_bytes=100_000, clock=clock)
+    await store.set_many({f"k{i}": big for i in range(5)})
+    sizes = store.sizes()
+    assert sizes["entries"] == 2 and sizes["evictions"] == 3  # 100 entries allowed, 100 kB are not
+    assert 80_000 < sizes["bytes"] <= sizes["max_bytes"] == 100_000
+    assert set(await store.get_many(["k0", "k3", "k4"])) == {"k3", "k4"}  # least recently stored went first
+    await store.set_many({f"s{i}": "y" for i in range(200)})
+    assert store.sizes()["entries"] == 100  # the entry bound still holds for small values
+    clock.now += TTL + MAX_STALE + 1
+    assert await store.get_many(["s199"]) == {}  # past its retention: never served

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -395,3 +397,65 @@ async def test_cache_and_reuse_keep_ranking_identical_on_real_minilm() -> None:
         if "rerank" in a.scores:
             assert a.scores["rerank"] == pytest.approx(b.scores["rerank"], abs=1e-5)
             assert a.scores["rerank"] == pytest.approx(a.scores["dense"], abs=1e-5)  # same vectors, both
+
+
+async def test_abstracts_take_the_dense_index_vectors_with_identical_ranking() -> None:
+    from retrieval.embed import DenseRetriever, FaissIndex
+
+    enc = FakeEncoder()
+    docs = [
+        doc("1", [("abstract", "Abstract", ABSTRACT)]),
+        doc(
+            "2",
+            [("abstract", "Abstract", "Biopsy scan scan"), ("section", "Results", REVIEW_SECTION)],
+            "PMC2",
+        ),
+        doc("3", [("abstract", "Abstract", "Pain diet sleep. Chemo")], rank=3),  # not in the index
+    ]
+    docs[0] = dataclasses.replace(docs[0], title="Tumor survival")  # the title is part of the vector
+    index = FaissIndex(enc.name, enc.dim)
+    index.add(["1", "2"], enc.encode_documents([(d.title, d.text_units[0].text) for d in docs[:2]]))
+    dense = DenseRetriever(enc, index)
+    hits = await dense.asearch("chemo survival", 2)  # the dense arm encodes the question first
+    assert hits[0].pmid == "1"
+    reusing = PassageRetriever(SentenceSegmenter(), enc, None, PassageSettings(), vectors=dense)
+    calls = enc.doc_texts
+    got = await reusing.retrieve("chemo survival", docs)
+    # Only what the index does not hold was encoded: 4 section chunks of doc 2 and doc 3's abstract.
+    assert enc.doc_texts - calls == 5
+    assert reusing.cache.stats.index_vectors == 2
+    assert dense.cache_stats()["hits"] == 1 and dense.cache_stats()["misses"] == 1  # question encoded once
+    plain = PassageRetriever(SentenceSegmenter(), FakeEncoder(), None, PassageSettings())
+    ref = await plain.retrieve("chemo survival", docs)
+    assert [(p.chunk_id, p.rank, p.scores) for p in got.passages] == [
+        (p.chunk_id, p.rank, p.scores) for p in ref.passages
+    ]
+    assert got.passages[0].chunk_id == "PMID:1#a0"  # its title lifts it: abstracts are scored with titles
+    # A vector source over another encoder is not trusted.
+    other = PassageRetriever(SentenceSegmenter(), FakeEncoder(), None, PassageSettings(), vectors=dense)
+    assert other.vectors is None
+
+
+async def test_a_passage_store_built_ahead_serves_full_texts_without_segmenting_or_encoding(
+    tmp_path: Path,
+) -> None:
+    builder = retriever()
+    assert builder.precompute(DOCS) == 1 + 1 + 4  # two abstracts and the review's four sentence chunks
+    path = tmp_path / "passages.pkl"
+    assert builder.cache.save(path) == 2
+    fresh = retriever()
+    assert fresh.cache.load(path) == 2 and fresh.cache.pinned == 2
+    calls = fresh.encoder.doc_texts  # type: ignore[attr-defined]
+    got = await fresh.retrieve("tumor chemo", DOCS)
+    assert fresh.encoder.doc_texts == calls  # type: ignore[attr-defined]  # nothing encoded again
+    ref = await retriever().retrieve("tumor chemo", DOCS)
+    assert [(p.chunk_id, p.rank, p.scores) for p in got.passages] == [
+        (p.chunk_id, p.rank, p.scores) for p in ref.passages
+    ]
+    # Another segmenter configuration has other keys: the store's entries are simply not used.
+    other = PassageRetriever(SentenceSegmenter(), FakeEncoder(), None, PassageSettings(), counter=None)
+    other._config_key = "another configuration"
+    other.cache.load(path)
+    await other.retrieve("tumor chemo", DOCS)
+    assert other.encoder.doc_texts == 6  # type: ignore[attr-defined]
+    assert retriever().cache.load(tmp_path / "missing.pkl") == 0

@@ -1,0 +1,107 @@
+"""Adapt-E's union strategy: one ESearch for the stricter tiers, tiers then checked locally on the records."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs
+
+import httpx
+
+from retrieval import EutilsClient, create_eutils_app, eutils_transport
+from retrieval.eutils import LOCAL_BASE_URL, EutilsSettings
+from retrieval.ncbi import LocalServerSettings
+from retrieval.search import AdaptE, boolean_hits, union_query
+from retrieval.understand import QueryPlan
+
+
+class Recording(httpx.AsyncBaseTransport):
+    def __init__(self) -> None:
+        self.inner = eutils_transport(create_eutils_app(LocalServerSettings()))
+        self.endpoints: list[str] = []
+        self.terms: list[str] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.endpoints.append(request.url.path.rsplit("/", 1)[-1])
+        body = request.content.decode() if request.method == "POST" else request.url.query.decode()
+        self.terms.extend(parse_qs(body).get("term", []))
+        return await self.inner.handle_async_request(request)
+
+
+def client() -> tuple[EutilsClient, Recording]:
+    transport = Recording()
+    settings = EutilsSettings(base_url=LOCAL_BASE_URL, requests_per_second=500.0)
+    return EutilsClient(settings, transport=transport), transport
+
+
+def plan(ladder: list[str]) -> QueryPlan:
+    return QueryPlan(corrected_question="q", ladder=ladder, concepts=[])
+
+
+LADDER = ['"lace plant"[tiab]', '"programmed cell death"[tiab]', "apoptosis", "cancer"]
+
+
+def test_union_query_ors_each_tier_once() -> None:
+    assert union_query(["a AND b", "c", "a AND b"]) == "(a AND b) OR (c)"
+    assert union_query(["only"]) == "only" and union_query([]) is None
+
+
+async def test_one_esearch_then_local_tiers_give_the_ladders_hits_in_tier_order() -> None:
+    c0, transport0 = client()  # one client each: the second must not be served from the first's cache
+    ladder = await AdaptE(c0, min_hits=5, retmax=1000).run(plan(LADDER))
+    ladder_calls = transport0.endpoints.count("esearch.fcgi")
+    await c0.aclose()
+    c, transport = client()
+    union = AdaptE(c, min_hits=5, retmax=1000, strategy="union", union_retmax=1000)
+    raw = await union.run(plan(LADDER))
+    assert transport.endpoints == ["esearch.fcgi"] and ladder_calls == 3  # 1 call where the ladder made 3
+    assert raw.union_hits == len(raw.pmids) and raw.tiers[0].kind == "union"
+    records = {r.pmid: r for r in await c.efetch_pubmed(raw.pmids)}
+    ranked = union.rank_locally(plan(LADDER), raw, records)
+    assert set(ranked.pmids) == set(ladder.pmids) and ranked.stopped_at == ladder.stopped_at == 3
+    assert ranked.pmids[0] == ladder.pmids[0] == "21645374"  # the strict tier's hit first, as the ladder
+    # Every hit sits after all hits of stricter tiers: the tier of each, asked of the server tier by tier.
+    tier_of: dict[str, int] = {}
+    for number, query in enumerate(LADDER[:-1], start=1):
+        for pmid in (await c.esearch(query, retmax=1000)).ids:
+            tier_of.setdefault(pmid, number)
+    tiers = [tier_of[p] for p in ranked.pmids]
+    assert tiers == sorted(tiers)
+    assert ranked.union_hits == 0 and union.rank_locally(plan(LADDER), ranked, records) is ranked
+    # Provenance still finds each hit's ESearch: every ranked PMID is tagged with the union query.
+    hits = boolean_hits(ranked)
+    assert [h.pmid for h in hits] == list(ranked.pmids) and {h.tier_kind for h in hits} == {"union"}
+    await c.aclose()
+
+
+async def test_too_few_union_hits_run_the_loosest_tier_after() -> None:
+    c, transport = client()
+    union = AdaptE(c, min_hits=5, strategy="union")
+    ladder = ['"lace plant"[tiab]', "zzqqxx", "cancer"]
+    result = await union.run(plan(ladder))
+    assert transport.endpoints == ["esearch.fcgi", "esearch.fcgi"]
+    assert transport.terms[0] == '("lace plant"[tiab]) OR (zzqqxx)' and transport.terms[1] == "cancer"
+    assert result.pmids[0] == "21645374" and result.union_hits == 1 and len(result.pmids) > 5
+    records = {r.pmid: r for r in await c.efetch_pubmed(result.pmids[:1])}
+    ranked = union.rank_locally(plan(ladder), result, records)
+    assert ranked.pmids == result.pmids  # one tier-1 hit, then the loosest tier's, unchanged
+    await c.aclose()
+
+
+async def test_the_check_vocabulary_is_built_once_and_can_be_built_ahead() -> None:
+    from retrieval.vocab import MeshVocabulary
+
+    built: list[int] = []
+
+    def factory() -> MeshVocabulary:
+        built.append(1)
+        return MeshVocabulary.load()
+
+    c, _ = client()
+    union = AdaptE(c, min_hits=5, strategy="union", check_vocabulary=factory)
+    union.prepare()
+    assert built == [1]
+    raw = await union.run(plan(LADDER))
+    records = {r.pmid: r for r in await c.efetch_pubmed(raw.pmids)}
+    union.rank_locally(plan(LADDER), raw, records)
+    assert built == [1]  # prepared ahead: the question did not pay for it
+    assert AdaptE(c, check_vocabulary=factory).prepare() is None and built == [1]  # ladder needs none
+    await c.aclose()
