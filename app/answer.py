@@ -437,7 +437,7 @@ def _study_answer(
         grade = evidence.studies.get(key)
         intro = grade.describe() if grade is not None else "Source"
         if grade is not None and current_year is not None and (age := grade.age(current_year)) is not None:
-            intro += f" ({age} years old)" if age > old_after else ""
+            intro += f" (published {age} years ago)" if age > old_after else ""
         lines.append(f"{intro[0].upper()}{intro[1:]}: {quoted} {cites.get(key, f'[PMID:{key}]')}")
     return "\n".join(lines), tuple(relevant)
 

@@ -193,6 +193,11 @@ def _tier(adapte: AdaptEResult | None) -> Tier:
     if not used:
         return "none"
     first = used[0]
+    if first.kind == "union":
+        # One ESearch ran every tier but the loosest; the local check says which tier would have matched.
+        if adapte.strictest_local is None:
+            return "relaxed"
+        return "strict" if " AND " in adapte.strictest_local else "relaxed"
     if _GENERIC_QUERY.match(first.query.strip()):
         return "generic"
     if first.kind == "ladder" and " AND " in first.query:
@@ -262,7 +267,10 @@ def assess_evidence(signals: EvidenceSignals, settings: GateSettings) -> Evidenc
         return EvidenceVerdict("none", signals, ("no documents were found",))
     reasons: list[str] = []
     dense = signals.dense_top
-    if dense is not None and dense < settings.min_dense:
+    floor = (
+        min(settings.min_dense_strict, settings.min_dense) if signals.tier == "strict" else settings.min_dense
+    )
+    if dense is not None and dense < floor:
         reasons.append(f"the closest study is only loosely related (similarity {dense:.2f})")
     if signals.coverage < settings.min_coverage:
         reasons.append(f"the studies mention {signals.coverage:.0%} of the question's words")

@@ -88,6 +88,13 @@ class GateSettings(BaseModel):
         le=1,
         description="Abstain below this best dense similarity (question vs document).",
     )
+    min_dense_strict: float = Field(
+        default=0.38,
+        ge=-1,
+        le=1,
+        description="When a strict Boolean query (every concept of the question, AND-ed) matched: abstain "
+        "below this similarity instead of min_dense (a general encoder can miss what the concepts prove).",
+    )
     min_dense_generic: float = Field(
         default=0.38,
         ge=-1,

@@ -157,9 +157,16 @@ def _grid(base: GateSettings) -> Iterable[GateSettings]:
     coverage = [round(0.05 * i, 2) for i in range(13)]  # 0 .. 0.60
     generic = [0.0, 0.4, 0.5, 0.6]
     absent = [-1.0, 0.5, 0.55, 0.6, 0.65, 0.7, 2.0]  # -1: the signal is off; 2: any absent word abstains
-    for d, c, g, a in itertools.product(dense, coverage, generic, absent):
+    strict = [0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 1.0]  # 1.0: min_dense applies to strict matches too
+    for d, c, g, a, s in itertools.product(dense, coverage, generic, absent, strict):
         yield base.model_copy(
-            update={"min_dense": d, "min_coverage": c, "min_dense_generic": max(d, g), "absent_max_dense": a}
+            update={
+                "min_dense": d,
+                "min_coverage": c,
+                "min_dense_generic": max(d, g),
+                "absent_max_dense": a,
+                "min_dense_strict": min(s, d),
+            }
         )
 
 

@@ -54,6 +54,9 @@ class AdaptEResult:
     # Strategy "union": the first ``union_hits`` PMIDs are the union query's, in ESearch order, still to be
     # ranked by tier (:meth:`AdaptE.rank_locally`, given their records); 0 once ranked or for the ladder.
     union_hits: int = 0
+    # Strategy "union", once ranked: the strictest ladder query that one of the union's hits satisfies (what
+    # the ladder's first used tier would have been; the evidence gate reads it); None otherwise.
+    strictest_local: str | None = None
 
     @property
     def tiers_run(self) -> int:
@@ -258,6 +261,7 @@ class AdaptE:
             members = [set(index.search(q).ids) for q in plan.ladder[:-1]]
         ranked: dict[str, None] = {}
         stopped_at: int | None = None
+        strictest = next((q for q, hits in zip(plan.ladder, members, strict=False) if hits), None)
         for number, hits in enumerate(members, start=1):
             fresh = [p for p in head if p in hits and p not in ranked][: self.retmax]
             ranked.update(dict.fromkeys(fresh))
@@ -274,7 +278,12 @@ class AdaptE:
         tiers = list(result.tiers)
         tiers[0] = dataclasses.replace(tiers[0], new_pmids=len(ranked), used=bool(ranked))
         return dataclasses.replace(
-            result, pmids=pmids, tiers=tuple(tiers), stopped_at=stopped_at, union_hits=0
+            result,
+            pmids=pmids,
+            tiers=tuple(tiers),
+            stopped_at=stopped_at,
+            union_hits=0,
+            strictest_local=strictest,
         )
 
     async def _run_tier(

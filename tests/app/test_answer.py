@@ -242,7 +242,7 @@ async def test_extractive_answer_goes_study_by_study_without_section_labels() ->
     lines = ans.text.splitlines()
     # Strongest design first (the meta-analysis), then the 1994 trial with its size and age; no labels.
     assert lines[0].startswith("2020 meta-analysis: ") and lines[0].endswith("[PMID:2]")
-    assert lines[1].startswith("1994 randomised trial, 120 patients (32 years old): ")
+    assert lines[1].startswith("1994 randomised trial, 120 patients (published 32 years ago): ")
     assert "Exercise reduced fatigue during chemotherapy compared with usual care." in lines[1]
     assert "METHODS" not in ans.text and "CONCLUSIONS" not in ans.text and "BACKGROUND" not in ans.text
     assert [c.pmid for c in ans.citations] == ["1", "2"] or {c.pmid for c in ans.citations} == {"1", "2"}

@@ -31,6 +31,37 @@ def test_verdicts_follow_the_thresholds() -> None:
     assert assess_evidence(signals(0.1, 0.0), off).verdict == "weak"
 
 
+def test_a_strict_match_lowers_the_dense_floor_only_for_itself() -> None:
+    gate = GATE.model_copy(update={"min_dense_strict": 0.2})
+    assert not assess_evidence(signals(0.25, 0.9), gate).abstain  # every concept AND-ed matched
+    assert assess_evidence(signals(0.25, 0.9, "relaxed"), gate).abstain
+    assert assess_evidence(signals(0.15, 0.9), gate).abstain  # below even the strict floor
+    assert assess_evidence(signals(0.25, 0.2), gate).abstain  # coverage still applies
+    # A strict floor above min_dense never makes a strict match harder to pass.
+    assert not assess_evidence(signals(0.45, 0.9), GATE.model_copy(update={"min_dense_strict": 0.9})).abstain
+
+
+def test_union_strategy_tier_is_the_strictest_tier_matched_locally() -> None:
+    docs = [make_doc("1", "Tamoxifen lowered breast cancer recurrence in women.")]
+    union = TierResult(
+        1, '("tamoxifen"[tiab] AND "recurrence"[tiab]) OR ("tamoxifen"[tiab])', 3, 1.0, True, 1, "union"
+    )
+    for local, tier in [
+        ('"tamoxifen"[tiab] AND "recurrence"[tiab]', "strict"),
+        ('"tamoxifen"[tiab]', "relaxed"),
+        (None, "relaxed"),
+    ]:
+        result = AdaptEResult(
+            pmids=("1",),
+            tiers=(union,),
+            zero_hit=False,
+            fallback_used=False,
+            stopped_at=1,
+            strictest_local=local,
+        )
+        assert evidence_signals("Does tamoxifen prevent recurrence?", docs, adapte=result).tier == tier
+
+
 def test_cross_encoder_threshold_applies_only_when_set() -> None:
     s = EvidenceSignals(5, 0.7, -3.0, "strict", 0.9)
     assert not assess_evidence(s, GATE).abstain

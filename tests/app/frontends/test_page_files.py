@@ -37,7 +37,9 @@ def test_the_pages_stream_ends_with_every_other_field_of_the_ask_response(server
     assert r.status_code == 200
     blocks = [dict(line.split(": ", 1) for line in b.splitlines()) for b in r.text.strip().split("\n\n")]
     done = json.loads(blocks[-1]["data"])
-    assert blocks[-1]["event"] == "done" and done["mode"] == "extractive"
+    # Answered or honestly declined (the evidence gate decides): either way the verdict reaches the page.
+    assert blocks[-1]["event"] == "done" and done["mode"] in {"extractive", "insufficient_evidence"}
+    assert done["evidence_verdict"]["verdict"] in {"strong", "moderate", "weak", "none"}
     sent_before = {"answer", "citations", "evidence", "passages", "judge", "query"}
     assert set(AskResponse.model_fields) - sent_before <= set(done)
     assert not sent_before & set(done)

@@ -65,6 +65,8 @@ async def test_one_esearch_then_local_tiers_give_the_ladders_hits_in_tier_order(
             tier_of.setdefault(pmid, number)
     tiers = [tier_of[p] for p in ranked.pmids]
     assert tiers == sorted(tiers)
+    # What the ladder's first used tier was, for the evidence gate's "strict" signal.
+    assert ranked.strictest_local == LADDER[0] == ladder.tiers[0].query
     assert ranked.union_hits == 0 and union.rank_locally(plan(LADDER), ranked, records) is ranked
     # Provenance still finds each hit's ESearch: every ranked PMID is tagged with the union query.
     hits = boolean_hits(ranked)
