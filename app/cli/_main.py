@@ -333,11 +333,9 @@ def _print_answer(response: AskResponse) -> None:
     # Terminals show links as links; elsewhere (a pipe, a file) the URLs are printed beside their text.
     answer = Markdown(render_markdown(response), hyperlinks=console.is_terminal)
     console.print(Panel(answer, title="Answer", title_align="left"))
-    extra = response.model_dump(mode="json")
-    verdict = extra.get("verdict")  # the evidence verdict, where the response carries one
-    if verdict:
-        label = verdict.get("label") or verdict.get("verdict") if isinstance(verdict, dict) else verdict
-        console.print(f"[bold]Evidence:[/] {escape(str(label))}")
+    if response.evidence_verdict is not None:
+        v = response.evidence_verdict
+        console.print(f"[bold]Evidence:[/] {v.verdict} ({escape('; '.join(v.reasons))})")
     if response.mode in modes:
         console.print(f"[bold]Note:[/] {modes[response.mode]}")
     if response.judge and response.judge.note:

@@ -80,15 +80,11 @@ function renderCitations(citations) {
 }
 
 // The evidence verdict, whatever shape the service gives it (a word, or an object with a label and reason).
+// ``verdict``: the response's ``evidence_verdict`` ({verdict, reasons, signals}) or null.
 function renderVerdict(verdict, mode) {
   const box = $("verdict");
-  let label = null;
-  let reason = null;
-  if (typeof verdict === "string") label = verdict;
-  else if (verdict && typeof verdict === "object") {
-    label = verdict.label || verdict.verdict || verdict.status || verdict.level || null;
-    reason = verdict.reason || verdict.summary || verdict.explanation || verdict.note || null;
-  }
+  const label = verdict ? verdict.verdict : null;
+  const reason = verdict && verdict.reasons && verdict.reasons.length ? verdict.reasons.join("; ") : null;
   const plain = MODES[mode] || null;
   if (!label && !plain) { box.hidden = true; return; }
   box.replaceChildren();
@@ -184,10 +180,10 @@ async function ask(question, judge) {
         $("answer").classList.remove("provisional");
         renderAnswer($("answer"), payload.answer, payload.citations || []);
         renderCitations(payload.citations || []);
-        renderVerdict(payload.verdict, payload.mode);
+        renderVerdict(payload.evidence_verdict, payload.mode);
       } else if (name === "judge") renderJudge(payload);
       else if (name === "done") {
-        if (payload.verdict !== undefined && answer) renderVerdict(payload.verdict, answer.mode);
+        if (payload.evidence_verdict && answer) renderVerdict(payload.evidence_verdict, answer.mode);
         addNotes("note-list", "notes", (payload.warnings || []).map(plainWarning));
         $("status").textContent = "Done.";
       } else if (name === "error") {

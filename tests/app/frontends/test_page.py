@@ -165,7 +165,18 @@ SCRIPTED = [
             "request_id": "r1",
             "warnings": ["degraded: 1 of 3 PubMed searches failed (NCBI partly unavailable)"],
             "mode": "llm",
-            "verdict": {"label": "limited", "reason": "One small trial supports it."},
+            "evidence_verdict": {
+                "verdict": "weak",
+                "reasons": ["One small trial supports it."],
+                "signals": {
+                    "documents": 1,
+                    "dense_top": 0.5,
+                    "rerank_top": None,
+                    "tier": "strict",
+                    "coverage": 0.5,
+                    "absent_terms": 0,
+                },
+            },
         },
     ),
 ]
@@ -211,7 +222,7 @@ def test_the_page_shows_verdict_disagreement_and_warnings_and_never_runs_server_
     WebDriverWait(browser, 30).until(ec.text_to_be_present_in_element((By.ID, "status"), "Done."))
 
     verdict = browser.find_element(By.ID, "verdict").text
-    assert "Evidence: limited" in verdict and "One small trial supports it." in verdict
+    assert "Evidence: weak" in verdict and "One small trial supports it." in verdict
     disagreement = browser.find_element(By.ID, "disagreement").text
     assert "how much exercise" in disagreement and "PMID 111 and PMID 222 differ on dosing" in disagreement
     notes = browser.find_element(By.ID, "notes").text
