@@ -165,8 +165,7 @@ class EvidenceContext:
         return "\n\n".join(f"{b.label}\n{b.text}" for b in self.blocks)
 
 
-def _citation(doc: EvidenceDoc) -> Citation:
-    grade = grade_study(doc)
+def _citation(doc: EvidenceDoc, grade: StudyGrade) -> Citation:
     return Citation(
         pmid=doc.pmid,
         pmcid=doc.pmcid,
@@ -226,16 +225,19 @@ def _pubmed_blocks(
 
 
 def _pubmed_citations(
-    blocks: Sequence[ContextBlock], docs: Sequence[EvidenceDoc], context: PassageContext | None
+    blocks: Sequence[ContextBlock],
+    by_pmid: Mapping[str, EvidenceDoc],
+    studies: Mapping[str, StudyGrade],
+    context: PassageContext | None,
 ) -> dict[str, Citation]:
-    by_pmid = {d.pmid: d for d in docs}
+    """A citation per block's PMID; ``studies`` holds the grade of every block whose document is known."""
     citations: dict[str, Citation] = {}
     for block in blocks:
         if block.key in citations:
             continue
         found = by_pmid.get(block.key)
         if found is not None:
-            citations[block.key] = _citation(found)
+            citations[block.key] = _citation(found, studies[block.key])
         else:  # a passage whose document was not handed in: cite what the passage knows
             p = next(p for p in (context.passages if context else ()) if p.pmid == block.key)
             url = f"https://pubmed.ncbi.nlm.nih.gov/{p.pmid}/"
@@ -298,8 +300,8 @@ def build_evidence_context(
     blocks = _fit(_pubmed_blocks(docs, context, max_passages), max_chars, exact=False)
     by_pmid = {d.pmid: d for d in docs}
     studies = {b.key: grade_study(by_pmid[b.key]) for b in blocks if b.key in by_pmid}
-    abstracts = {k: _abstract(by_pmid[k])[1] for k in studies if _abstract(by_pmid[k])[0] != "Title"}
-    return EvidenceContext(blocks, _pubmed_citations(blocks, docs, context), studies, abstracts)
+    abstracts = {k: text for k in studies for label, text in [_abstract(by_pmid[k])] if label != "Title"}
+    return EvidenceContext(blocks, _pubmed_citations(blocks, by_pmid, studies, context), studies, abstracts)
 
 
 # --- citations ----------------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from app.schemas import (
 )
 from app.sources import InvalidToken, SourcesService, Subject, parse_sources, response_json
 from core import CometaError
-from retrieval.evidence import EvidenceDoc, TextUnit, pubmed_url
+from retrieval.evidence import DROP_RETRACTED, EvidenceDoc, TextUnit, pubmed_url
 from retrieval.passages import PassageContext
 from retrieval.search import Provenance
 from retrieval.understand import LANGUAGE_NAMES, Scope, hash_text
@@ -290,7 +290,7 @@ class Asker:
                 for c in understanding.plan.concepts
                 if c.mesh or c.role != "other"
             ]
-            retracted = [d.pmid for d in outcome.evidence.dropped if d.reason == "retracted"]
+            retracted = [d.pmid for d in outcome.evidence.dropped if d.reason == DROP_RETRACTED]
             if retracted:
                 warnings.append(
                     f"{len(retracted)} retracted {'study was' if len(retracted) == 1 else 'studies were'} "
@@ -451,7 +451,7 @@ class Asker:
     async def _ask_across(
         self, req: AskRequest, request_id: str, service: SourcesService, authorization: str | None
     ) -> AskResponse:
-        refs = parse_sources(req.sources, local=service.local_names(), nodes=list(service.federation.nodes))
+        refs = parse_sources(req.sources)  # names that exist or not are answered alike: nothing to look up
         subject, token = caller_of(service, authorization, needed=any(r.kind != "pubmed" for r in refs))
         outcome = await service.ask(
             req.question,

@@ -35,6 +35,7 @@ from retrieval.passages import PassageContext
 from retrieval.search import AdaptEResult
 from retrieval.understand import looks_like_injection
 
+from .schemas import Verdict
 from .settings import GateSettings
 
 __all__ = [
@@ -55,7 +56,6 @@ __all__ = [
     "text_signals",
 ]
 
-Verdict = Literal["strong", "moderate", "weak", "none"]
 Tier = Literal["strict", "relaxed", "generic", "none", "unknown"]
 
 INSUFFICIENT_EVIDENCE_TEXT = (

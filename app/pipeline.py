@@ -615,19 +615,16 @@ class Pipeline:
         A word the fetched evidence already contains needs no lookup; only the others cost one count-only
         ESearch each, so an answerable question usually adds no E-utilities call (issue 17's budget)."""
         checks = self.settings.gate.absent_term_checks
-        if not checks:
-            return 0
+        terms = rare_words(question, self.understander.rewriter.is_known_word, limit=checks) if checks else []
+        if not terms:
+            return 0  # most questions: every word is known, so the documents need not be read
         seen = {
             w
             for d in evidence.docs
             for text in (d.title, *(u.text for u in d.text_units))
             for w in words(text)
         }
-        terms = [
-            t
-            for t in rare_words(question, self.understander.rewriter.is_known_word, limit=checks)
-            if t not in seen
-        ]
+        terms = [t for t in terms if t not in seen]
 
         async def count(term: str) -> int:
             try:

@@ -19,7 +19,6 @@ from ._sentences import (
     Splitter,
     labelled_sentences,
     split_sentences,
-    strip_section_labels,
 )
 from ._seos import SEOSSegmenter, default_budget
 from ._tokens import HFTokenCounter, WhitespaceTokenCounter, counter_for, split_long_sentence
@@ -47,5 +46,4 @@ __all__ = [
     "labelled_sentences",
     "split_long_sentence",
     "split_sentences",
-    "strip_section_labels",
 ]

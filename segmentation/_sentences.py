@@ -169,11 +169,6 @@ def _label_of(line: str) -> re.Match[str] | None:
     return m if name.isupper() or name.lower().startswith(RESULT_SECTIONS + INTRO_SECTIONS) else None
 
 
-def strip_section_labels(text: str) -> str:
-    """``text`` without the structured-abstract labels at the start of its lines ("METHODS: ...")."""
-    return "\n".join(line[m.end() :] if (m := _label_of(line)) else line for line in text.splitlines())
-
-
 def labelled_sentences(text: str, section: str = "") -> list[tuple[str, str]]:
     """(section, sentence) of ``text``, whitespace collapsed: each line's structured-abstract label (an
     upper-case word or a known section name, else ``section``) is the lower-cased section of its sentences

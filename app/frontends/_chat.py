@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.asker import Asker
 from app.schemas import MAX_QUESTION_CHARS, AskRequest, AskResponse
+from retrieval.evidence import pubmed_url
 
 __all__ = [
     "CONTEXT_TURNS",
@@ -175,10 +176,6 @@ def pmc_url(pmcid: str) -> str:
     return f"https://pmc.ncbi.nlm.nih.gov/articles/{pmcid}/"
 
 
-def _pubmed(pmid: str) -> str:
-    return f"https://pubmed.ncbi.nlm.nih.gov/{pmid}/"
-
-
 def _links(ids: Sequence[str], valid: Mapping[str, str]) -> str:
     return ", ".join(f"[PMID {i}]({valid[i]})" for i in dict.fromkeys(ids) if i in valid)
 
@@ -197,7 +194,7 @@ def _sources_block(response: AskResponse) -> str:
     lines = ["", "", "**Sources**", ""]
     for n, c in enumerate(response.citations, start=1):
         what = ", ".join(x for x in (str(c.year) if c.year else "", ", ".join(c.publication_types[:2])) if x)
-        links = [f"[PubMed]({c.url or _pubmed(c.pmid)})"] if c.pmid else []
+        links = [f"[PubMed]({c.url or pubmed_url(c.pmid)})"] if c.pmid else []
         if c.pmcid:
             links.append(f"[PMC full text]({pmc_url(c.pmcid)})")
         title = c.title or (f"PMID {c.pmid}" if c.pmid else "untitled")
@@ -206,7 +203,7 @@ def _sources_block(response: AskResponse) -> str:
 
 
 def _valid_links(response: AskResponse) -> dict[str, str]:
-    return {c.pmid: c.url or _pubmed(c.pmid) for c in response.citations if c.pmid}
+    return {c.pmid: c.url or pubmed_url(c.pmid) for c in response.citations if c.pmid}
 
 
 def render_markdown(response: AskResponse) -> str:
@@ -324,7 +321,7 @@ async def stream_chat(
     async with aclosing(asker.events(ask, request_id, stream_tokens=True)) as events:
         async for name, data in events:
             if name == "evidence":
-                urls = {d["pmid"]: d.get("url") or _pubmed(d["pmid"]) for d in data["documents"]}
+                urls = {d["pmid"]: d.get("url") or pubmed_url(d["pmid"]) for d in data["documents"]}
                 filt = _CitationFilter(urls)
             elif name == "token":
                 text = filt.feed(data["delta"])

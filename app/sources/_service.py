@@ -118,11 +118,11 @@ class SourceRef:
 
 
 def parse_sources(
-    names: Sequence[str], *, local: Sequence[str], nodes: Sequence[str], strict: bool = False
+    names: Sequence[str], *, local: Sequence[str] = (), nodes: Sequence[str] = (), strict: bool = False
 ) -> list[SourceRef]:
     """Source names -> refs. A name that names nothing still becomes a ref (answered "not available to
     you" like a private one) unless ``strict``, where it raises :class:`UnknownSource`; the message never
-    lists what does exist."""
+    lists what does exist. ``local`` and ``nodes`` (what exists) are read only when ``strict``."""
     refs: list[SourceRef] = []
     for name in names:
         if name == PUBMED:

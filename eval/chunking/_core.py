@@ -28,11 +28,9 @@ __all__ = [
     "K",
     "Passage",
     "Row",
-    "bm25_rankings",
     "bm25_scores",
     "build_passages",
     "build_segmenters",
-    "dense_rankings",
     "eval_doc",
     "evaluate",
     "evaluate_segmenter",
@@ -167,25 +165,12 @@ def bm25_scores(passages: Sequence[Passage], questions: Sequence[str]) -> np.nda
     )
 
 
-def bm25_rankings(passages: Sequence[Passage], questions: Sequence[str], k: int = K) -> list[list[int]]:
-    return rank(bm25_scores(passages, questions), None, k)
-
-
 def _encode(
     encoder: Encoder, passages: Sequence[Passage], questions: Sequence[str]
 ) -> tuple[np.ndarray, np.ndarray]:
     """(question vectors, passage vectors); passages as documents with an empty title, as production."""
     docs = encoder.encode_documents([("", p.text) for p in passages], batch_size=32)
     return encoder.encode_queries(list(questions), batch_size=32), docs
-
-
-def dense_rankings(
-    encoder: Encoder, passages: Sequence[Passage], questions: Sequence[str], k: int = K
-) -> tuple[list[list[int]], np.ndarray]:
-    """Top-k passage indexes per question, and the full (questions x passages) inner-product matrix."""
-    qs, docs = _encode(encoder, passages, questions)
-    scores = np.asarray(qs @ docs.T, dtype=np.float64)
-    return rank(scores, None, k), scores
 
 
 class _ScoresVectors(Protocol):

@@ -35,6 +35,7 @@ from eval import (
     progress,
     select_items,
 )
+from eval.compare import json_safe
 from eval.stats import label_agreement
 from llm import LLMClient, LLMUnavailable, build_llm
 
@@ -244,14 +245,4 @@ async def run_judge(opts: RunOptions, *, llm: LLMClient | None = None) -> SuiteR
             "nothing about a real judge's agreement.",
         )
     metrics = {"judge": model, "label_map": LABEL_MAP, "datasets": per}
-    return SuiteResult("judge", _clean(metrics), tables, plots, notes, times)
-
-
-def _clean(value: Any) -> Any:
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    return value
+    return SuiteResult("judge", json_safe(metrics), tables, plots, notes, times)

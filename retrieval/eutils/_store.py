@@ -270,11 +270,6 @@ class MemoryStore(CacheStore):
     def __len__(self) -> int:
         return len(self._data)
 
-    @property
-    def nbytes(self) -> int:
-        """What the held values weigh (``core.approx_size``), against ``max_bytes``."""
-        return int(self._data.currsize)
-
     def sizes(self) -> dict[str, int]:
         """Entries and bytes held, their bounds, and evictions: what ``/metrics`` reports."""
         d = self._data

@@ -395,7 +395,6 @@ def _load_pmc_file(
             ids[pmcid] = found.get(b"pmid")
             return
     articles = parse_pmc_articles(data)
-    slices = _JATS_ARTICLE_RE.findall(data)
     if len(slices) != len(articles):  # cannot pair raw bytes with records safely: keep the file whole
         slices = [data] * len(articles)
     for article, raw in zip(articles, slices, strict=True):
