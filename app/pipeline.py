@@ -22,7 +22,14 @@ from app.schemas import SearchOut
 from core import CometaError, Encoder, OnProgress, Reranker, words
 from llm import LLMClient, build_llm
 from retrieval import AdaptE, AdaptEResult, EutilsClient, MeshVocabulary, create_eutils_app, eutils_transport
-from retrieval.embed import DenseHit, DenseRetriever, load_encoder, load_reranker, open_retriever
+from retrieval.embed import (
+    BiEncoderReranker,
+    DenseHit,
+    DenseRetriever,
+    load_encoder,
+    load_reranker,
+    open_retriever,
+)
 from retrieval.eutils import LOCAL_BASE_URL, CacheStore, EutilsDegradation, RateLimiter, track_degradation
 from retrieval.evidence import EvidenceBuilder, EvidenceDoc, EvidenceSet, classify, depth_for
 from retrieval.ncbi import (
@@ -326,9 +333,8 @@ class Models:
             }
         if self._dense is not None:
             out["dense_queries"] = self._dense.cache_stats()
-        stats = getattr(self._reranker, "cache_stats", None)
-        if callable(stats):
-            out["rerank_vectors"] = stats()
+        if isinstance(self._reranker, BiEncoderReranker):  # a cross-encoder keeps no vectors
+            out["rerank_vectors"] = self._reranker.cache_stats()
         return out
 
     async def passage_retriever(self) -> PassageRetriever | None:
@@ -415,9 +421,9 @@ class Pipeline:
     def cache_stats(self) -> dict[str, dict[str, int]]:
         """:meth:`Models.cache_stats` plus the E-utilities response cache when it lives in this process."""
         out = self.models.cache_stats()
-        sizes = getattr(self.client.store, "sizes", None)
-        if callable(sizes):
-            out["eutils"] = sizes()
+        store = self.client.store
+        if store is not None and (sizes := store.sizes()) is not None:
+            out["eutils"] = sizes
         return out
 
     async def warm_vocabularies(self) -> None:

@@ -43,6 +43,16 @@ class SizedLRU(LRUCache[K, V]):
             self.popitem()
         return True
 
+    def stats(self) -> dict[str, int]:
+        """Entries and bytes held, their bounds, and evictions: the one shape every cache reports."""
+        return {
+            "entries": len(self),
+            "bytes": int(self.currsize),
+            "max_entries": self.max_entries,
+            "max_bytes": int(self.maxsize),
+            "evictions": self.evictions,
+        }
+
     def popitem(self) -> tuple[K, V]:
         item = super().popitem()
         self.evictions += 1

@@ -157,15 +157,7 @@ class DenseRetriever:
     def cache_stats(self) -> dict[str, int]:
         """The query-vector cache: entries, bytes, their bounds, hits, misses, evictions."""
         with self._queries_lock:
-            return {
-                "entries": len(self._queries),
-                "bytes": int(self._queries.currsize),
-                "max_entries": self._queries.max_entries,
-                "max_bytes": int(self._queries.maxsize),
-                "hits": self.query_hits,
-                "misses": self.query_misses,
-                "evictions": self._queries.evictions,
-            }
+            return {**self._queries.stats(), "hits": self.query_hits, "misses": self.query_misses}
 
     def search_many(self, queries: Sequence[str], k: int) -> list[list[DenseHit]]:
         if not queries:

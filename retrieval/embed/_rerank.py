@@ -207,14 +207,7 @@ class BiEncoderReranker:
     def cache_stats(self) -> dict[str, int]:
         """The passage-vector cache: entries, bytes, their bounds, evictions."""
         with self._lock:
-            c = self._cache
-            return {
-                "entries": len(c),
-                "bytes": int(c.currsize),
-                "max_entries": c.max_entries,
-                "max_bytes": int(c.maxsize),
-                "evictions": c.evictions,
-            }
+            return self._cache.stats()
 
     @property
     def encoder(self) -> Encoder:

@@ -231,6 +231,11 @@ class CacheStore(ABC):
     async def aclose(self) -> None:
         return None
 
+    def sizes(self) -> dict[str, int] | None:
+        """What the store holds in this process (entries, bytes, bounds, evictions); None for a store whose
+        entries live outside it (SQLite, Redis), which ``/metrics`` then leaves out."""
+        return None
+
 
 class MemoryStore(CacheStore):
     """Per-process LRU + TTL (cachetools); values are the frozen dataclasses themselves, not copies."""
@@ -272,14 +277,7 @@ class MemoryStore(CacheStore):
 
     def sizes(self) -> dict[str, int]:
         """Entries and bytes held, their bounds, and evictions: what ``/metrics`` reports."""
-        d = self._data
-        return {
-            "entries": len(d),
-            "bytes": int(d.currsize),
-            "max_entries": d.max_entries,
-            "max_bytes": int(d.maxsize),
-            "evictions": d.evictions,
-        }
+        return self._data.stats()
 
 
 class SqliteStore(CacheStore):

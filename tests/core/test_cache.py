@@ -32,3 +32,4 @@ def test_sized_lru_evicts_by_bytes_and_refuses_a_value_larger_than_the_bound() -
     assert cache.put("c", "x" * 100)  # 300 > 250: the least recently used goes
     assert list(cache) == ["b", "c"] and cache.evictions == 1 and cache.currsize == 200
     assert not cache.put("huge", "x" * 300) and "huge" not in cache
+    assert cache.stats() == {"entries": 2, "bytes": 200, "max_entries": 10, "max_bytes": 250, "evictions": 1}
