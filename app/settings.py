@@ -32,6 +32,7 @@ __all__ = [
     "FederationSettings",
     "GateSettings",
     "IssuerSettings",
+    "JwtKeySettings",
     "NodeSettings",
     "PeerSettings",
     "Policy",
@@ -271,42 +272,10 @@ class Policy(BaseModel):
         return action == self.action and any(fnmatch.fnmatchcase(collection, p) for p in self.collections)
 
 
-class IssuerSettings(BaseModel):
-    """One trusted identity provider: its ``iss`` and the key material its tokens verify with."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    issuer: str = Field(
-        min_length=1, description="The iss claim of its tokens (e.g. https://idp.hospital-a.org)."
-    )
-    jwt_secret: SecretStr | None = Field(default=None, description="HS256 shared secret.")
-    jwt_public_key: str | None = Field(default=None, description="PEM text of its public key.")
-    jwt_public_key_file: Path | None = Field(default=None, description="PEM file of its public key.")
-    jwks_file: Path | None = Field(default=None, description="Its OIDC JWKS document saved to disk.")
-    algorithms: list[str] = Field(
-        default_factory=lambda: ["RS256", "ES256"], description="Accepted algorithms for its public keys."
-    )
-
-    @field_validator("algorithms")
-    @classmethod
-    def _asymmetric_only(cls, value: list[str]) -> list[str]:
-        bad = [a for a in value if a not in _ASYMMETRIC]
-        if bad:
-            raise ValueError(f"algorithms are for public keys; use jwt_secret for HS256 (got {bad})")
-        return value
-
-    @model_validator(mode="after")
-    def _one_key(self) -> IssuerSettings:
-        given = [self.jwt_secret, self.jwt_public_key, self.jwt_public_key_file, self.jwks_file]
-        if sum(x is not None for x in given) != 1:
-            raise ValueError(
-                f"issuer {self.issuer}: give exactly one of jwt_secret, jwt_public_key(_file), jwks_file"
-            )
-        return self
-
-
-class AccessSettings(BaseModel):
-    """``COMETA_ACCESS__*``. No key configured = bearer tokens cannot be verified and are refused (401)."""
+class JwtKeySettings(BaseModel):
+    """The key material bearer tokens verify with: one HS256 secret, or public keys (PEM or a JWKS file).
+    Shared by :class:`IssuerSettings` (one trusted identity provider) and :class:`AccessSettings` (whose
+    top-level key is one more)."""
 
     jwt_secret: SecretStr | None = Field(default=None, description="HS256 shared secret.")
     jwt_public_key: str | None = Field(
@@ -319,6 +288,44 @@ class AccessSettings(BaseModel):
     algorithms: list[str] = Field(
         default_factory=lambda: ["RS256", "ES256"], description="Accepted algorithms for public keys / JWKS."
     )
+
+    @field_validator("algorithms")
+    @classmethod
+    def _asymmetric_only(cls, value: list[str]) -> list[str]:
+        # Mixing HS* with public-key algorithms would let a public key double as an HMAC secret.
+        bad = [a for a in value if a not in _ASYMMETRIC]
+        if bad:
+            raise ValueError(f"algorithms are for public keys; use jwt_secret for HS256 (got {bad})")
+        return value
+
+    @property
+    def keys_given(self) -> int:
+        """How many of the four key fields are set (a usable key: exactly one)."""
+        given = (self.jwt_secret, self.jwt_public_key, self.jwt_public_key_file, self.jwks_file)
+        return sum(x is not None for x in given)
+
+
+class IssuerSettings(JwtKeySettings):
+    """One trusted identity provider: its ``iss`` and the key material its tokens verify with."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    issuer: str = Field(
+        min_length=1, description="The iss claim of its tokens (e.g. https://idp.hospital-a.org)."
+    )
+
+    @model_validator(mode="after")
+    def _one_key(self) -> IssuerSettings:
+        if self.keys_given != 1:
+            raise ValueError(
+                f"issuer {self.issuer}: give exactly one of jwt_secret, jwt_public_key(_file), jwks_file"
+            )
+        return self
+
+
+class AccessSettings(JwtKeySettings):
+    """``COMETA_ACCESS__*``. No key configured = bearer tokens cannot be verified and are refused (401)."""
+
     issuer: str | None = Field(default=None, description="Required iss claim; None = not checked.")
     audience: str | None = Field(default=None, description="Required aud claim; None = not checked.")
     leeway_s: float = Field(default=30.0, ge=0, le=600, description="Clock skew tolerated on exp/nbf/iat.")
@@ -348,21 +355,9 @@ class AccessSettings(BaseModel):
         "a stolen long-lived token is a long-lived key.",
     )
 
-    @field_validator("algorithms")
-    @classmethod
-    def _asymmetric_only(cls, value: list[str]) -> list[str]:
-        # Mixing HS* with public-key algorithms would let a public key double as an HMAC secret.
-        bad = [a for a in value if a not in _ASYMMETRIC]
-        if bad:
-            raise ValueError(f"algorithms are for public keys; use jwt_secret for HS256 (got {bad})")
-        return value
-
     @property
     def verifies_tokens(self) -> bool:
-        return bool(self.issuers) or any(
-            x is not None
-            for x in (self.jwt_secret, self.jwt_public_key, self.jwt_public_key_file, self.jwks_file)
-        )
+        return bool(self.issuers) or self.keys_given > 0
 
 
 _NAME = r"^[a-z0-9][a-z0-9_-]{0,63}$"

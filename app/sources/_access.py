@@ -35,7 +35,7 @@ from typing import Any, Protocol
 import jwt
 from pydantic import ValidationError
 
-from app.settings import AccessSettings, Policy
+from app.settings import AccessSettings, JwtKeySettings, Policy
 from core import CometaError
 
 __all__ = [
@@ -154,23 +154,16 @@ class _Trusted:
     algorithms: tuple[str, ...]
 
 
-def _trusted(
-    issuer: str | None,
-    secret: Any,
-    pem: str | None,
-    pem_file: Any,
-    jwks_file: Any,
-    algorithms: Sequence[str],
-) -> _Trusted:
+def _trusted(issuer: str | None, keys: JwtKeySettings) -> _Trusted:
     try:
-        jwks = jwt.PyJWKSet.from_json(jwks_file.read_text()) if jwks_file is not None else None
-        if pem is None and pem_file is not None:
-            pem = pem_file.read_text()
+        jwks = jwt.PyJWKSet.from_json(keys.jwks_file.read_text()) if keys.jwks_file is not None else None
+        pem = keys.jwt_public_key
+        if pem is None and keys.jwt_public_key_file is not None:
+            pem = keys.jwt_public_key_file.read_text()
     except (OSError, jwt.PyJWTError, ValueError) as exc:
         raise PolicyError(f"cannot read the token verification key: {type(exc).__name__}: {exc}") from exc
-    return _Trusted(
-        issuer, jwks, pem, None if secret is None else secret.get_secret_value(), tuple(algorithms)
-    )
+    secret = None if keys.jwt_secret is None else keys.jwt_secret.get_secret_value()
+    return _Trusted(issuer, jwks, pem, secret, tuple(keys.algorithms))
 
 
 class TokenVerifier:
@@ -180,16 +173,12 @@ class TokenVerifier:
         self.settings = settings
         self._issuers: dict[str | None, _Trusted] = {}
         s = settings
-        if any(x is not None for x in (s.jwt_secret, s.jwt_public_key, s.jwt_public_key_file, s.jwks_file)):
-            self._issuers[s.issuer] = _trusted(
-                s.issuer, s.jwt_secret, s.jwt_public_key, s.jwt_public_key_file, s.jwks_file, s.algorithms
-            )
+        if s.keys_given:
+            self._issuers[s.issuer] = _trusted(s.issuer, s)
         for i in s.issuers:
             if i.issuer in self._issuers:
                 raise PolicyError(f"issuer {i.issuer} is configured twice")
-            self._issuers[i.issuer] = _trusted(
-                i.issuer, i.jwt_secret, i.jwt_public_key, i.jwt_public_key_file, i.jwks_file, i.algorithms
-            )
+            self._issuers[i.issuer] = _trusted(i.issuer, i)
 
     @property
     def configured(self) -> bool:

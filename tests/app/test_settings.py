@@ -51,3 +51,22 @@ def test_the_walk_reaches_nested_sections() -> None:
 def test_answer_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COMETA_ANSWER__MAX_TOKENS", "300")
     assert Settings().answer.max_tokens == 300
+
+
+def test_access_key_fields_keep_their_env_names_at_the_top_and_per_issuer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Both sections share JwtKeySettings: the env names and the HS-in-algorithms refusal stay per section.
+    monkeypatch.setenv("COMETA_ACCESS__JWT_SECRET", "s3cret")
+    monkeypatch.setenv("COMETA_ACCESS__ALGORITHMS", '["ES256"]')
+    monkeypatch.setenv("COMETA_ACCESS__ISSUERS", '[{"issuer": "https://idp.a", "jwks_file": "/tmp/a.jwks"}]')
+    access = Settings().access
+    assert access.jwt_secret is not None and access.jwt_secret.get_secret_value() == "s3cret"
+    assert access.algorithms == ["ES256"] and access.keys_given == 1 and access.verifies_tokens
+    (issuer,) = access.issuers
+    assert str(issuer.jwks_file) == "/tmp/a.jwks" and issuer.keys_given == 1
+    monkeypatch.setenv(
+        "COMETA_ACCESS__ISSUERS", '[{"issuer": "https://idp.a", "jwt_secret": "x", "algorithms": ["HS256"]}]'
+    )
+    with pytest.raises(ValueError, match="algorithms are for public keys"):
+        Settings()
