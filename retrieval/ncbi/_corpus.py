@@ -33,7 +33,7 @@ from retrieval.vocab import MeshVocabulary
 from ._index import LiteratureIndex
 from ._models import AbstractSection, PmcArticle, PubDate, PubmedRecord, normalise_pmcid
 from ._pmc import JatsFront, parse_pmc_articles, read_jats_front
-from ._pubmed import iter_pubmed_articles, pubmed_article_xml
+from ._pubmed import iter_pubmed_articles, pubmed_article_xml, real_medline_ta
 
 __all__ = [
     "BUNDLED_CORPUS_DIR",
@@ -214,7 +214,7 @@ def _citation(pmid: str, raw: bytes) -> Citation:
     if art is None:
         art = etree.Element("Article")
     names = (
-        root.findtext("MedlineCitation/MedlineJournalInfo/MedlineTA") or "",
+        real_medline_ta(root.find("MedlineCitation/MedlineJournalInfo")),
         art.findtext("Journal/ISOAbbreviation") or "",
         art.findtext("Journal/Title") or "",
     )
@@ -230,7 +230,8 @@ def _citation(pmid: str, raw: bytes) -> Citation:
         authors.append(_norm(f"{last} {au.findtext('Initials') or ''}"))
     return Citation(
         pmid=pmid,
-        # "Unknown" is the corpus builders' placeholder for a journal nobody recorded: never a match.
+        # A placeholder journal is no journal, never a match: a world's is marked inferred (real_medline_ta
+        # drops it); the bundled corpus predates the mark, its "Unknown" (corpus README) is dropped by name.
         journals=frozenset(n for n in (_norm(x) for x in names) if n and n != "unknown"),
         year=year.strip(),
         volume=(art.findtext("Journal/JournalIssue/Volume") or "").strip().lower(),

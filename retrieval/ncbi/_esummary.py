@@ -16,9 +16,8 @@ from lxml import etree
 from ._errors import BadRequest
 from ._models import DocSummary, PubmedRecord
 from ._pmc import JatsFront
-from ._pubmed import marked_inferred
+from ._pubmed import real_medline_ta
 from ._xml import (
-    _MONTH_ABBRS,
     ESUMMARY_PROLOG,
     _as_bytes,
     _clean,
@@ -35,8 +34,11 @@ from ._xml import (
     _jstrs,
     _load_json,
     _load_xml,
+    _month_number,
     _opt,
+    _path_text,
     _pmcid_or_none,
+    _pubdate_text,
     _sub,
     _text,
     _texts,
@@ -279,31 +281,11 @@ class DocSum:
         return s
 
 
-def _pubdate_text(year: str, month: str, day: str, season: str, medline: str) -> str:
-    if medline:
-        return medline
-    parts = [year] if year else []
-    if month:
-        parts.append(_MONTH_ABBRS[int(month) - 1] if month.isdigit() and 1 <= int(month) <= 12 else month)
-        if day:
-            parts.append(str(int(day)) if day.isdigit() else day)
-    elif season:
-        parts.append(season)
-    return " ".join(parts)
-
-
 def _sortdate(year: str, month: str, day: str) -> str:
     if not year:
         return ""
-    m = month if month.isdigit() else _month_number(month)
-    return f"{year}/{int(m or 1):02d}/{int(day if day.isdigit() else 1):02d} 00:00"
-
-
-def _month_number(month: str) -> str:
-    try:
-        return str(_MONTH_ABBRS.index(month[:3].title()) + 1)
-    except ValueError:
-        return ""
+    m = int(month) if month.isdigit() else _month_number(month)
+    return f"{year}/{m or 1:02d}/{int(day if day.isdigit() else 1):02d} 00:00"
 
 
 def docsum_from_pubmed(record: PubmedRecord, raw: bytes | None, *, pmcrefcount: int = 0) -> DocSum:
@@ -319,12 +301,11 @@ def docsum_from_pubmed(record: PubmedRecord, raw: bytes | None, *, pmcrefcount: 
             root = None
 
     def find(path: str) -> str:
-        return _itertext(root.find(path)) if root is not None else ""
+        return _path_text(root, path)
 
     # A world placeholder journal (``MedlineTA`` followed by the inferred mark) is no journal: as in EFetch
     # parsing and the ``[ta]`` index, the summary shows none rather than "Unknown".
-    medline_ta = root.find("MedlineCitation/MedlineJournalInfo/MedlineTA") if root is not None else None
-    real_ta = _itertext(medline_ta) if medline_ta is not None and not marked_inferred(medline_ta) else ""
+    real_ta = real_medline_ta(root.find("MedlineCitation/MedlineJournalInfo") if root is not None else None)
 
     pd = "MedlineCitation/Article/Journal/JournalIssue/PubDate/"
     year, month, day = find(pd + "Year"), find(pd + "Month"), find(pd + "Day")

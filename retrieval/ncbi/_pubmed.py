@@ -29,13 +29,19 @@ from ._xml import (
     _guard,
     _head,
     _int,
+    _itertext,
     _load_xml,
     _localname,
+    _month_number,
     _opt,
     _pmcid_or_none,
+    _pubdate_text,
     _sub,
     _text,
     _xml,
+)
+from ._xml import (
+    _path_text as _t,
 )
 
 __all__ = [
@@ -49,12 +55,6 @@ __all__ = [
 ]
 
 
-_MONTHS: Final = {
-    m: i
-    for i, m in enumerate(
-        ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), start=1
-    )
-}
 _YEAR_RE: Final = re.compile(r"\b(1[5-9]\d\d|2\d\d\d)\b")
 # The comment written right after a synthesised <PublicationType> (see PublicationType.inferred).
 INFERRED_MARK: Final = "cometa:inferred"
@@ -63,16 +63,6 @@ INFERRED_MARK: Final = "cometa:inferred"
 # ----------------------------------------------------------------------------------------------------
 # Reading (EFetch db=pubmed, baseline files)
 # ----------------------------------------------------------------------------------------------------
-
-
-def _month(value: str | None) -> int | None:
-    if not value:
-        return None
-    v = value.strip()
-    if v.isdecimal():
-        n = int(v)
-        return n if 1 <= n <= 12 else None
-    return _MONTHS.get(v[:3].lower())
 
 
 def _pub_date(pd: _Element | None) -> PubDate:
@@ -86,7 +76,7 @@ def _pub_date(pd: _Element | None) -> PubDate:
     season = pd.findtext("Season")
     return PubDate(
         year=_int(pd.findtext("Year")),
-        month=_month(pd.findtext("Month")),
+        month=_month_number(pd.findtext("Month")),
         day=_int(pd.findtext("Day")),
         season=season.strip() or None if season else None,
     )
@@ -201,10 +191,8 @@ def _pubmed_record(article: _Element, endpoint: str = "efetch") -> PubmedRecord:
         elif tag == "ELocationID":
             if eloc_doi is None and c.get("EIdType") == "doi" and c.get("ValidYN") != "N":
                 eloc_doi = _opt(c)
-    if journal_iso is None and journal_info is not None:
-        ta = journal_info.find("MedlineTA")
-        if ta is not None and not marked_inferred(ta):  # a placeholder journal is no journal
-            journal_iso = _opt(ta)
+    if journal_iso is None:
+        journal_iso = real_medline_ta(journal_info) or None
 
     doi = pmcid = None
     # Only PubmedData/ArticleIdList: ReferenceList/Reference/ArticleIdList holds the *cited* papers' ids.
@@ -240,6 +228,13 @@ def marked_inferred(el: _Element) -> bool:
     """Whether ``el`` is a world placeholder: the ``<!--cometa:inferred-->`` comment follows it."""
     nxt = el.getnext()
     return isinstance(nxt, etree._Comment) and (nxt.text or "").strip() == INFERRED_MARK
+
+
+def real_medline_ta(journal_info: _Element | None) -> str:
+    """The ``MedlineTA`` of a ``<MedlineJournalInfo>``; "" when absent or a world placeholder (marked
+    inferred): a placeholder journal is no journal, in parsing, summaries, MEDLINE text and ECitMatch."""
+    ta = journal_info.find("MedlineTA") if journal_info is not None else None
+    return _text(ta) if ta is not None and not marked_inferred(ta) else ""
 
 
 @_guard("efetch")
@@ -519,7 +514,6 @@ def _split_author(name: str) -> tuple[str, str, str]:
 # Plain text: EFetch rettype=medline / rettype=abstract with retmode=text
 # ----------------------------------------------------------------------------------------------------
 
-_MONTH_NAMES: Final = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 # ArticleIds that MEDLINE shows in their own fields (PMID, PMC, MID), not as AID.
 _NOT_AID: Final = frozenset({"pubmed", "pmc", "mid", "pmcid"})
 
@@ -539,20 +533,6 @@ def _wrap(text: str, width: int) -> list[str]:
     return lines
 
 
-def _month_name(value: str) -> str:
-    return _MONTH_NAMES[int(value) - 1] if value.isdigit() and 1 <= int(value) <= 12 else value
-
-
-def _plain(el: _Element) -> str:
-    # Inline markup (<sub>, <i>, MathML) joins its text without spaces: "β<sub>2</sub>" -> "β2", as PubMed.
-    return " ".join("".join(str(t) for t in el.itertext()).split())
-
-
-def _t(el: _Element | None, path: str) -> str:
-    found = el.find(path) if el is not None else None
-    return _plain(found) if found is not None else ""
-
-
 def _ymd(el: _Element | None) -> str:
     if el is None:
         return ""
@@ -560,20 +540,12 @@ def _ymd(el: _Element | None) -> str:
 
 
 def _pub_date_text(pd: _Element | None) -> str:
-    if pd is None:
-        return ""
-    medline = _t(pd, "MedlineDate")
-    if medline:
-        return medline
-    parts = [_t(pd, "Year"), _month_name(_t(pd, "Month")) or _t(pd, "Season"), _t(pd, "Day").lstrip("0")]
-    return " ".join(p for p in parts if p)
+    return _pubdate_text(*(_t(pd, tag) for tag in ("Year", "Month", "Day", "Season", "MedlineDate")))
 
 
 def _epub_text(article: _Element) -> str:
     el = article.find("ArticleDate[@DateType='Electronic']")
-    if el is None:
-        return ""
-    return " ".join(p for p in (_t(el, "Year"), _month_name(_t(el, "Month")), _t(el, "Day").lstrip("0")) if p)
+    return "" if el is None else _pubdate_text(_t(el, "Year"), _t(el, "Month"), _t(el, "Day"), "", "")
 
 
 def _mesh_line(mh: _Element) -> str:
@@ -599,7 +571,11 @@ def _source_line(mc: _Element, article: _Element, data: _Element, doi: str) -> s
     issue = article.find("Journal/JournalIssue")
     dp = _pub_date_text(issue.find("PubDate") if issue is not None else None)
     so = f"{_t(mc, 'MedlineJournalInfo/MedlineTA')}. {dp}"
-    vi, ip, pg = _t(issue, "Volume"), _t(issue, "Issue"), _t(article, "Pagination/MedlinePgn")
+    vi, ip, pg = (
+        _t(issue, "Volume"),
+        _t(issue, "Issue"),
+        _t(article, "Pagination/MedlinePgn"),
+    )
     so += (f";{vi}" if vi else "") + (f"({ip})" if ip else "") + (f":{pg}" if pg else "") + "."
     if doi:
         so += f" doi: {doi}."
@@ -619,7 +595,7 @@ def _doi(article: _Element, data: _Element) -> str:
 def _abstract_parts(article: _Element) -> list[str]:
     parts = []
     for at in article.findall("Abstract/AbstractText"):
-        text = _plain(at)
+        text = _itertext(at)
         parts.append(f"{at.get('Label')}: {text}" if at.get("Label") else text)
     return parts
 
@@ -644,7 +620,11 @@ def _medline_fields(pa: _Element) -> list[tuple[str, str]]:
         if au.find("CollectiveName") is not None:
             f.append(("CN", _t(au, "CollectiveName")))
         else:
-            last, fore, ini = _t(au, "LastName"), _t(au, "ForeName"), _t(au, "Initials")
+            last, fore, ini = (
+                _t(au, "LastName"),
+                _t(au, "ForeName"),
+                _t(au, "Initials"),
+            )
             f += [("FAU", f"{last}, {fore}" if fore else last), ("AU", f"{last} {ini}".strip())]
             for ident in au.findall("Identifier[@Source='ORCID']"):
                 f.append(("AUID", "ORCID: " + _text(ident).strip().rsplit("/", 1)[-1]))
@@ -659,9 +639,11 @@ def _medline_fields(pa: _Element) -> list[tuple[str, str]]:
     epub = article.find("ArticleDate[@DateType='Electronic']")
     f.append(("DEP", _ymd(epub)))
     info = mc.find("MedlineJournalInfo")
-    ta = info.find("MedlineTA") if info is not None else None
-    real_ta = _text(ta) if ta is not None and not marked_inferred(ta) else ""
-    f += [("PL", _t(info, "Country")), ("TA", real_ta), ("JT", _t(article, "Journal/Title"))]
+    f += [
+        ("PL", _t(info, "Country")),
+        ("TA", real_medline_ta(info)),
+        ("JT", _t(article, "Journal/Title")),
+    ]
     f.append(("JID", _t(info, "NlmUniqueID")))
     for ch in mc.findall("ChemicalList/Chemical"):
         f.append(("RN", f"{_t(ch, 'RegistryNumber')} ({_t(ch, 'NameOfSubstance')})"))

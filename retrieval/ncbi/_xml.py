@@ -423,3 +423,41 @@ def _itertext(el: etree._Element | None) -> str:
     if el is None:
         return ""
     return " ".join("".join(str(t) for t in el.itertext()).split())
+
+
+def _path_text(el: etree._Element | None, path: str) -> str:
+    """:func:`_itertext` of the element at ``path`` under ``el``; "" when either is absent."""
+    return _itertext(el.find(path)) if el is not None else ""
+
+
+_MONTH_NUMBERS = {m.lower(): i for i, m in enumerate(_MONTH_ABBRS, start=1)}
+
+
+def _month_number(value: str | None) -> int | None:
+    """``'3'``, ``'Mar'``, ``'March'`` -> 3; None for anything else."""
+    if not value:
+        return None
+    v = value.strip()
+    if v.isdecimal():
+        n = int(v)
+        return n if 1 <= n <= 12 else None
+    return _MONTH_NUMBERS.get(v[:3].lower())
+
+
+def _month_name(value: str) -> str:
+    """``'3'`` -> ``'Mar'``; a name, a season or "" unchanged."""
+    return _MONTH_ABBRS[int(value) - 1] if value.isdigit() and 1 <= int(value) <= 12 else value
+
+
+def _pubdate_text(year: str, month: str, day: str, season: str, medline: str) -> str:
+    """A publication date as PubMed displays it (``1998 Aug 5``, ``2005 Spring``, a MedlineDate as is)."""
+    if medline:
+        return medline
+    parts = [year] if year else []
+    if month:
+        parts.append(_month_name(month))
+        if day:
+            parts.append(str(int(day)) if day.isdigit() else day)
+    elif season:
+        parts.append(season)
+    return " ".join(parts)

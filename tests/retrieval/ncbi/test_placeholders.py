@@ -93,3 +93,10 @@ async def test_medline_text_shows_no_placeholder(client: httpx.AsyncClient) -> N
     trial, real = text.strip().split("\n\n")
     assert "PMID- 101" in trial and "PT  -" not in trial and "TA  -" not in trial
     assert f"PT  - {RCT}" in real and "TA  - Cephalalgia" in real
+
+
+async def test_ecitmatch_takes_no_placeholder_journal(client: httpx.AsyncClient) -> None:
+    # The placeholder MedlineTA "Unknown" is marked inferred: no journal to match, as in the other displays.
+    bdata = "Unknown|2001||||a|\rCephalalgia|2002||||b|"
+    r = await client.get("ecitmatch.cgi", params={"db": "pubmed", "retmode": "xml", "bdata": bdata})
+    assert r.text.splitlines() == ["Unknown|2001||||a|NOT_FOUND;INVALID_JOURNAL", "Cephalalgia|2002||||b|102"]
