@@ -160,6 +160,15 @@ class Corpus:
         """Every PubMed record as ECitMatch sees it (journal names, year, volume, first page, authors)."""
         return tuple(_citation(pmid, raw) for pmid, raw in self.raw.items())
 
+    @cached_property
+    def _citations_by_journal(self) -> dict[str, list[Citation]]:
+        """:attr:`citations` under each of their normalised journal names, in corpus order."""
+        out: dict[str, list[Citation]] = {}
+        for c in self.citations:
+            for j in c.journals:
+                out.setdefault(j, []).append(c)
+        return out
+
     def match_citation(
         self, journal: str, year: str = "", volume: str = "", first_page: str = "", author: str = ""
     ) -> str:
@@ -167,13 +176,13 @@ class Corpus:
         ``NOT_FOUND;INVALID_JOURNAL`` for a journal no record has, ``NOT_FOUND`` for no match, and
         ``AMBIGUOUS (N citations)`` when several match."""
         j, a = _norm(journal), _norm(author)
-        if not j or not any(j in c.journals for c in self.citations):
+        same_journal = self._citations_by_journal.get(j) if j else None
+        if not same_journal:
             return "NOT_FOUND;INVALID_JOURNAL"
         hits = [
             c.pmid
-            for c in self.citations
-            if j in c.journals
-            and (not year.strip() or c.year == year.strip())
+            for c in same_journal
+            if (not year.strip() or c.year == year.strip())
             and (not volume.strip() or c.volume == volume.strip().lower())
             and (not first_page.strip() or c.first_page == first_page.strip().lower())
             and (
