@@ -81,18 +81,22 @@ class _LazyArticles(Mapping[str, PmcArticle]):
         return len(self._raw)
 
 
-class _LazyRefs(Mapping[str, tuple[str, ...]]):
-    """PMCID -> PMIDs its reference list cites, read from the front matter on first access."""
+class _JatsFronts(Mapping[str, tuple[str, ...]]):
+    """PMCID -> PMIDs its reference list cites (``pmc_refs``), from the front matter; each article's front
+    matter is read once, on first access, and kept for its summary too (:meth:`front`)."""
 
-    def __init__(self, raw: Mapping[str, bytes], known: dict[str, tuple[str, ...]]) -> None:
+    def __init__(self, raw: Mapping[str, bytes], known: dict[str, JatsFront]) -> None:
         self._raw = raw
         self._known = known
 
+    def front(self, pmcid: str) -> JatsFront:
+        front = self._known.get(pmcid)
+        if front is None:
+            front = self._known[pmcid] = read_jats_front(self._raw[pmcid])
+        return front
+
     def __getitem__(self, pmcid: str) -> tuple[str, ...]:
-        refs = self._known.get(pmcid)
-        if refs is None:
-            refs = self._known[pmcid] = read_jats_front(self._raw[pmcid]).ref_pmids
-        return refs
+        return self.front(pmcid).ref_pmids
 
     def __contains__(self, pmcid: object) -> bool:
         return pmcid in self._raw
@@ -145,15 +149,13 @@ class Corpus:
         return LiteratureIndex((pmc_index_record(a) for a in self.pmc.values()), MeshVocabulary.load())
 
     @cached_property
-    def _fronts(self) -> dict[str, JatsFront]:
-        return {}
+    def _fronts(self) -> _JatsFronts:
+        # A loaded corpus's pmc_refs already reads the front matter: the same reading serves summaries.
+        return self.pmc_refs if isinstance(self.pmc_refs, _JatsFronts) else _JatsFronts(self.pmc_raw, {})
 
     def jats_front(self, pmcid: str) -> JatsFront:
         """Front matter of a held PMC article (for summaries), parsed once on first use."""
-        front = self._fronts.get(pmcid)
-        if front is None:
-            front = self._fronts[pmcid] = read_jats_front(self.pmc_raw[pmcid])
-        return front
+        return self._fronts.front(pmcid)
 
     @cached_property
     def citations(self) -> tuple[Citation, ...]:
@@ -387,7 +389,7 @@ def _load_pmc_file(
     path: Path,
     pmc: dict[str, PmcArticle],
     pmc_raw: dict[str, bytes],
-    refs: dict[str, tuple[str, ...]],
+    fronts: dict[str, JatsFront],
     ids: dict[str, str | None],
 ) -> None:
     data = path.read_bytes()
@@ -400,7 +402,7 @@ def _load_pmc_file(
         if pmc_digits:
             pmcid = f"PMC{pmc_digits}"
             pmc.pop(pmcid, None)
-            refs.pop(pmcid, None)
+            fronts.pop(pmcid, None)
             pmc_raw[pmcid] = slices[0]
             ids[pmcid] = found.get(b"pmid")
             return
@@ -410,7 +412,7 @@ def _load_pmc_file(
     for article, raw in zip(articles, slices, strict=True):
         pmc[article.pmcid] = article
         pmc_raw[article.pmcid] = raw
-        refs[article.pmcid] = read_jats_front(raw).ref_pmids
+        fronts[article.pmcid] = read_jats_front(raw)
         ids[article.pmcid] = article.pmid
 
 
@@ -426,11 +428,11 @@ def _load(path: Path) -> Corpus:
     records, raw = _cached_records(path, pubmed_files)
     pmc: dict[str, PmcArticle] = {}
     pmc_raw: dict[str, bytes] = {}
-    refs: dict[str, tuple[str, ...]] = {}
+    fronts: dict[str, JatsFront] = {}
     article_pmids: dict[str, str | None] = {}
     pmc_files = _pmc_files(path / "pmc")
     for f in pmc_files:
-        _load_pmc_file(f, pmc, pmc_raw, refs, article_pmids)
+        _load_pmc_file(f, pmc, pmc_raw, fronts, article_pmids)
 
     pmid_to_pmcid: dict[str, str] = {}
     pmcid_to_pmid: dict[str, str] = {}
@@ -450,7 +452,7 @@ def _load(path: Path) -> Corpus:
         pmc_raw=pmc_raw,
         pmid_to_pmcid=pmid_to_pmcid,
         pmcid_to_pmid=pmcid_to_pmid,
-        pmc_refs=_LazyRefs(pmc_raw, refs),
+        pmc_refs=_JatsFronts(pmc_raw, fronts),
         path=path,
         last_update=_last_update([*pubmed_files, *pmc_files]),
     )

@@ -279,3 +279,27 @@ def test_pmc_articles_parse_lazily_and_match_an_eager_parse() -> None:
         assert corpus.pmc_refs[pmcid] == read_jats_front(corpus.pmc_raw[pmcid]).ref_pmids
         if eager.pmid:
             assert corpus.pmid_to_pmcid[eager.pmid] == pmcid and corpus.pmcid_to_pmid[pmcid] == eager.pmid
+
+
+def test_front_matter_is_read_once_for_references_and_summaries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import retrieval.ncbi._corpus as corpus_module
+    from retrieval.ncbi import JatsFront, read_jats_front
+
+    (tmp_path / "pmc").mkdir()
+    for f in sorted((BUNDLED_CORPUS_DIR / "pmc").iterdir())[:2]:
+        (tmp_path / "pmc" / f.name).write_bytes(f.read_bytes())
+    reads: list[bytes] = []
+
+    def counting(raw: bytes) -> JatsFront:
+        reads.append(raw)
+        return read_jats_front(raw)
+
+    monkeypatch.setattr(corpus_module, "read_jats_front", counting)
+    corpus = load_corpus(tmp_path)
+    pmcid = next(iter(corpus.pmc_raw))
+    refs = corpus.pmc_refs[pmcid]  # ELink pubmed_pmc_refs reads the front matter...
+    front = corpus.jats_front(pmcid)  # ...and ESummary db=pmc reuses that reading
+    assert front.ref_pmids == refs and len(reads) == 1
+    assert corpus.jats_front(pmcid) is front and len(reads) == 1
