@@ -58,8 +58,8 @@ from ._data import (
     SubQA,
     compose_noisy,
     compose_robustness,
+    draw_sample,
     mix_counts,
-    sampling_frame,
     with_insufficient_option,
 )
 from ._llm import (
@@ -90,11 +90,11 @@ __all__ = [
     "compose_noisy",
     "compose_robustness",
     "detection_scores",
+    "draw_sample",
     "exact_match",
     "mix_counts",
     "normalise_answer",
     "run_medrgb",
-    "sampling_frame",
     "summarise",
     "with_insufficient_option",
 ]

@@ -308,15 +308,18 @@ def _frame_source(p: _Params) -> Path | None:
     return find_benchmark()
 
 
-def sampling_frame(opts: RunOptions, p: _Params, items: Sequence[MCQItem]) -> dict[str, Any]:
-    """What the questions were drawn from, per dataset: file, population, sample size, seed, enrichment."""
+def draw_sample(opts: RunOptions, p: _Params) -> tuple[list[MCQItem], dict[str, Any]]:
+    """The questions to run, drawn from one population read once, and the sampling frame that says per
+    dataset what they were drawn from: file, population, sample size, seed, limit, how."""
     from eval.mirage import REPO_MIRAGE_DIR
 
     subsets = list(opts.subsets or DEFAULT_SUBSETS)
-    bench = _frame_source(p) if p.source == "mirage" else None
     if p.source == "mirage":
         from eval.mirage import load_mirage
 
+        # One frame for every dataset: MIRAGE's full benchmark when it is found (BioASQ needs it anyway),
+        # not three datasets from the cancer-enriched repository copy and BioASQ from the full file.
+        bench = _frame_source(p)
         population = load_mirage(bench, datasets=subsets)
         if bench is not None:
             where = {ds: f"MIRAGE benchmark.json ({bench})" for ds in subsets}
@@ -336,39 +339,22 @@ def sampling_frame(opts: RunOptions, p: _Params, items: Sequence[MCQItem]) -> di
         where = {
             ds: f"CMMQA ({variant}): MIRAGE questions filtered by the MeSH neoplasm subtree" for ds in subsets
         }
-    return {
+    chosen: list[MCQItem] = []
+    for subset in subsets:
+        group = [it for it in population if it.dataset == subset]
+        random.Random(f"{opts.seed}|{subset}").shuffle(group)
+        chosen += group[: opts.limit] if opts.limit is not None else group
+    if not chosen:
+        raise EvalInputError(f"no questions for subsets {', '.join(subsets)} ({p.source})")
+    frame = {
         ds: {
             "drawn_from": where[ds],
             "population": sum(1 for it in population if it.dataset == ds),
-            "sampled": sum(1 for it in items if it.dataset == ds),
+            "sampled": sum(1 for it in chosen if it.dataset == ds),
             "seed": opts.seed,
             "limit": opts.limit,
             "sampling": "uniform without replacement (seeded shuffle, first --limit)",
         }
         for ds in subsets
     }
-
-
-def _load_items(opts: RunOptions, p: _Params) -> list[MCQItem]:
-    subsets = opts.subsets or DEFAULT_SUBSETS
-    if p.source == "mirage":
-        from eval.mirage import load_mirage
-
-        # One frame for every dataset: MIRAGE's full benchmark when it is found (BioASQ needs it anyway),
-        # not three datasets from the cancer-enriched repository copy and BioASQ from the full file.
-        items = load_mirage(_frame_source(p), datasets=list(subsets))
-    else:
-        from eval.cmmqa import load_cmmqa
-
-        variant: Literal["standard", "narrative"] = (
-            "narrative" if p.source.endswith("narrative") else "standard"
-        )
-        items = load_cmmqa(variant, datasets=list(subsets), benchmark=p.mirage)
-    chosen: list[MCQItem] = []
-    for subset in subsets:
-        group = [it for it in items if it.dataset == subset]
-        random.Random(f"{opts.seed}|{subset}").shuffle(group)
-        chosen += group[: opts.limit] if opts.limit is not None else group
-    if not chosen:
-        raise EvalInputError(f"no questions for subsets {', '.join(subsets)} ({p.source})")
-    return chosen
+    return chosen, frame

@@ -31,15 +31,14 @@ from ._data import (
     SubQA,
     _Artifacts,
     _clip,
-    _load_items,
     _Params,
     _render_docs,
     _render_options,
     _render_subqs,
     compose_noisy,
     compose_robustness,
+    draw_sample,
     mix_counts,
-    sampling_frame,
     with_insufficient_option,
 )
 from ._llm import (
@@ -60,8 +59,6 @@ if TYPE_CHECKING:
     from retrieval.evidence import EvidenceDoc
 
 __all__ = ["run_medrgb"]
-
-_default_loader = _load_items  # tests swap _load_items for fixed items; the frame describes the real one
 
 
 # --- the suite ----------------------------------------------------------------------------------------
@@ -602,11 +599,10 @@ async def run_medrgb(opts: RunOptions) -> SuiteResult:
     )
     has_reader = eval_settings(opts).llm.backend != "none"
     choice = resolve_judge(opts, "medrgb") if wants_judge and has_reader else None
-    items = _load_items(opts, p)
+    items, frame = draw_sample(opts, p)
     opts.out_dir.mkdir(parents=True, exist_ok=True)
     suite = _Suite(opts, p)
     suite.keys = [it.key for it in items]
-    frame = sampling_frame(opts, p, items) if _load_items is _default_loader else {}
     retrieval = eval_settings(opts)
     where = (
         f"the server at {opts.server_url}"

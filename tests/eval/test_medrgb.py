@@ -270,7 +270,7 @@ def _run(
         return pipeline, Answerer(llm), llm  # type: ignore[arg-type]
 
     monkeypatch.setattr(medrgb_suite, "build_offline_services", services)
-    monkeypatch.setattr(medrgb_suite, "_load_items", lambda _opts, _p: list(ITEMS))
+    monkeypatch.setattr(medrgb_suite, "draw_sample", lambda _opts, _p: (list(ITEMS), {}))
     opts = RunOptions(
         out_dir=tmp_path,
         params=params or {},
@@ -531,7 +531,7 @@ def test_server_mode_answers_through_ask_with_the_context_as_documents(
                     ),
                 )
                 monkeypatch.setattr(medrgb_suite, "build_llm", lambda _settings: llm)
-                monkeypatch.setattr(medrgb_suite, "_load_items", lambda _opts, _p: list(SERVER_ITEMS))
+                monkeypatch.setattr(medrgb_suite, "draw_sample", lambda _opts, _p: (list(SERVER_ITEMS), {}))
                 opts = RunOptions(
                     out_dir=tmp_path,
                     server_url="http://test",
@@ -611,8 +611,8 @@ def test_generation_rejects_copied_format_placeholders(
 
 
 def test_sampling_frame_names_one_file_for_every_dataset() -> None:
-    from eval.medrgb import sampling_frame
-    from eval.medrgb._data import _load_items, _Params
+    from eval.medrgb import draw_sample
+    from eval.medrgb._data import _Params
     from eval.mirage import find_benchmark
 
     bench = find_benchmark()
@@ -620,8 +620,7 @@ def test_sampling_frame_names_one_file_for_every_dataset() -> None:
         pytest.skip("MIRAGE benchmark.json not found")
     opts = RunOptions(out_dir=Path("."), limit=2, subsets=("medqa", "bioasq"), seed=3)
     p = _Params.parse({})
-    items = _load_items(opts, p)
-    frame = sampling_frame(opts, p, items)
+    _items, frame = draw_sample(opts, p)
     assert set(frame) == {"medqa", "bioasq"}
     for v in frame.values():
         # The same full benchmark for both (no cancer-enriched copy for some and the full file for others).
