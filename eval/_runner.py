@@ -53,6 +53,7 @@ __all__ = [
     "eval_settings",
     "parse_param",
     "progress",
+    "read_item_records",
     "run_metadata",
     "select_items",
     "write_result",
@@ -95,7 +96,7 @@ class ItemLog:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._done: dict[str, dict[str, Any]] = {}
         if resume and path.exists():
-            self._done = _read_records(path)
+            self._done = read_item_records(path)
             # Rewrite without a torn last line, so appends start on a fresh line.
             with path.open("w", encoding="utf-8") as fh:
                 for record in self._done.values():
@@ -120,7 +121,8 @@ class ItemLog:
         self._done[key] = record
 
 
-def _read_records(path: Path) -> dict[str, dict[str, Any]]:
+def read_item_records(path: Path) -> dict[str, dict[str, Any]]:
+    """An ``items.jsonl``'s records by key, in file order; torn lines and records without a key skipped."""
     records: dict[str, dict[str, Any]] = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         if not line.strip():

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from eval import ITEMS_FILE, EvalInputError, SuiteResult
+from eval import ITEMS_FILE, EvalInputError, SuiteResult, read_item_records
 
 from ._ccrs_stats import METRICS, aggregate, ccrs_tables, json_safe
 
@@ -19,20 +19,13 @@ def load_run(run_dir: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     items = run_dir / ITEMS_FILE
     if not items.is_file():
         raise EvalInputError(f"{run_dir}: no {ITEMS_FILE} (not a run folder)")
-    records: list[dict[str, Any]] = []
-    for n, line in enumerate(items.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line torn by a kill: that item simply is not in this run
-        systems = record.get("systems") if isinstance(record, dict) else None
+    records = list(read_item_records(items).values())  # a line torn by a kill: that item is not in this run
+    for record in records:
+        systems = record.get("systems")
         if not isinstance(systems, dict) or not all(
             isinstance(v, dict) and isinstance(v.get("scores"), dict) for v in systems.values()
         ):
-            raise EvalInputError(f"{items} line {n}: not a CCRS item (compare merges CCRS runs)")
-        records.append(record)
+            raise EvalInputError(f"{items} item {record['key']}: not a CCRS item (compare merges CCRS runs)")
     meta: dict[str, Any] = {}
     result = run_dir / "result.json"
     if result.is_file():
