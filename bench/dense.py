@@ -339,7 +339,9 @@ def bench_encode(
 
 def _world_queries(corpus_dir: Path, n: int) -> tuple[list[str], str]:
     """Up to ``n`` questions: the built gold sets' (patient-style, the dense arm's input), else titles."""
-    gold = Path(os.environ.get("COMETA_GOLD_DIR") or REPO / "var" / "eval" / "gold")
+    from eval.gold import default_gold_dir  # the one resolver ($COMETA_GOLD_DIR, else var/eval/gold)
+
+    gold = default_gold_dir()
     questions: list[str] = []
     for name in ("ei", "cohen-narrative", "cohen-topic", "unanswerable"):
         path = gold / f"{name}.jsonl"

@@ -58,6 +58,7 @@ __all__ = [
     "find_shared_data",
     "load_gold",
     "main",
+    "shared_data_candidates",
     "title_overlap",
     "unanswerable_set",
 ]
@@ -140,14 +141,18 @@ class GoldSummary:
 # --- paths ---------------------------------------------------------------------------------------------
 
 
+def shared_data_candidates(*parts: str) -> list[Path]:
+    """Where a shared data set may lie, in the order to try: ``$COMETA_SHARED_DIR/data/PARTS`` (when set),
+    then ``../shared/data/PARTS`` next to the repository. The one resolver of the shared data folder."""
+    env = os.environ.get("COMETA_SHARED_DIR")
+    roots = [Path(env) / "data"] if env else []
+    roots.append(_REPO_ROOT.parent / "shared" / "data")
+    return [root.joinpath(*parts) for root in roots]
+
+
 def find_shared_data(explicit: Path | None = None) -> Path | None:
     """``--from`` (only it, when given), else ``$COMETA_SHARED_DIR/data``, else ``../shared/data``."""
-    if explicit is not None:
-        candidates = [explicit]
-    else:
-        env = os.environ.get("COMETA_SHARED_DIR")
-        candidates = [Path(env) / "data"] if env else []
-        candidates.append(_REPO_ROOT.parent / "shared" / "data")
+    candidates = [explicit] if explicit is not None else shared_data_candidates()
     return next((path for path in candidates if (path / "cohen2006").is_dir()), None)
 
 

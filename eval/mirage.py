@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ._runner import EvalInputError
+from .gold import shared_data_candidates
 
 __all__ = [
     "DATASETS",
@@ -45,7 +46,6 @@ REDISTRIBUTABLE: tuple[str, ...] = ("medqa", "medmcqa", "pubmedqa", "mmlu")
 REPO_MIRAGE_DIR = Path(__file__).resolve().parent / "data" / "mirage"
 REPO_SUBSET_FILE = "mirage_subset.json"
 MANIFEST_FILE = "MANIFEST.json"
-_REPO_ROOT = Path(__file__).resolve().parent.parent
 BIOASQ_MISSING = (
     "BioASQ questions are not distributed with CoMeta (NLM BioASQ data-use terms). Point to MIRAGE's "
     "benchmark.json with --mirage PATH / COMETA_MIRAGE_PATH, or set COMETA_SHARED_DIR to a folder holding "
@@ -81,9 +81,7 @@ def find_benchmark() -> Path | None:
     candidates: list[Path] = []
     if env := os.environ.get("COMETA_MIRAGE_PATH"):
         candidates.append(Path(env))
-    if shared := os.environ.get("COMETA_SHARED_DIR"):
-        candidates.append(Path(shared) / "data" / "mirage" / "benchmark.json")
-    candidates.append(_REPO_ROOT.parent / "shared" / "data" / "mirage" / "benchmark.json")
+    candidates += shared_data_candidates("mirage", "benchmark.json")
     for path in candidates:
         if path.is_file():
             return path

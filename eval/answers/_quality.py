@@ -32,6 +32,7 @@ from app.pipeline import Pipeline
 from app.privacy import PhiPolicy
 from app.schemas import AskRequest
 from app.settings import Settings
+from eval.gold import default_gold_dir
 
 __all__ = ["contains", "label_left", "run_answer_quality"]
 
@@ -57,7 +58,7 @@ def _items(name: str, split: str | None, limit: int | None, gold_dir: Path | Non
         rows = [json.loads(line) for line in NARRATIVES.read_text(encoding="utf-8").splitlines() if line]
         items = [{"id": r["id"], "question": r["narrative"], "pmids": r["pmids"]} for r in rows]
     else:
-        path = (gold_dir or Path("var/eval/gold")) / "ei.jsonl"
+        path = (gold_dir or default_gold_dir()) / "ei.jsonl"
         rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
         items = [
             {"id": r["id"], "question": r["question"], "pmids": r["pmids"], "gold": r["evidence"]["text"]}

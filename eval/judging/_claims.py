@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from eval import EvalInputError
+from eval.gold import shared_data_candidates
 
 __all__ = ["CLAIM_SETS", "ClaimItem", "find_claims_dir", "load_claims"]
 
 CLAIM_SETS: tuple[str, ...] = ("citation_integrity", "healthver", "covidfact", "scifact_rte")
-_REPO_ROOT = Path(__file__).resolve().parents[2]
 _CITATION_MARK = re.compile(r"<\|[a-z_]+\|>")
 
 
@@ -35,10 +34,7 @@ def find_claims_dir(explicit: Path | None = None) -> Path | None:
     """``explicit``, else ``$COMETA_SHARED_DIR/data/claims``, else ``../shared/data/claims``."""
     if explicit is not None:
         return explicit if explicit.is_dir() else None
-    env = os.environ.get("COMETA_SHARED_DIR")
-    candidates = [Path(env) / "data" / "claims"] if env else []
-    candidates.append(_REPO_ROOT.parent / "shared" / "data" / "claims")
-    return next((p for p in candidates if p.is_dir()), None)
+    return next((p for p in shared_data_candidates("claims") if p.is_dir()), None)
 
 
 def _citation_integrity(root: Path, split: str) -> list[ClaimItem]:

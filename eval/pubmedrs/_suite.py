@@ -25,7 +25,6 @@ from __future__ import annotations
 import ast
 import csv
 import datetime
-import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -47,10 +46,10 @@ from eval import (
     progress,
     select_items,
 )
+from eval.gold import shared_data_candidates
 
 __all__ = ["PubmedRSItem", "find_pubmedrs", "load_pubmedrs", "rouge_l", "run_pubmedrs", "score_answer"]
 
-_REPO_ROOT = Path(__file__).resolve().parents[2]
 CSV_NAME = "PubMedRS-200.csv"
 REFERENCE_METRICS = "clinfo_reference_metrics_mean_std.csv"
 
@@ -92,10 +91,7 @@ def find_pubmedrs(explicit: Path | None = None) -> Path | None:
     """``explicit``, else ``$COMETA_SHARED_DIR/data/pubmedrs200``, else ``../shared/data/pubmedrs200``."""
     if explicit is not None:
         return explicit if (explicit / CSV_NAME).is_file() else None
-    env = os.environ.get("COMETA_SHARED_DIR")
-    candidates = [Path(env) / "data" / "pubmedrs200"] if env else []
-    candidates.append(_REPO_ROOT.parent / "shared" / "data" / "pubmedrs200")
-    return next((p for p in candidates if (p / CSV_NAME).is_file()), None)
+    return next((p for p in shared_data_candidates("pubmedrs200") if (p / CSV_NAME).is_file()), None)
 
 
 def _date(text: str) -> datetime.date | None:

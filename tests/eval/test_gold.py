@@ -416,3 +416,24 @@ def test_real_build(tmp_path: Path) -> None:
                 ev = item["evidence"]
                 assert units[ev["unit"]][ev["start"] : ev["end"]] == ev["text"]
     assert not wanted
+
+
+def test_every_shared_data_set_is_found_through_the_one_resolver(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eval.gold import find_shared_data, shared_data_candidates
+    from eval.judging import find_claims_dir
+    from eval.mirage import find_benchmark
+    from eval.pubmedrs import find_pubmedrs
+
+    monkeypatch.setenv("COMETA_SHARED_DIR", str(tmp_path))
+    monkeypatch.delenv("COMETA_MIRAGE_PATH", raising=False)
+    data = tmp_path / "data"
+    assert shared_data_candidates("claims")[0] == data / "claims"
+    assert shared_data_candidates()[-1].parts[-2:] == ("shared", "data")  # then ../shared/data
+    for folder in ("cohen2006", "claims", "pubmedrs200", "mirage"):
+        (data / folder).mkdir(parents=True)
+    (data / "pubmedrs200" / "PubMedRS-200.csv").write_text("")
+    (data / "mirage" / "benchmark.json").write_text("{}")
+    assert find_shared_data() == data and find_claims_dir() == data / "claims"
+    assert find_pubmedrs() == data / "pubmedrs200" and find_benchmark() == data / "mirage" / "benchmark.json"
