@@ -130,6 +130,7 @@ def _options(
     judge_llm: str | None = None,
     allow_self_judge: bool = False,
     extra_params: dict[str, Any] | None = None,
+    system: dict[str, Any] | None = None,
 ) -> RunOptions:
     if server is not None and not server.startswith(("http://", "https://")):
         raise EvalInputError(f"--server wants an http(s) URL, got {server!r}")
@@ -145,6 +146,7 @@ def _options(
         server_url=server,
         subsets=names,
         params=parsed,
+        system=system or {},
         judge_llm=_judge_settings(judge_llm),
         allow_self_judge=allow_self_judge,
     )
@@ -525,15 +527,15 @@ def backbones_command(
             server=None,
             subsets=subsets,
             no_resume=no_resume,
-            params=[*(param or []), f"backbones={json.dumps([b for b in backbone])}"],
+            params=param,
+            system={"backbones": list(backbone)},  # what the run compares: hashed into its configuration
         )
     except EvalInputError as exc:
         _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from exc
 
     async def runner(o: RunOptions) -> SuiteResult:
-        params = {k: v for k, v in o.params.items() if k != "backbones"}
-        return await run_backbones(replace(o, params=params), specs)
+        return await run_backbones(replace(o, system={}), specs)  # each arm is one reader, not the list
 
     run_suite("backbones", lambda: runner, opts)
 
@@ -607,7 +609,6 @@ def answer_quality_command(
     (COMETA_LOCAL_SERVER__CORPUS_DIR) with the gold sets built (cometa eval build-gold).
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import json
 
     from app import progress_bar
     from app.settings import Settings

@@ -71,3 +71,31 @@ async def test_two_backbones_one_report(tmp_path: Path, monkeypatch: pytest.Monk
     assert backbone_label(LLMSettings(backend="openai", model="meta/Llama 3")) == "meta_Llama_3"
     with pytest.raises(EvalInputError, match="share a name"):
         await run_backbones(opts, [backbones[0], backbones[0]])
+
+
+def test_the_cli_names_the_backbones_in_the_system_not_the_params(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    import eval.cli as cli
+
+    seen: dict[str, RunOptions] = {}
+
+    def capture(suite: str, load: Any, opts: RunOptions) -> list[Path]:
+        seen[suite] = opts
+        return []
+
+    monkeypatch.setattr(cli, "run_suite", capture)
+    args = [
+        "backbones",
+        "--backbone",
+        "openai:a@http://127.0.0.1:9",
+        "--backbone",
+        "openai:b@http://127.0.0.1:9",
+    ]
+    result = CliRunner().invoke(cli.eval_app, [*args, "--param", "source=mirage", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    opts = seen["backbones"]
+    assert dict(opts.system) == {"backbones": ["openai:a@http://127.0.0.1:9", "openai:b@http://127.0.0.1:9"]}
+    assert dict(opts.params) == {"source": "mirage"}
