@@ -164,7 +164,9 @@ def run_suite(
     try:
         runner = load()
     except (ImportError, AttributeError) as exc:
-        _err.print(f"[red]error:[/red] suite {suite!r} is unavailable: {type(exc).__name__}: {exc}")
+        _err.print(
+            f"[red]error:[/red] suite {suite!r} is unavailable: {type(exc).__name__}: {escape(str(exc))}"
+        )
         raise typer.Exit(1) from exc
     try:
         metadata = run_metadata(suite, opts)
@@ -370,10 +372,10 @@ def build_cmmqa_command(
         module = importlib.import_module("eval.cmmqa")
         build = module.build_cmmqa
     except (ImportError, AttributeError) as exc:
-        _err.print(f"[red]error:[/red] CMMQA builder unavailable: {type(exc).__name__}: {exc}")
+        _err.print(f"[red]error:[/red] CMMQA builder unavailable: {type(exc).__name__}: {escape(str(exc))}")
         raise typer.Exit(1) from exc
     if benchmark is not None and not benchmark.is_file():
-        _err.print(f"[red]error:[/red] no such benchmark file: {benchmark}", highlight=False)
+        _err.print(f"[red]error:[/red] no such benchmark file: {escape(str(benchmark))}", highlight=False)
         raise typer.Exit(2)
     try:
         summary = build(
@@ -418,12 +420,17 @@ def build_gold_command(
     try:
         gold = importlib.import_module("eval.gold")
     except ImportError as exc:
-        _err.print(f"[red]error:[/red] gold-set builder unavailable: {type(exc).__name__}: {exc}")
+        _err.print(
+            f"[red]error:[/red] gold-set builder unavailable: {type(exc).__name__}: {escape(str(exc))}"
+        )
         raise typer.Exit(1) from exc
     shared = gold.find_shared_data(source)
     if shared is None:
         where = source if source is not None else "$COMETA_SHARED_DIR/data or ../shared/data"
-        _err.print(f"[red]error:[/red] no shared data folder (cohen2006/ ...) at {where}", highlight=False)
+        _err.print(
+            f"[red]error:[/red] no shared data folder (cohen2006/ ...) at {escape(str(where))}",
+            highlight=False,
+        )
         raise typer.Exit(2)
     target = out if out is not None else gold.default_gold_dir()
     try:
@@ -564,7 +571,9 @@ def calibrate_gate_command(
     try:
         module = importlib.import_module("eval.answers")
     except ImportError as exc:
-        _err.print(f"[red]error:[/red] gate calibration unavailable: {type(exc).__name__}: {exc}")
+        _err.print(
+            f"[red]error:[/red] gate calibration unavailable: {type(exc).__name__}: {escape(str(exc))}"
+        )
         raise typer.Exit(1) from exc
     settings = Settings().offline()
     try:
@@ -575,7 +584,7 @@ def calibrate_gate_command(
                 )
             )
     except EvalInputError as exc:
-        _err.print(f"[red]error:[/red] {exc}", highlight=False)
+        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from exc
     t = report["thresholds"]
     for key in ("min_dense", "min_coverage", "min_dense_generic", "absent_max_dense"):
@@ -617,7 +626,7 @@ def answer_quality_command(
         module = importlib.import_module("eval.answers")
         gold = importlib.import_module("eval.gold")
     except ImportError as exc:
-        _err.print(f"[red]error:[/red] answer quality unavailable: {type(exc).__name__}: {exc}")
+        _err.print(f"[red]error:[/red] answer quality unavailable: {type(exc).__name__}: {escape(str(exc))}")
         raise typer.Exit(1) from exc
     chosen = tuple(s.strip() for s in sets.split(",") if s.strip())
     if not set(chosen) <= {"pubmedqa", "ei"} or split not in ("dev", "test", "all"):

@@ -142,3 +142,17 @@ def test_build_cmmqa_with_a_missing_benchmark_exits_2(tmp_path: Path) -> None:
     code, _, err = _invoke("build-cmmqa", "--benchmark", str(tmp_path / "nope.json"), "--out", str(tmp_path))
     assert code == 2 and "no such benchmark file" in " ".join(err.split())
     assert not (tmp_path / "cmmqa.json").exists()
+
+
+def test_calibrate_gate_prints_an_error_as_text_not_markup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import eval.answers
+    from eval import EvalInputError
+
+    async def refuse(*_args: object, **_kwargs: object) -> dict[str, object]:
+        raise EvalInputError("no gold set at /data/[bold]gold[/bold]/ei.jsonl")
+
+    monkeypatch.setattr(eval.answers, "run_calibrate_gate", refuse)
+    code, _out, err = _invoke("calibrate-gate", "--out", str(tmp_path))
+    assert code == 2 and "/data/[bold]gold[/bold]/ei.jsonl" in err
