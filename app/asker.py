@@ -37,7 +37,7 @@ from app.schemas import (
     QueryOut,
     UserDocument,
 )
-from app.sources import InvalidToken, SourcesService, Subject, parse_sources, response_json
+from app.sources import InvalidToken, SourcesService, Subject, bearer_token, parse_sources, response_json
 from core import CometaError
 from retrieval.evidence import DROP_RETRACTED, EvidenceDoc, TextUnit, pubmed_url
 from retrieval.passages import PassageContext
@@ -99,15 +99,12 @@ class SourceDenied(CometaError):
     """The only source asked for was denied to the caller (HTTP 403); the message holds the reasons."""
 
 
-def caller_of(
-    service: SourcesService, authorization: str | None, *, needed: bool
-) -> tuple[Subject, str | None]:
-    """(subject, raw token) of an ``Authorization`` header; raises :class:`InvalidToken` for a bad token and
+def caller_of(service: SourcesService, authorization: str | None, *, needed: bool) -> Subject:
+    """The caller an ``Authorization`` header names; raises :class:`InvalidToken` for a bad token and
     :class:`TokenRequired` when ``needed`` and the access settings require a token but none was given."""
-    subject, token = service.subject(authorization)
-    if needed and token is None and service.settings.access.require_token:
+    if needed and bearer_token(authorization) is None and service.settings.access.require_token:
         raise TokenRequired("collection sources need a bearer token")
-    return subject, token
+    return service.subject(authorization)
 
 
 def user_evidence(documents: Sequence[UserDocument], *, start_rank: int = 1) -> list[EvidenceDoc]:
@@ -452,12 +449,11 @@ class Asker:
         self, req: AskRequest, request_id: str, service: SourcesService, authorization: str | None
     ) -> AskResponse:
         refs = parse_sources(req.sources)  # names that exist or not are answered alike: nothing to look up
-        subject, token = caller_of(service, authorization, needed=any(r.kind != "pubmed" for r in refs))
+        subject = caller_of(service, authorization, needed=any(r.kind != "pubmed" for r in refs))
         outcome = await service.ask(
             req.question,
             refs,
             subject=subject,
-            token=token,
             answerer=self.answerer,
             judge=self.judge,
             req=req,

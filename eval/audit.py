@@ -480,7 +480,7 @@ async def _in_process(
         # The auditor's JWT, if any: this node's policies decide what it may read, as for /ask.
         bearer = os.environ.get("COMETA_EVAL_BEARER")
         try:
-            subject, token = service.subject(f"Bearer {bearer}") if bearer else (ANONYMOUS, None)
+            subject = service.subject(f"Bearer {bearer}") if bearer else ANONYMOUS
         except InvalidToken as exc:
             raise EvalInputError(f"COMETA_EVAL_BEARER: {exc}") from exc
         with progress(len(todo), "audit") as advance:
@@ -489,7 +489,6 @@ async def _in_process(
                     q.question,
                     refs,
                     subject=subject,
-                    token=token,
                     answerer=answerer,
                     judge=judge,
                     reader=reader_llm,

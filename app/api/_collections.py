@@ -35,7 +35,7 @@ log = logging.getLogger("cometa.api")
 # --- collections: what federated nodes call --------------------------------------------------------------
 
 
-def _subject(service: SourcesService, request: Request) -> tuple[Subject, str | None]:
+def _subject(service: SourcesService, request: Request) -> Subject:
     try:
         return caller_of(service, request.headers.get("authorization"), needed=True)
     except InvalidToken as exc:
@@ -55,7 +55,7 @@ def _install_collection_routes(app: FastAPI) -> None:
         where this node vouches for the caller with a signed assertion (never their token)."""
         request_id = _request_id(request)
         service = service_of(request)
-        subject = _subject(service, request)[0]
+        subject = _subject(service, request)
         listed = [m.model_dump(mode="json") for m in service.searchable(subject)]
         body: dict[str, Any] = {"request_id": request_id, "collections": listed}
         if remote:
@@ -74,7 +74,7 @@ def _install_collection_routes(app: FastAPI) -> None:
         """Evidence per collection, decided here by this node's policies; per-collection status."""
         request_id = _request_id(request)
         service = service_of(request)
-        subject = _subject(service, request)[0]
+        subject = _subject(service, request)
         names: list[str] = []
         for name in req.collections:
             extra = [m.name for m in service.searchable(subject)] if name == "*" else [name]

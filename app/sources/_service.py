@@ -324,12 +324,10 @@ class SourcesService:
 
     # --- who is asking ---
 
-    def subject(self, authorization: str | None) -> tuple[Subject, str | None]:
-        """(subject, raw token); anonymous without a bearer header; raises InvalidToken."""
+    def subject(self, authorization: str | None) -> Subject:
+        """Who an ``Authorization`` header names; anonymous without a bearer token; raises InvalidToken."""
         token = bearer_token(authorization)
-        if token is None:
-            return ANONYMOUS, None
-        return self.verifier.verify(token), token
+        return ANONYMOUS if token is None else self.verifier.verify(token)
 
     # --- local collections ---
 
@@ -573,7 +571,6 @@ class SourcesService:
         refs: Sequence[SourceRef],
         *,
         subject: Subject,
-        token: str | None,
         answerer: Answerer,
         judge: CrossSourceJudge | None,
         req: AskRequest | None = None,
@@ -582,7 +579,7 @@ class SourcesService:
     ) -> AcrossOutcome:
         """Retrieve, answer and judge every source; the in-process core of ``/ask`` with ``sources``.
 
-        ``token`` is the caller's raw token: kept here, never sent on (other nodes get an assertion).
+        ``subject`` is the verified caller: other nodes get a signed assertion of it, never their token.
         ``reader`` writes the per-source answers when given (the evaluation audit keeps its judge apart from
         the reader); by default the judge's LLM does, as on ``/ask``."""
         cfg = self.settings.sources

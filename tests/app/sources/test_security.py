@@ -308,8 +308,7 @@ async def test_a_long_handbook_is_not_cut_into_a_false_not_addressed(
     out = await svc.ask(
         QUESTION,
         refs,
-        subject=svc.subject(None)[0],
-        token=None,
+        subject=svc.subject(None),
         answerer=Answerer(None),
         judge=CrossSourceJudge(llm),
     )

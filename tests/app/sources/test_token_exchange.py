@@ -145,9 +145,9 @@ def node_a(
 
 
 async def ask_b(svc: SourcesService, token: str | None) -> Any:
-    subject, raw = svc.subject(None if token is None else f"Bearer {token}")
+    subject = svc.subject(None if token is None else f"Bearer {token}")
     refs = parse_sources(["b/riverside"], local=[], nodes=["b"])
-    out = await svc.ask(QUESTION, refs, subject=subject, token=raw, answerer=Answerer(None), judge=None)
+    out = await svc.ask(QUESTION, refs, subject=subject, answerer=Answerer(None), judge=None)
     return out.sources[0]
 
 
