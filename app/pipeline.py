@@ -224,7 +224,7 @@ class Models:
 
     ``encoder`` injects the dense encoder (tests); the index is still opened or built from the settings.
     While the dense retriever loads (a world's first index build can take minutes), :meth:`dense_status`
-    says so without waiting, and :meth:`start_loading` starts it in the background.
+    says so without waiting; :meth:`app.container.Container.start_warming` loads them in the background.
     """
 
     def __init__(
@@ -236,7 +236,6 @@ class Models:
         self._given_encoder = encoder
         self._encoder: Encoder | None = None
         self._dense_progress: tuple[int, int] | None = None  # (seen, total) of an index build under way
-        self._loading: asyncio.Task[DenseRetriever | None] | None = None
         self._reranker: Reranker | None = None
         self._passages: PassageRetriever | None = None
         # One lock each: building the passage stage takes the reranker's, which takes the encoder's.
@@ -269,12 +268,6 @@ class Models:
     def _on_dense_progress(self, done: int, total: int) -> None:
         # Called from the build's worker thread; a tuple swap is atomic, readers see one or the other.
         self._dense_progress = (done, total)
-
-    def start_loading(self) -> None:
-        """Load the dense retriever (and build its index if need be) in the background; returns at once.
-        Must be called on the event loop; a second call while it runs does nothing."""
-        if self.settings.dense.enabled and self._dense is None and self._loading is None:
-            self._loading = asyncio.get_running_loop().create_task(self.dense_retriever())
 
     def dense_status(self) -> dict[str, Any]:
         """Readiness of the dense arm, without waiting: ``ok`` and ``vectors`` once loaded; else ``ok``

@@ -173,7 +173,7 @@ def _install_routes(app: FastAPI, settings: Settings) -> None:
             checks["eutils"] = {"ok": False, "reason": type(exc).__name__}
         if pipe.use_dense:
             # Never waits on the model or a first index build: says what is under way instead.
-            pipe.models.start_loading()
+            container.start_warming()  # the lifespan's warm-up (started already: then a no-op)
             checks["dense"] = pipe.models.dense_status()
         else:
             checks["dense"] = {"ok": True, "disabled": True}
