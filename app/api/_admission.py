@@ -10,7 +10,6 @@ milliseconds that it should come back, instead of waiting in a queue that only g
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import time
 from collections.abc import Iterable
@@ -20,7 +19,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.settings import ApiSettings
 
-from ._deps import API_REJECTED
+from ._deps import API_REJECTED, ApiError, send_error
 
 __all__ = ["Admission", "AdmissionGate"]
 
@@ -125,12 +124,5 @@ class AdmissionGate:
             if why == "saturated"
             else f"no free slot within {a.queue_timeout_s:g} s; retry in {retry} s"
         )
-        request_id = scope.get("state", {}).get("request_id")
-        body = json.dumps({"error": "service saturated", "reason": reason, "request_id": request_id}).encode()
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-            (b"retry-after", str(retry).encode()),
-        ]
-        await send({"type": "http.response.start", "status": 503, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        refusal = ApiError(503, "service saturated", reason, headers={"retry-after": str(retry)})
+        await send_error(send, refusal, scope.get("state", {}).get("request_id"))

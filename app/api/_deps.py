@@ -12,6 +12,7 @@ from typing import Annotated, Any, cast
 
 from fastapi import Depends, Request
 from prometheus_client import Counter, Histogram
+from starlette.types import Send
 
 from app import RateLimiterUnavailable
 from app.asker import Asker
@@ -152,7 +153,7 @@ def _question_log(settings: Settings, question: str) -> dict[str, str]:
     return {"question_hash": hash_text(question)}
 
 
-def _error_payload(exc: BaseException, request_id: str) -> tuple[int, dict[str, Any]]:
+def _error_payload(exc: BaseException, request_id: str | None) -> tuple[int, dict[str, Any]]:
     """One mapping from exceptions to honest HTTP failures, for handlers and the SSE stream alike."""
     if isinstance(exc, ApiError):
         return exc.status, {"error": exc.error, "reason": exc.reason, "request_id": request_id}
@@ -164,6 +165,21 @@ def _error_payload(exc: BaseException, request_id: str) -> tuple[int, dict[str, 
     if isinstance(exc, CometaError):
         return 500, {"error": "retrieval failed", "reason": type(exc).__name__, "request_id": request_id}
     return 500, {"error": "internal error", "reason": None, "request_id": request_id}
+
+
+async def send_error(send: Send, exc: BaseException, request_id: str | None) -> None:
+    """:func:`_error_payload`'s body (and an :class:`ApiError`'s headers) sent over raw ASGI: for the layers
+    that answer outside FastAPI's exception handlers (the ASGI gate, admission control, ``/mcp``)."""
+    code, payload = _error_payload(exc, request_id)
+    body = json.dumps(payload).encode()
+    extra = exc.headers if isinstance(exc, ApiError) else {}
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        *((k.lower().encode(), v.encode()) for k, v in extra.items()),
+    ]
+    await send({"type": "http.response.start", "status": code, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _log_failure(exc: BaseException, request_id: str, settings: Settings | None) -> None:

@@ -8,7 +8,6 @@ import logging
 import re
 import time
 import uuid
-from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -18,8 +17,9 @@ from ._deps import (
     API_LATENCY,
     API_REJECTED,
     API_REQUESTS,
-    _error_payload,
+    ApiError,
     _log_failure,
+    send_error,
 )
 
 log = logging.getLogger("cometa.api")
@@ -72,13 +72,12 @@ class _Gate:
         except _BodyTooLarge:
             API_REJECTED.labels("body_too_large").inc()
             if not status["sent"]:
-                body = {"error": "request too large", "reason": f"body exceeds {self.max_body_bytes} bytes"}
-                await self._json(send_wrapper, 413, {**body, "request_id": request_id})
+                too_large = ApiError(413, "request too large", f"body exceeds {self.max_body_bytes} bytes")
+                await send_error(send_wrapper, too_large, request_id)
         except Exception as exc:
             _log_failure(exc, request_id, self.settings)
             if not status["sent"]:
-                code, payload = _error_payload(exc, request_id)
-                await self._json(send_wrapper, code, payload)
+                await send_error(send_wrapper, exc, request_id)
         finally:
             route = scope.get("route")
             template = getattr(route, "path", None) or "unmatched"
@@ -117,10 +116,3 @@ class _Gate:
             return replay.pop() if replay else await receive()
 
         return receive_replayed
-
-    @staticmethod
-    async def _json(send: Send, status: int, payload: dict[str, Any]) -> None:
-        body = json.dumps(payload).encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})

@@ -8,7 +8,6 @@ the lifespan enters."""
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import cast
@@ -24,7 +23,7 @@ from app.container import Container
 from app.frontends import build_mcp_server
 from app.settings import ApiSettings
 
-from ._deps import ApiError, _error_payload, _request_id, check_key, get_container, key_of
+from ._deps import ApiError, _request_id, check_key, get_container, key_of, send_error
 
 
 class _McpEndpoint:
@@ -40,13 +39,7 @@ class _McpEndpoint:
                 request, get_container(request), key_of(request), "API key (Authorization: Bearer)"
             )
         except ApiError as exc:
-            code, payload = _error_payload(exc, _request_id(request))
-            headers = [
-                (b"content-type", b"application/json"),
-                *((k.encode(), v.encode()) for k, v in exc.headers.items()),
-            ]
-            await send({"type": "http.response.start", "status": code, "headers": headers})
-            await send({"type": "http.response.body", "body": json.dumps(payload).encode()})
+            await send_error(send, exc, _request_id(request))
             return
         await self.manager.handle_request(scope, receive, send)
 

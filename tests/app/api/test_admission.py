@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator, Callable
 
@@ -104,3 +105,23 @@ async def test_zero_in_flight_turns_admission_off() -> None:
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=gate), base_url="http://t") as http:
         results = await asyncio.gather(*(http.post("/ask", json={}) for _ in range(10)))
     assert {r.status_code for r in results} == {200}
+
+
+async def test_raw_asgi_refusals_use_the_api_error_body() -> None:
+    # The gate, admission control and /mcp answer outside FastAPI's handlers through one builder.
+    from starlette.types import Message
+
+    from app.api._deps import ApiError, send_error
+
+    sent: list[Message] = []
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    refusal = ApiError(503, "service saturated", "busy", headers={"Retry-After": "3"})
+    await send_error(send, refusal, "rid-1")
+    start, body = sent
+    headers = dict(start["headers"])
+    assert start["status"] == 503 and headers[b"retry-after"] == b"3"
+    assert json.loads(body["body"]) == {"error": "service saturated", "reason": "busy", "request_id": "rid-1"}
+    assert headers[b"content-length"] == str(len(body["body"])).encode()
