@@ -81,7 +81,6 @@ class Subject:
     authenticated: bool
     attributes: Mapping[str, str | tuple[str, ...]] = field(default_factory=dict)
     issuer: str | None = None  # the identity provider that vouched for the attributes (verified iss)
-    via: str | None = None  # the node that vouched for this subject with a signed assertion (federation)
 
     @property
     def id(self) -> str | None:
@@ -179,10 +178,6 @@ class TokenVerifier:
             if i.issuer in self._issuers:
                 raise PolicyError(f"issuer {i.issuer} is configured twice")
             self._issuers[i.issuer] = _trusted(i.issuer, i)
-
-    @property
-    def configured(self) -> bool:
-        return bool(self._issuers)
 
     @property
     def issuers(self) -> frozenset[str]:

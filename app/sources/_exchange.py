@@ -160,7 +160,6 @@ class AssertionVerifier:
             authenticated=True,
             attributes=_attributes(attrs),
             issuer=idp if isinstance(idp, str) else None,
-            via=peer.name,
         )
 
     def _remember(self, jti: str, exp: float) -> None:
@@ -181,10 +180,6 @@ class CallerVerifier:
     def __init__(self, access: AccessSettings, federation: FederationSettings) -> None:
         self.tokens = TokenVerifier(access)
         self.assertions = AssertionVerifier(federation, access, self.tokens.issuers)
-
-    @property
-    def configured(self) -> bool:
-        return self.tokens.configured
 
     def verify(self, token: str) -> Subject:
         try:

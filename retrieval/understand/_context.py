@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["AMBIGUOUS_PHRASES", "allowed_in_context"]
+__all__ = ["allowed_in_context"]
 
 # Words that make a question about cancer (normalised tokens).
 _CANCER = frozenset(
@@ -39,8 +39,6 @@ _RESULT_WORDS = frozenset(
 _RECURRENCE = frozenset({"came back", "comes back", "coming back", "come back"})
 _SPREAD_PREFIX = "spread"
 _ALL_CLEAR = frozenset({"all clear"})
-# The phrases this module decides on (for the lexicon audit and its tests).
-AMBIGUOUS_PHRASES = frozenset({*_RECURRENCE, "spread", "spreading", "spread to", *_ALL_CLEAR})
 
 
 def allowed_in_context(phrase: str, tokens: Sequence[str], start: int, end: int) -> bool:

@@ -37,10 +37,6 @@ SCOPE_MESSAGES: dict[ScopeReason, str] = {
         "I only answer health and medical questions from published studies; I do not follow instructions "
         "about how I work. Please ask about a condition, a test or a treatment."
     ),
-    "language": (
-        "I can only read questions in English without a language model, and none is configured here. Please "
-        "ask your question in English."
-    ),
     "non_medical": (
         "This does not look like a health question, and I only answer health and medical questions from "
         "published studies. Please ask about a condition, a test or a treatment."
