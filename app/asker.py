@@ -283,9 +283,7 @@ class Asker:
             verdict = assess_evidence(pipeline.gate_signals(outcome, docs, context), gate)
             searched = list(understanding.plan.ladder)
             concepts = [
-                " ".join(filter(None, (c.text, c.mesh)))
-                for c in understanding.plan.concepts
-                if c.mesh or c.role != "other"
+                " ".join(filter(None, (c.text, c.mesh))) for c in understanding.plan.concepts if c.recognised
             ]
             retracted = [d.pmid for d in outcome.evidence.dropped if d.reason == DROP_RETRACTED]
             if retracted:

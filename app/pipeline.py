@@ -207,7 +207,7 @@ class SearchOutcome:
             dense=[(h.pmid, h.score) for h in self.dense],
             context=self.context if context is None else context,
             top_docs=top_docs,
-            concepts=[(c.text, c.mesh) for c in plan.concepts if c.mesh or c.role != "other"],
+            concepts=[(c.text, c.mesh) for c in plan.concepts if c.recognised],
             lay_words=lay_words,
             absent_terms=self.absent_terms,
         )

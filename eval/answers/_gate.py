@@ -86,11 +86,7 @@ async def collect_records(
                 docs = list(outcome.evidence.docs)[:10]  # /ask's default max_documents
                 signals = pipeline.gate_signals(outcome, docs).to_json()
                 plan = understanding.plan
-                concepts = [
-                    " ".join(filter(None, (c.text, c.mesh)))
-                    for c in plan.concepts
-                    if c.mesh or c.role != "other"
-                ]
+                concepts = [" ".join(filter(None, (c.text, c.mesh))) for c in plan.concepts if c.recognised]
                 answer = await answerer.answer(question, docs, None, concepts=concepts)
                 cited = [c.pmid for c in answer.citations]
                 text = answer.text

@@ -47,6 +47,11 @@ class Concept(BaseModel):
     mesh: str | None = Field(default=None, max_length=200)
     role: Literal["population", "intervention", "comparison", "outcome", "other"] = "other"
 
+    @property
+    def recognised(self) -> bool:
+        """The lexicon or MeSH recognised it (plain fallback words carry no MeSH and the "other" role)."""
+        return bool(self.mesh) or self.role != "other"
+
 
 class Pico(BaseModel):
     population: list[str] = Field(default_factory=list, max_length=8)

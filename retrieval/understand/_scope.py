@@ -115,13 +115,12 @@ def looks_like_injection(text: str) -> bool:
 
 
 def _clinical(plan: QueryPlan) -> bool:
-    # A concept the lexicon or MeSH recognised (plain fallback words carry no MeSH and the "other" role).
-    return any(c.mesh or c.role != "other" for c in plan.concepts)
+    return any(c.recognised for c in plan.concepts)
 
 
 def _mentions_concept(plan: QueryPlan, text: str) -> bool:
     low = text.lower()
-    return any((c.mesh or c.role != "other") and c.text.lower() in low for c in plan.concepts)
+    return any(c.recognised and c.text.lower() in low for c in plan.concepts)
 
 
 def assess_scope(

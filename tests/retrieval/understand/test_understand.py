@@ -325,3 +325,11 @@ async def test_abstraction_with_one_anchored_term_is_kept() -> None:
         "The doc thinks she has a tumor in her pancreas. We don't want to tell her it's canc'r."
     )
     assert u.path == "llm" and u.plan.ladder[:2] == ladder and not u.dropped
+
+
+def test_a_concept_is_recognised_by_mesh_or_a_pico_role() -> None:
+    from retrieval.understand import Concept
+
+    assert Concept(text="tamoxifen", mesh="Tamoxifen").recognised
+    assert Concept(text="hot flashes", role="outcome").recognised
+    assert not Concept(text="really").recognised  # a plain fallback word: no MeSH, role "other"
