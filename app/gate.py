@@ -346,8 +346,10 @@ def _absent_words(signals: EvidenceSignals, settings: GateSettings) -> str | Non
 
 
 def _absent_phrases(signals: EvidenceSignals, settings: GateSettings) -> str | None:
+    # Only weighed against a similarity: without one, a lay phrase the literature words differently
+    # ("pancreas mass" for "pancreatic mass") is no reason to abstain.
     dense = signals.dense_top
-    if signals.absent_phrases and (dense is None or dense < settings.absent_phrase_max_dense):
+    if signals.absent_phrases and dense is not None and dense < settings.absent_phrase_max_dense:
         return f"{signals.absent_phrases} phrase(s) of the question appear together in no study"
     return None
 

@@ -623,7 +623,8 @@ class Pipeline:
         A word or phrase the fetched evidence already contains needs no lookup; only the others cost one
         count-only ESearch each, so an answerable question usually adds no E-utilities call (issue 17's
         budget). Phrases are counted only while the evidence's best similarity is below the threshold
-        that lets an absent phrase pass anyway (above it the count could not change the verdict)."""
+        that lets an absent phrase pass anyway (above it, or with no similarity at all, the count could not
+        change the verdict)."""
         gate = self.settings.gate
         rewriter = self.understander.rewriter
         checks = gate.absent_term_checks
@@ -632,7 +633,7 @@ class Pipeline:
         if gate.absent_phrase_checks and gate.absent_phrase_max_dense > -1.0:
             fetched = {d.pmid for d in evidence.docs}
             best = max((h.score for h in dense if h.pmid in fetched), default=None)
-            if best is None or best < gate.absent_phrase_max_dense:
+            if best is not None and best < gate.absent_phrase_max_dense:
                 everyday = rewriter.lexicon.common_words | rewriter.lexicon.stopwords
                 phrases = phrase_candidates(question, everyday, limit=gate.absent_phrase_checks)
         if not terms and not phrases:

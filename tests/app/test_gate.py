@@ -171,6 +171,8 @@ def test_an_absent_phrase_abstains_below_its_similarity_threshold() -> None:
     assert verdict.abstain and "phrase(s) of the question appear together in no study" in verdict.reasons[0]
     assert not assess_evidence(EvidenceSignals(5, 0.48, None, "strict", 0.6, absent_phrases=2), gate).abstain
     assert not assess_evidence(s, GATE.model_copy(update={"absent_phrase_max_dense": -1.0})).abstain
+    # No similarity to weigh it against (no dense arm): a lay phrase alone ("pancreas mass") never abstains.
+    assert not assess_evidence(EvidenceSignals(5, None, None, "strict", 0.6, absent_phrases=1), gate).abstain
 
 
 def test_absent_share_is_the_absent_words_over_the_coverage_units() -> None:
