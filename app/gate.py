@@ -13,7 +13,12 @@ the signals into a verdict with the thresholds of :class:`~app.settings.GateSett
   titles and abstracts;
 * ``absent_terms``: rare words of the question (outside the rewriter's vocabulary) that not one document of
   the source contains (one ``"word"[tiab]`` count each, :func:`rare_words`): a drug that does not exist,
-  a procedure the literature has never described.
+  a procedure the literature has never described; ``absent_share``: their share of the question's
+  coverage units (a nonexistent drug asked about in four words weighs more than an odd word in a long story);
+* ``absent_phrases``: two-word phrases of the question whose words the evidence contains, but never together
+  in any document of the source (one ``"w1 w2*"[tiab]`` count each, :func:`phrase_candidates`): "face
+  transplant", "tongue splitting", a procedure the literature has not described although its words are
+  everywhere.
 
 Verdicts: ``none`` (below the thresholds: the answer is ``insufficient_evidence``, no citations, no LLM call),
 ``weak``, ``moderate``, ``strong``. The thresholds are calibrated on the dev split of the world's gold sets
@@ -23,6 +28,7 @@ for the offline models (``cometa eval calibrate-gate``); recalibrate for MedCPT 
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -50,8 +56,10 @@ __all__ = [
     "common_english",
     "coverage_units",
     "evidence_signals",
+    "gate_checks",
     "gate_question_words",
     "grade_study",
+    "phrase_candidates",
     "rare_words",
     "text_signals",
 ]
@@ -91,10 +99,12 @@ class EvidenceSignals:
     tier: Tier
     coverage: float  # 0..1; 1.0 when the question has no content word to look for
     absent_terms: int = 0  # rare words of the question that no document of the whole source contains
+    absent_share: float = 0.0  # absent_terms over the question's coverage units (0..1)
+    absent_phrases: int = 0  # phrases whose words the evidence has, but no document of the source together
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
-        for key in ("dense_top", "rerank_top", "coverage"):
+        for key in ("dense_top", "rerank_top", "coverage", "absent_share"):
             if out[key] is not None:
                 out[key] = round(float(out[key]), 4)
         return out
@@ -158,6 +168,40 @@ def rare_words(
     return sorted(found, key=lambda w: (-len(w), w))[:limit]
 
 
+# Punctuation ends a phrase: "placebo (dummy treatment)" holds no phrase "placebo dummy".
+_PHRASE_BREAK = re.compile(r"[^\w\s'’-]+")
+
+
+def phrase_candidates(question: str, everyday: frozenset[str] = frozenset(), *, limit: int = 4) -> list[str]:
+    """Two-word phrases of ``question`` worth a phrase-count check: adjacent words within one clause, each
+    of at least three letters, neither a stopword, a question filler, an everyday word (``everyday``: the
+    lexicon's common words) nor written with a capital (a name the PHI scrubber missed never leaves); in
+    question order, at most ``limit``. Instructions injected into the question are left out."""
+    capitalised = {w.lower() for w in words(question, lower=False) if w[:1].isupper()}
+
+    def usable(w: str) -> bool:
+        return (
+            w.isalpha()
+            and len(w) >= 3
+            and w not in STOPWORDS
+            and w not in _QUESTION_FILLER
+            and w not in everyday
+            and w not in capitalised
+        )
+
+    out: list[str] = []
+    for sentence in re.split(r"(?<=[.!?])\s+|\n+", question):
+        if looks_like_injection(sentence):
+            continue
+        for clause in _PHRASE_BREAK.split(sentence):
+            tokens = words(clause)
+            for a, b in itertools.pairwise(tokens):
+                phrase = f"{a} {b}"
+                if usable(a) and usable(b) and phrase not in out:
+                    out.append(phrase)
+    return out[:limit]
+
+
 def coverage_units(
     question: str, concepts: Iterable[tuple[str, str | None]] = (), lay_words: frozenset[str] = frozenset()
 ) -> list[frozenset[str]]:
@@ -216,10 +260,13 @@ def evidence_signals(
     concepts: Iterable[tuple[str, str | None]] = (),
     lay_words: frozenset[str] = frozenset(),
     absent_terms: int = 0,
+    absent_phrases: int = 0,
 ) -> EvidenceSignals:
     """The signals of ``docs`` (ranked) for ``question``. ``dense``: (pmid, similarity) of the dense arm;
     ``adapte``: the Boolean arm's result; ``context``: passages carrying a ``rerank`` score; ``concepts``:
-    the plan's recognised (text, MeSH) concepts and ``lay_words`` for :func:`coverage_units`."""
+    the plan's recognised (text, MeSH) concepts and ``lay_words`` for :func:`coverage_units`;
+    ``absent_terms`` / ``absent_phrases``: the source-wide counts (:func:`rare_words`,
+    :func:`phrase_candidates`)."""
     pmids = {d.pmid for d in docs}
     scores = [s for pmid, s in dense if pmid in pmids]
     rerank = [p.scores["rerank"] for p in (context.passages if context else ()) if "rerank" in p.scores]
@@ -238,6 +285,8 @@ def evidence_signals(
         tier=_tier(adapte),
         coverage=coverage,
         absent_terms=absent_terms,
+        absent_share=min(1.0, absent_terms / len(units)) if units and absent_terms else 0.0,
+        absent_phrases=absent_phrases,
     )
 
 
@@ -259,30 +308,87 @@ def text_signals(
     return EvidenceSignals(len(texts), None, None, "unknown", coverage)
 
 
+_Check = Callable[[EvidenceSignals, GateSettings], str | None]
+
+
+def _dense_floor(signals: EvidenceSignals, settings: GateSettings) -> str | None:
+    dense = signals.dense_top
+    floor = (
+        min(settings.min_dense_strict, settings.min_dense) if signals.tier == "strict" else settings.min_dense
+    )
+    if dense is not None and dense < floor:
+        return f"the closest study is only loosely related (similarity {dense:.2f})"
+    return None
+
+
+def _coverage(signals: EvidenceSignals, settings: GateSettings) -> str | None:
+    if signals.coverage < settings.min_coverage:
+        return f"the studies mention {signals.coverage:.0%} of the question's words"
+    return None
+
+
+def _generic_tier(signals: EvidenceSignals, settings: GateSettings) -> str | None:
+    dense = signals.dense_top
+    if signals.tier in ("generic", "none") and (dense is None or dense < settings.min_dense_generic):
+        return "only the generic last-resort search matched"
+    return None
+
+
+def _absent_words(signals: EvidenceSignals, settings: GateSettings) -> str | None:
+    # A word the literature has never used abstains unless the evidence is close anyway (an odd lay word in
+    # a long story), but never when it is a large share of what the question asks (a nonexistent drug
+    # compared with a real one: the real one makes the similarity high).
+    dense = signals.dense_top
+    close = dense is not None and dense >= settings.absent_max_dense
+    if signals.absent_terms and (not close or signals.absent_share >= settings.absent_min_share):
+        return f"{signals.absent_terms} word(s) of the question appear in no study at all"
+    return None
+
+
+def _absent_phrases(signals: EvidenceSignals, settings: GateSettings) -> str | None:
+    # Only weighed against a similarity: without one, a lay phrase the literature words differently
+    # ("pancreas mass" for "pancreatic mass") is no reason to abstain.
+    dense = signals.dense_top
+    if signals.absent_phrases and dense is not None and dense < settings.absent_phrase_max_dense:
+        return f"{signals.absent_phrases} phrase(s) of the question appear together in no study"
+    return None
+
+
+def _rerank(signals: EvidenceSignals, settings: GateSettings) -> str | None:
+    rerank = signals.rerank_top
+    if settings.min_rerank is not None and rerank is not None and rerank < settings.min_rerank:
+        return f"the best passage scores {rerank:.2f} with the cross-encoder"
+    return None
+
+
+# Each abstention check and the GateSettings fields it reads: assess_evidence abstains when any check gives
+# a reason; the calibration evaluates each check once per distinct value of its own fields.
+_CHECKS: tuple[tuple[str, tuple[str, ...], _Check], ...] = (
+    ("dense", ("min_dense", "min_dense_strict"), _dense_floor),
+    ("coverage", ("min_coverage",), _coverage),
+    ("generic", ("min_dense_generic",), _generic_tier),
+    ("absent_words", ("absent_max_dense", "absent_min_share"), _absent_words),
+    ("absent_phrases", ("absent_phrase_max_dense",), _absent_phrases),
+    ("rerank", ("min_rerank",), _rerank),
+)
+
+
+def gate_checks() -> tuple[tuple[str, tuple[str, ...], _Check], ...]:
+    """The gate's abstention checks: (name, the GateSettings fields it reads, check). A check returns the
+    reason to abstain in plain words, or None. :func:`assess_evidence` abstains when any gives a reason."""
+    return _CHECKS
+
+
 def assess_evidence(signals: EvidenceSignals, settings: GateSettings) -> EvidenceVerdict:
     """The verdict for ``signals`` under ``settings``' thresholds (the one gate every answer path uses)."""
     if not settings.enabled:
         return EvidenceVerdict("weak" if signals.documents else "none", signals, ("the gate is off",))
     if not signals.documents:
         return EvidenceVerdict("none", signals, ("no documents were found",))
-    reasons: list[str] = []
-    dense = signals.dense_top
-    floor = (
-        min(settings.min_dense_strict, settings.min_dense) if signals.tier == "strict" else settings.min_dense
-    )
-    if dense is not None and dense < floor:
-        reasons.append(f"the closest study is only loosely related (similarity {dense:.2f})")
-    if signals.coverage < settings.min_coverage:
-        reasons.append(f"the studies mention {signals.coverage:.0%} of the question's words")
-    if signals.tier in ("generic", "none") and (dense is None or dense < settings.min_dense_generic):
-        reasons.append("only the generic last-resort search matched")
-    if signals.absent_terms and (dense is None or dense < settings.absent_max_dense):
-        reasons.append(f"{signals.absent_terms} word(s) of the question appear in no study at all")
-    rerank = signals.rerank_top
-    if settings.min_rerank is not None and rerank is not None and rerank < settings.min_rerank:
-        reasons.append(f"the best passage scores {rerank:.2f} with the cross-encoder")
+    reasons = [reason for _, _, check in _CHECKS if (reason := check(signals, settings)) is not None]
     if reasons:
         return EvidenceVerdict("none", signals, tuple(reasons))
+    dense = signals.dense_top
     strong_dense = dense is None or dense >= settings.strong_dense
     if signals.tier == "strict" and strong_dense and signals.coverage >= settings.strong_coverage:
         return EvidenceVerdict(

@@ -9,6 +9,7 @@ parts from settings. :mod:`app.container` wires them once per process and inject
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 from collections.abc import Sequence
@@ -19,7 +20,7 @@ from typing import Any
 import httpx
 
 from app.schemas import SearchOut
-from core import CometaError, Encoder, OnProgress, Reranker, words
+from core import CometaError, Encoder, OnProgress, Reranker, light_stem, words
 from llm import LLMClient, build_llm
 from retrieval import AdaptE, AdaptEResult, EutilsClient, MeshVocabulary, create_eutils_app, eutils_transport
 from retrieval.embed import (
@@ -45,7 +46,7 @@ from retrieval.search import FusedHit, fuse
 from retrieval.understand import QueryUnderstander, Understanding, spell_correct
 from segmentation import SEOSSegmenter, counter_for
 
-from .gate import EvidenceSignals, evidence_signals, rare_words
+from .gate import EvidenceSignals, evidence_signals, phrase_candidates, rare_words
 from .privacy import PhiPolicy
 from .settings import Settings
 
@@ -182,6 +183,7 @@ class SearchOutcome:
     # E-utilities failures, stale cache answers and missing records of this question (None: not tracked).
     eutils: EutilsDegradation | None = None
     absent_terms: int = 0  # rare question words no record contains (the evidence gate's signal)
+    absent_phrases: int = 0  # question phrases whose words the evidence has, but no record together
 
     @property
     def pmids(self) -> list[str]:
@@ -210,6 +212,7 @@ class SearchOutcome:
             concepts=[(c.text, c.mesh) for c in plan.concepts if c.recognised],
             lay_words=lay_words,
             absent_terms=self.absent_terms,
+            absent_phrases=self.absent_phrases,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -605,31 +608,59 @@ class Pipeline:
             if context.rerank_note:
                 warnings.append(context.rerank_note)
         outcome = SearchOutcome(understanding, boolean, dense, fused, evidence, context, warnings, timings)
-        outcome.absent_terms = await self._absent_terms(plan.corrected_question, evidence, api_key)
+        outcome.absent_terms, outcome.absent_phrases = await self._absent(
+            plan.corrected_question, evidence, dense, api_key
+        )
         return outcome
 
-    async def _absent_terms(self, question: str, evidence: EvidenceSet, api_key: str | None) -> int:
-        """Rare words of the question that not one PubMed record contains (the evidence gate's signal).
+    async def _absent(
+        self, question: str, evidence: EvidenceSet, dense: Sequence[DenseHit], api_key: str | None
+    ) -> tuple[int, int]:
+        """Rare words of the question that not one PubMed record contains, and phrases of the question whose
+        words the evidence contains but not one record together (the evidence gate's signals).
 
-        A word the fetched evidence already contains needs no lookup; only the others cost one count-only
-        ESearch each, so an answerable question usually adds no E-utilities call (issue 17's budget)."""
-        checks = self.settings.gate.absent_term_checks
-        terms = rare_words(question, self.understander.rewriter.is_known_word, limit=checks) if checks else []
-        if not terms:
-            return 0  # most questions: every word is known, so the documents need not be read
-        seen = {
-            w
-            for d in evidence.docs
-            for text in (d.title, *(u.text for u in d.text_units))
-            for w in words(text)
-        }
+        A word or phrase the fetched evidence already contains needs no lookup; only the others cost one
+        count-only ESearch each, so an answerable question usually adds no E-utilities call (issue 17's
+        budget). Phrases are counted only while the evidence's best similarity is below the threshold
+        that lets an absent phrase pass anyway (above it, or with no similarity at all, the count could not
+        change the verdict)."""
+        gate = self.settings.gate
+        rewriter = self.understander.rewriter
+        checks = gate.absent_term_checks
+        terms = rare_words(question, rewriter.is_known_word, limit=checks) if checks else []
+        phrases: list[str] = []
+        if gate.absent_phrase_checks and gate.absent_phrase_max_dense > -1.0:
+            fetched = {d.pmid for d in evidence.docs}
+            best = max((h.score for h in dense if h.pmid in fetched), default=None)
+            if best is not None and best < gate.absent_phrase_max_dense:
+                everyday = rewriter.lexicon.common_words | rewriter.lexicon.stopwords
+                phrases = phrase_candidates(question, everyday, limit=gate.absent_phrase_checks)
+        if not terms and not phrases:
+            return 0, 0  # most questions: every word is known, so the documents need not be read
+        seen: set[str] = set()
+        pairs: set[tuple[str, str]] = set()
+        for d in evidence.docs:
+            for text in (d.title, *(u.text for u in d.text_units)):
+                tokens = words(text)
+                seen.update(tokens)
+                if phrases:
+                    stems = [light_stem(w) for w in tokens]
+                    pairs.update(itertools.pairwise(stems))
         terms = [t for t in terms if t not in seen]
+        stems_seen = {light_stem(w) for w in seen} if phrases else set()
+        queries: list[str] = []
+        for phrase in phrases:
+            a, b = phrase.split()
+            pair = (light_stem(a), light_stem(b))
+            # Only the words found apart: a word the literature lacks is rare_words' signal, not this one.
+            if pair[0] in stems_seen and pair[1] in stems_seen and pair not in pairs:
+                queries.append(f'"{phrase}*"[tiab]' if len(b) >= 4 else f'"{phrase}"[tiab]')
 
-        async def count(term: str) -> int:
+        async def count(query: str) -> int:
             try:
-                return (await self.client.esearch(f'"{term}"[tiab]', retmax=0, api_key=api_key)).count
+                return (await self.client.esearch(query, retmax=0, api_key=api_key)).count
             except EutilsError:
                 return 1  # unknown: never a reason to abstain
 
-        counts = await asyncio.gather(*(count(t) for t in terms))
-        return sum(1 for c in counts if c == 0)
+        counts = await asyncio.gather(*(count(f'"{t}"[tiab]') for t in terms), *(count(q) for q in queries))
+        return sum(1 for c in counts[: len(terms)] if c == 0), sum(1 for c in counts[len(terms) :] if c == 0)

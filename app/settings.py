@@ -133,6 +133,29 @@ class GateSettings(BaseModel):
     coverage_documents: int = Field(
         default=5, ge=1, le=100, description="Top studies whose title and abstract the coverage looks at."
     )
+    absent_min_share: float = Field(
+        default=0.2,
+        ge=0,
+        le=2,
+        description="Question words no document contains, as a share of the question's concepts and words: "
+        "at or above this share abstain whatever the similarity (a nonexistent drug compared with a real "
+        "one); above 1: off.",
+    )
+    absent_phrase_checks: int = Field(
+        default=4,
+        ge=0,
+        le=20,
+        description="Two-word phrases of the question whose words the evidence has but never together, "
+        'counted with one "w1 w2*"[tiab] search each (only while the similarity is below '
+        "absent_phrase_max_dense); 0: off.",
+    )
+    absent_phrase_max_dense: float = Field(
+        default=0.44,
+        ge=-1,
+        le=2,
+        description="A question phrase no document contains (its words found apart): abstain unless the "
+        "best similarity reaches this; -1: off.",
+    )
 
 
 class ApiSettings(BaseModel):

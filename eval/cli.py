@@ -587,7 +587,15 @@ def calibrate_gate_command(
         _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from exc
     t = report["thresholds"]
-    for key in ("min_dense", "min_coverage", "min_dense_generic", "absent_max_dense"):
+    for key in (
+        "min_dense",
+        "min_coverage",
+        "min_dense_generic",
+        "absent_max_dense",
+        "min_dense_strict",
+        "absent_min_share",
+        "absent_phrase_max_dense",
+    ):
         _out.print(f"COMETA_GATE__{key.upper()}={t[key]}", markup=False)
     for split in ("dev", "test", "test_without_gate"):
         m = report[split]

@@ -175,3 +175,27 @@ async def test_ncbi_down_with_nothing_cached_is_still_a_503_with_the_reason(
         and "ESearch" in body["reason"]
         and "ServerError" in body["reason"]
     )
+
+
+async def test_a_phrase_whose_words_never_meet_in_the_literature_is_counted(pipeline: Pipeline) -> None:
+    from app.gate import assess_evidence
+
+    queries: list[str] = []
+    esearch = pipeline.client.esearch
+
+    async def spy(term: str, **kwargs: object) -> object:
+        queries.append(term)
+        return await esearch(term, **kwargs)  # type: ignore[arg-type]
+
+    pipeline.client.esearch = spy  # type: ignore[method-assign]
+    # "tongue" and "splitting" are both in the evidence, never together in any record: the evidence is
+    # about the words, not the procedure.
+    outcome = await pipeline.search("Does tongue splitting help breast cancer?")
+    assert outcome.absent_phrases == 1 and '"tongue splitting*"[tiab]' in queries
+    signals = pipeline.gate_signals(outcome, outcome.evidence.docs[:10])
+    verdict = assess_evidence(signals, pipeline.settings.gate)
+    assert verdict.abstain and any("phrase(s)" in r for r in verdict.reasons)
+    # The README's narrative: its phrases are in the evidence (or the evidence is close): no phrase count.
+    queries.clear()
+    outcome = await pipeline.search(NARRATIVE)
+    assert outcome.absent_phrases == 0 and not [q for q in queries if "*" in q]

@@ -44,3 +44,30 @@ def test_contains_and_section_labels() -> None:
     assert contains("2009 study: the CA19-9 level alone should not preclude surgery [PMID:1]", conclusion)
     assert not contains("Surgery was performed.", conclusion)
     assert label_left("METHODS: We did things.") and not label_left("2019 trial: we did things.")
+
+
+def _rec(category: str, name: str, dense: float, gold: bool = True, **signals: float) -> GateRecord:
+    s = {"documents": 5, "dense_top": dense, "rerank_top": None, "tier": "strict", "coverage": 0.8}
+    return GateRecord("s", name, "dev", category, category, None, {**s, **signals}, gold, [], "")
+
+
+def test_calibration_searches_the_absent_share_and_phrase_thresholds() -> None:
+    records = [
+        *(record("answerable", "dev", 0.6 + i / 100, 0.8) for i in range(10)),
+        _rec("answerable", "loosely-worded", 0.43),  # so a dense floor cannot stop the phrase record
+        # An odd lay word in a long answerable story; an answerable question with a lay phrase.
+        _rec("answerable", "story", 0.62, absent_terms=1, absent_share=1 / 6),
+        _rec("answerable", "lay-phrase", 0.47, absent_phrases=1),
+        # A nonexistent drug compared with a real one; a procedure whose words are everywhere, never together.
+        _rec("out_of_world", "drug", 0.74, absent_terms=1, absent_share=1 / 3),
+        _rec("out_of_world", "phrase", 0.425, absent_phrases=1),
+    ]
+    gate = calibrate(records, GateSettings(), keep=1.0)
+    # The grid's search (the gate's checks as bit masks) and the gate itself agree on every record.
+    dev = kept_and_abstained(records, gate, "dev")
+    assert dev["out_of_world_abstain"] == 1.0 and dev["answerable_kept_ratio"] == 1.0
+    assert dev["answerable_abstain"] == 0.0
+    assert 1 / 6 < gate.absent_min_share <= 1 / 3 and gate.absent_min_share == 0.2  # the lowest that works
+    assert 0.425 < gate.absent_phrase_max_dense <= 0.47 and gate.min_dense <= 0.425
+    # The base thresholds come first, with the two checks off: the same as without those records.
+    assert gate.min_dense == calibrate(records[:11], GateSettings(), keep=1.0).min_dense
