@@ -82,6 +82,9 @@ PER_STUDY = 2  # sentences quoted per study
 RESULT_SECTION_BONUS = 1.5
 INTRO_SECTION_PENALTY = 1.0
 RESULT_CUE_BONUS = 0.5
+CONCLUSION_BONUS = 1.5
+_CONCLUSION_SECTIONS = ("conclusion", "interpretation")
+_TRIAL_DESIGNS = ("randomised trial", "clinical trial")
 EFFECT_BONUS = 1.0
 SETUP_PENALTY = 1.5
 RELATIVE_CUT = 0.0  # a study is quoted when its best sentence scores this share of the best study's
@@ -128,6 +131,10 @@ def _is_result(section: str) -> bool:
     return section.startswith(RESULT_SECTIONS) or any(k in section for k in RESULT_SECTIONS)
 
 
+def _is_trial(grade: StudyGrade | None) -> bool:
+    return grade is not None and grade.design in _TRIAL_DESIGNS
+
+
 def _sentences(evidence: _Evidence) -> list[_Sentence]:
     """Every sentence of the evidence blocks and the cited studies' abstracts, once per study."""
     sources = [(b.key, b.text, _block_section(b)) for b in evidence.blocks]
@@ -145,13 +152,18 @@ def _sentences(evidence: _Evidence) -> list[_Sentence]:
     return out
 
 
-def sentence_score(sentence: _Sentence, matched: set[str], weight: Mapping[str, float]) -> float:
+def sentence_score(
+    sentence: _Sentence, matched: set[str], weight: Mapping[str, float], *, trial: bool = False
+) -> float:
     """How well ``sentence`` answers: its share of the question's words (rarer words count more), results
     and conclusions above background and aims, a reported effect (p-value, interval, figures compared)
     above a sentence that only describes the arms."""
     score = sum(weight.get(t, 1.0) for t in matched)
     if _is_result(sentence.section):
         score += RESULT_SECTION_BONUS
+        if not trial and sentence.section.startswith(_CONCLUSION_SECTIONS):
+            # Outside trials the authors' bottom line answers best; a trial's answer is its measured effect.
+            score += CONCLUSION_BONUS
     elif sentence.section.startswith(INTRO_SECTIONS):
         score -= INTRO_SECTION_PENALTY
     if _RESULT_CUES.search(sentence.text):
@@ -233,7 +245,9 @@ def _study_answer(
             continue
         matched = set(wanted & s.terms)
         if len(matched) >= need or (_is_result(s.section) and matched):
-            picked.setdefault(s.key, []).append((sentence_score(s, matched, weight), s.order, s.text))
+            trial = _is_trial(evidence.studies.get(s.key))
+            score = sentence_score(s, matched, weight, trial=trial)
+            picked.setdefault(s.key, []).append((score, s.order, s.text))
     if not picked:
         return NOT_ADDRESSED, ()
     best = {k: max(score for score, _o, _t in found) for k, found in picked.items()}
