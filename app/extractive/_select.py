@@ -62,15 +62,18 @@ _RESULT_CUES = re.compile(
 )
 # A reported effect: a p-value, an interval, a ratio, or figures set against each other.
 _EFFECT = re.compile(
-    r"\bp\s*[<=>≤≥]\s*[0.]|\b(95|99)\s*%|\bCI\b|confidence interval|\b(hazard|odds|risk|rate) ratio|"
-    r"\b(HR|OR|RR|NNT)\b|\d\s*%?\s*(vs\.?|versus)\s*\d|\d\s*(%|mg|mmol|kg|days?|weeks?|months?)\b.{0,60}"
+    r"\bp\s*[<=>≤≥]\s*[0.]|\b(95|99)\s*%|(?-i:\bCI\b)|confidence interval|\b(hazard|odds|risk|rate) ratio|"
+    r"(?-i:\b(HR|OR|RR|NNT)\b)|\d\s*%?\s*(vs\.?|versus)\s*\d|\d\s*(%|mg|mmol|kg|days?|weeks?|months?)\b.{0,60}"
     r"\bcompared\b",
     re.IGNORECASE,
 )
 # A sentence that sets the study up (arms, aims) rather than reporting what it found.
 _SETUP = re.compile(
-    r"\b(were|was) (randomi[sz]ed|randomly (assigned|allocated)|allocated|assigned|enrolled|recruited|"
-    r"included)\b|\brandomi[sz]ed to\b|\b(aims?|objectives?|purpose|goal) (of|was|is)\b|"
+    r"\b(were|was) (randomi[sz]ed|randomly (assigned|allocated|divided)|allocated|assigned|enrolled|"
+    r"recruited|included|administered|given|held)\b|\brandomi[sz]ed to\b|"
+    r"\b(aims?|objectives?|purpose|goal) (of|was|is)\b|"
+    r"^(aims?|objectives?|purpose|background|introduction|methods?|methodology)\b|"
+    r"\breceived (either |a |an |the |bilateral |single |routine |usual |standard )?[a-z]|"
     r"\bwe (aim|sought|evaluated|investigated|assessed|compared|examined|conducted|designed|hypothesi)|"
     r"\b(this|the present|our) (study|trial) (was|is|aims?|aimed|evaluat|compar|investigat|examin|assess)|"
     r"^(to (compare|evaluate|assess|investigate|determine|examine))\b",
@@ -79,12 +82,22 @@ _SETUP = re.compile(
 
 # The knobs of the choice, calibrated on the dev split (docs/answers.md).
 PER_STUDY = 2  # sentences quoted per study
-RESULT_SECTION_BONUS = 1.5
+TOP_STUDY_EXTRA = 1  # and this many more from the study that matches best
+RESULT_SECTION_BONUS = 2.5
 INTRO_SECTION_PENALTY = 1.0
 RESULT_CUE_BONUS = 0.5
 CONCLUSION_BONUS = 1.5
 _CONCLUSION_SECTIONS = ("conclusion", "interpretation")
 _TRIAL_DESIGNS = ("randomised trial", "clinical trial")
+_METHOD_SECTIONS = (
+    "method",
+    "design",
+    "patients and",
+    "participants",
+    "setting",
+    "intervention",
+    "materials",
+)
 EFFECT_BONUS = 1.0
 SETUP_PENALTY = 1.5
 RELATIVE_CUT = 0.0  # a study is quoted when its best sentence scores this share of the best study's
@@ -164,7 +177,7 @@ def sentence_score(
         if not trial and sentence.section.startswith(_CONCLUSION_SECTIONS):
             # Outside trials the authors' bottom line answers best; a trial's answer is its measured effect.
             score += CONCLUSION_BONUS
-    elif sentence.section.startswith(INTRO_SECTIONS):
+    elif sentence.section.startswith(INTRO_SECTIONS) or any(m in sentence.section for m in _METHOD_SECTIONS):
         score -= INTRO_SECTION_PENALTY
     if _RESULT_CUES.search(sentence.text):
         score += RESULT_CUE_BONUS
@@ -236,6 +249,11 @@ def _study_answer(
     named: dict[str, set[str]] = {}
     for s in sentences:
         named.setdefault(s.key, set()).update(s.terms)
+    by_study: dict[str, list[_Sentence]] = {}
+    for s in sentences:
+        by_study.setdefault(s.key, []).append(s)
+    # Within a study, the arms are named in most sentences; the outcome only where it is reported.
+    own_weights = {key: _weights(found, wanted) for key, found in by_study.items()}
     picked: dict[str, list[tuple[float, int, str]]] = {}
     for s in sentences:
         # The study must name a concept somewhere (its result sentence may say "HCD", not "diet").
@@ -246,7 +264,9 @@ def _study_answer(
         matched = set(wanted & s.terms)
         if len(matched) >= need or (_is_result(s.section) and matched):
             trial = _is_trial(evidence.studies.get(s.key))
-            score = sentence_score(s, matched, weight, trial=trial)
+            own = own_weights[s.key]
+            w = {t: weight.get(t, 1.0) * own.get(t, 1.0) for t in matched}
+            score = sentence_score(s, matched, w, trial=trial)
             picked.setdefault(s.key, []).append((score, s.order, s.text))
     if not picked:
         return NOT_ADDRESSED, ()
@@ -266,7 +286,8 @@ def _study_answer(
     cites = {b.key: b.cite for b in evidence.blocks}
     lines: list[str] = []
     for key in sorted(relevant, key=strength):
-        chosen = sorted(picked[key], key=lambda t: (-t[0], t[1]))[:PER_STUDY]
+        many = PER_STUDY + (TOP_STUDY_EXTRA if key == ranked[0] else 0)
+        chosen = sorted(picked[key], key=lambda t: (-t[0], t[1]))[:many]
         quoted = " ".join(text for _s, _o, text in sorted(chosen, key=lambda t: t[1]))
         grade = evidence.studies.get(key)
         intro = grade.describe() if grade is not None else "Source"
