@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from app.settings import GateSettings
-from eval.answers import GateRecord, calibrate, contains, kept_and_abstained, label_left
+from eval.answers import (
+    GateRecord,
+    calibrate,
+    contains,
+    contains_in_study_line,
+    kept_and_abstained,
+    label_left,
+)
 
 
 def record(category: str, split: str, dense: float, coverage: float, gold: bool = True) -> GateRecord:
@@ -44,3 +51,16 @@ def test_contains_and_section_labels() -> None:
     assert contains("2009 study: the CA19-9 level alone should not preclude surgery [PMID:1]", conclusion)
     assert not contains("Surgery was performed.", conclusion)
     assert label_left("METHODS: We did things.") and not label_left("2019 trial: we did things.")
+
+
+def test_contained_in_the_gold_studys_own_line_only() -> None:
+    gold = "Etoricoxib reduced pain more than placebo (p < 0.001)."
+    answer = (
+        "2002 trial: Etoricoxib was given. [PMID:1]\n"
+        "2010 trial: pain reduced more than placebo (p < 0.001). [PMID:2]"
+    )
+    # The loose measure takes the words from any study; the strict one only from the gold study's line.
+    assert contains(answer, gold)
+    assert not contains_in_study_line(answer, gold, ["1"])
+    assert contains_in_study_line(answer, gold, ["2"])
+    assert not contains_in_study_line(answer, gold, ["22"])  # PMID:2 is not PMID:22
