@@ -80,6 +80,12 @@ _SETUP = re.compile(
     re.IGNORECASE,
 )
 
+# Concepts that name a comparison arm, not what the question is about (their MeSH headings included).
+_COMPARATOR_TERMS = content_terms(
+    "placebo placebos sham control controls usual standard care routine dummy vehicle no treatment "
+    "conventional"
+)
+
 # The knobs of the choice, calibrated on the dev split (docs/answers.md).
 PER_STUDY = 2  # sentences quoted per study
 TOP_STUDY_EXTRA = 1  # and this many more from the study that matches best
@@ -101,8 +107,6 @@ _METHOD_SECTIONS = (
 EFFECT_BONUS = 1.0
 SETUP_PENALTY = 1.5
 RELATIVE_CUT = 0.0  # a study is quoted when its best sentence scores this share of the best study's
-_GENERIC_SHARE = 0.8  # a concept this share of the studies name does not tell them apart
-_MIN_STUDIES_TO_TELL = 4
 IDF = True  # weight matched words by how rarely the evidence's sentences use them
 
 
@@ -200,25 +204,13 @@ def _weights(sentences: Sequence[_Sentence], wanted: set[str]) -> dict[str, floa
     return {t: w / mean for t, w in raw.items()}  # a typical word still counts about 1
 
 
-def _telling_anchors(concepts: Sequence[str], sentences: Sequence[_Sentence]) -> set[str]:
-    """The words of the concepts that tell studies apart, or none (no restriction). A concept that most
-    of the evidence's studies name ("placebo" among placebo trials) admits related-but-different studies;
-    when there is one, and another concept is named by some studies but not by most (the drug, the
-    outcome), a study must name one of those."""
-    studies: dict[str, set[str]] = {}
-    for s in sentences:
-        studies.setdefault(s.key, set()).update(s.terms)
-    if len(studies) < _MIN_STUDIES_TO_TELL:
-        return set()
-    telling: set[str] = set()
-    generic = False
-    for concept in concepts:
-        terms = content_terms(concept)
-        share = sum(bool(terms & found) for found in studies.values()) / len(studies)
-        generic = generic or share >= _GENERIC_SHARE
-        if terms and 0 < share < _GENERIC_SHARE:
-            telling |= terms
-    return telling if generic else set()
+def _anchors(concepts: Sequence[str]) -> set[str]:
+    """The words of the concepts a study must name one of. A comparator concept ("placebo", "usual care",
+    "sham") is named by every trial that has one, so it only counts when the question names nothing else:
+    otherwise "placebo" alone would make a trial of another drug an answer about this one."""
+    own = [content_terms(c) for c in concepts]
+    specific = [terms for terms in own if terms and not terms <= _COMPARATOR_TERMS]
+    return set().union(*specific) if specific else set().union(*own) if own else set()
 
 
 def _study_answer(
@@ -230,17 +222,17 @@ def _study_answer(
     old_after: int = 10,
 ) -> tuple[str, tuple[str, ...]]:
     """One line per study that answers the question: what the study was, then its best sentences. With
-    ``concepts`` (the question's recognised clinical concepts), a sentence must name one of them that tells
-    the studies apart: "high" and "mass" alone never make a sleeve-gastrectomy study an answer about a
-    pancreatic mass, nor "placebo" alone a trial of another drug an answer about this one."""
-    anchors = content_terms(" ".join(concepts))
+    ``concepts`` (the question's recognised clinical concepts), the study must name one of them, a comparator
+    such as "placebo" only when there is no other: "high" and "mass" alone never make a sleeve-gastrectomy
+    study an answer about a pancreatic mass, nor "placebo" alone a trial of another drug an answer about
+    this one. The best-matching study quotes :data:`TOP_STUDY_EXTRA` sentences more than the others."""
+    anchors = _anchors(concepts)
     # Doses and counts ("400 mg", "3 weeks") name an arm, and match the methods sentence that restates it.
     wanted = {t for t in content_terms(" ".join([question, *concepts])) - _FRAME if not t.isdigit()}
     wanted = wanted or content_terms(question)
     need = min(2, len(wanted)) or 1
     sentences = _sentences(evidence)
     weight = _weights(sentences, wanted)
-    telling = _telling_anchors(concepts, sentences)
     first_seen: dict[str, int] = {}
     for b in evidence.blocks:
         first_seen.setdefault(b.key, len(first_seen))
@@ -258,8 +250,6 @@ def _study_answer(
     for s in sentences:
         # The study must name a concept somewhere (its result sentence may say "HCD", not "diet").
         if anchors and not anchors & named[s.key]:
-            continue
-        if telling and not telling & named[s.key]:
             continue
         matched = set(wanted & s.terms)
         if len(matched) >= need or (_is_result(s.section) and matched):
@@ -313,9 +303,9 @@ def extractive_answer(
     With ``question`` and ``studies``: one line per study that answers the question (at most ``studies``):
     what the study was (year, design, number of patients, from ``evidence.studies``), then its
     :data:`PER_STUDY` best sentences (:func:`sentence_score`: the question's and its ``concepts``' words,
-    rarer ones weighing more, results and reported effects preferred), naming a concept that tells the
-    studies apart when ``concepts`` are given; studies ordered by strength of design, then recency;
-    :data:`NOT_ADDRESSED` when no sentence matches.
+    rarer ones weighing more, results and reported effects preferred, a conclusion outside trials), from
+    studies that name one of the ``concepts`` when they are given; studies ordered by strength of design,
+    then recency; :data:`NOT_ADDRESSED` when no sentence matches.
 
     Without ``question``: the top sentences of at least three words, round-robin over the blocks (best
     block first) so that several sources show; ``""`` when there are none. With ``question`` only: the

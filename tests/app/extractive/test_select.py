@@ -64,7 +64,7 @@ def test_outside_trials_the_conclusion_is_preferred_over_a_statistic() -> None:
     assert "BACKGROUND" not in text and "CONCLUSIONS" not in text
 
 
-def test_a_concept_every_study_shares_does_not_admit_trials_of_other_drugs() -> None:
+def test_a_comparator_concept_alone_does_not_admit_trials_of_other_drugs() -> None:
     on_point = make_doc(
         "10", "Etoricoxib reduced pain compared with placebo in arthritis (p < 0.001).", types=TRIAL
     )
@@ -77,7 +77,7 @@ def test_a_concept_every_study_shares_does_not_admit_trials_of_other_drugs() -> 
     question = "Does etoricoxib reduce pain compared with a placebo?"
     _text, cited = answer([on_point, *others], question, concepts=("placebo", "etoricoxib"))
     assert cited == ("10",)  # "placebo" alone no longer makes another drug's trial an answer
-    # With only the generic concept, nothing tells the trials apart: all of them stay.
+    # With only the comparator concept, nothing tells the trials apart: all of them stay.
     _text, everyone = answer([on_point, *others], question, concepts=("placebo",))
     assert set(everyone) == {"10", "11", "12", "13", "14"}
 
@@ -152,3 +152,20 @@ async def test_every_extractive_fallback_keeps_the_questions_concepts(reply: str
     assert choice.mode == "extractive" and [c.pmid for c in choice.citations] == ["51"]
     unconcerned = await offline.answer(question, docs)
     assert {c.pmid for c in unconcerned.citations} == {"51", "52"}
+
+
+def test_a_study_naming_only_the_shared_disease_concept_still_answers() -> None:
+    # Only comparator concepts are set aside: the disease every study shares is the question's topic.
+    on_point = make_doc(
+        "61",
+        "CONCLUSIONS: Aromatase inhibitors before surgery shrank breast cancer tumours more than tamoxifen.",
+    )
+    others = [
+        make_doc(str(62 + i), f"Breast cancer surgery type {i} was studied in {20 + i} women.")
+        for i in range(4)
+    ]
+    concepts = ("breast cancer Breast Neoplasms", "surgery Surgical Procedures, Operative")
+    _text, cited = answer(
+        [on_point, *others], "do aromatase inhibitors help with breast cancer before surgery?", concepts
+    )
+    assert "61" in cited
