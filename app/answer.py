@@ -12,8 +12,8 @@ also covers a letter outside the options.
 Degradation, never a silent guess:
 
 * no documents -> ``insufficient_evidence`` and the LLM is never called (nothing to ground an answer in);
-* no LLM, an LLM error, or empty/garbage free text -> ``extractive``: the top evidence sentences quoted
-  with their citations, and a warning.
+* no LLM, an LLM error, or empty/garbage free text -> ``extractive``: the evidence sentences that answer best
+  (chosen by ``app.extractive``) quoted with their citations, and a warning.
 
 Evidence of any source goes the same way: :func:`build_evidence_context` turns PubMed documents (passages
 or abstracts, ``[PMID:n]``) or collection evidence (``[DOC:collection/doc §Section p.N]``) into one

@@ -106,8 +106,6 @@ _METHOD_SECTIONS = (
 )
 EFFECT_BONUS = 1.0
 SETUP_PENALTY = 1.5
-RELATIVE_CUT = 0.0  # a study is quoted when its best sentence scores this share of the best study's
-IDF = True  # weight matched words by how rarely the evidence's sentences use them
 
 
 class _Block(Protocol):
@@ -195,7 +193,7 @@ def sentence_score(
 def _weights(sentences: Sequence[_Sentence], wanted: set[str]) -> dict[str, float]:
     """Per question word, how telling a match is: words most sentences share ("placebo" among placebo
     trials) count less than the one outcome or drug only the answering sentences name."""
-    if not IDF or not sentences:
+    if not sentences:
         return {}
     found = Counter(t for s in sentences for t in s.terms & wanted)
     n = len(sentences)
@@ -261,10 +259,9 @@ def _study_answer(
     if not picked:
         return NOT_ADDRESSED, ()
     best = {k: max(score for score, _o, _t in found) for k, found in picked.items()}
-    top = max(best.values())
-    # The most relevant studies (best sentence, then retrieval rank), close enough to the best one ...
+    # The most relevant studies (best sentence, then retrieval rank) ...
     ranked = sorted(picked, key=lambda k: (-best[k], first_seen[k]))
-    relevant = [k for k in ranked if best[k] >= RELATIVE_CUT * top][:max_studies]
+    relevant = ranked[:max_studies]
 
     # ... presented strongest design first, then most recent.
     def strength(key: str) -> tuple[int, int, int]:
