@@ -12,8 +12,8 @@ also covers a letter outside the options.
 Degradation, never a silent guess:
 
 * no documents -> ``insufficient_evidence`` and the LLM is never called (nothing to ground an answer in);
-* no LLM, an LLM error, or empty/garbage free text -> ``extractive``: the top evidence sentences quoted
-  with their citations, and a warning.
+* no LLM, an LLM error, or empty/garbage free text -> ``extractive``: the evidence sentences that answer best
+  (chosen by ``app.extractive``) quoted with their citations, and a warning.
 
 Evidence of any source goes the same way: :func:`build_evidence_context` turns PubMed documents (passages
 or abstracts, ``[PMID:n]``) or collection evidence (``[DOC:collection/doc §Section p.N]``) into one
@@ -45,8 +45,8 @@ from prompts import load_prompt
 from retrieval.collections import InstEvidence
 from retrieval.evidence import EvidenceDoc
 from retrieval.passages import PassageContext
-from segmentation import INTRO_SECTIONS, RESULT_SECTIONS, labelled_sentences
 
+from .extractive import NOT_ADDRESSED, content_terms, extractive_answer, has_words
 from .gate import INSUFFICIENT_EVIDENCE_TEXT, EvidenceVerdict, StudyGrade, grade_study
 
 __all__ = [
@@ -69,8 +69,6 @@ __all__ = [
     "verify_citations",
 ]
 
-# What a source's own answer says when it does not address the question (prompt ``answer_per_source``).
-NOT_ADDRESSED = "NOT ADDRESSED: This source does not contain information on this topic."
 INSUFFICIENT_TEXT = (
     "No published evidence was found for this question, so no answer can be given from the literature. "
     "Please discuss the question with your care team."
@@ -81,8 +79,9 @@ WARN_LLM_INTERRUPTED = "the language model stopped mid-answer: the answer quotes
 WARN_EXTRACTIVE = (
     "no language model wrote this: it quotes, from each of the {n} studies that passed the relevance check, "
     "the "
-    "sentences sharing most words with the question (results and conclusions preferred), strongest design "
-    "and most recent first; quotes can miss context, so read the studies and discuss them with your care team"
+    "sentences sharing most words with the question, its rarer words counting more (results, conclusions "
+    "and reported effects preferred), strongest design and most recent first; quotes can miss context, so "
+    "read the studies and discuss them with your care team"
 )
 WARN_EXTRACTIVE_UNMATCHED = (
     "no language model wrote this, and no sentence of the evidence shares the question's words: these are "
@@ -99,17 +98,6 @@ _THINK_RE = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL | re.IGNORECASE)
 _INSUFFICIENT_RE = re.compile(
     r"insufficient|not enough|cannot be (?:determined|answered)|can't be determined|unknown|no answer",
     re.IGNORECASE,
-)
-_WORD_RE = re.compile(r"[^\W\d_]{2,}")
-_CONTENT_WORD_RE = re.compile(r"[a-z0-9]+")
-# An upper-case acronym followed by numbers: "CA 19-9", "HER-2", "IL 6".
-_ACRONYM_RE = re.compile(r"\b([A-Z]{1,5})[\s-]?(\d{1,3})(?:[\s-](\d{1,3}))?\b")
-# Words that say nothing about what a question is about (the question's content words are matched).
-_STOP = frozenset(
-    "a an and are as at be been before but by can could do does for from had has have how i if in into is it "
-    "its may me my of on or our should so than that the their them then there these they this to was we "
-    "what when where which who will with would you your after long much many any get go going "
-    "help helps work works really".split()
 )
 
 
@@ -342,164 +330,7 @@ def strip_reasoning(text: str) -> str:
 
 def _is_garbage(text: str) -> bool:
     # Fewer than three real words, or a JSON/markup dump instead of prose.
-    return len(_WORD_RE.findall(text)) < 3 or text.lstrip().startswith(("{", "[", "<"))
-
-
-# --- extractive answers (no model) ---------------------------------------------------------------------
-
-
-def content_terms(text: str) -> set[str]:
-    """The words of ``text`` that say what it is about, cut to a 5-character prefix: a cheap stem
-    ("travel"/"travelling", "transplant"/"transplantation"). Acronyms with numbers are one term, however
-    written ("CA 19-9", "CA19-9", "CA 19 9" -> ``ca199``; "HER2", "HER-2" -> ``her2``)."""
-    text = _ACRONYM_RE.sub(lambda m: "".join(g for g in m.groups() if g) + " ", text)
-    return {
-        w[:5] if not any(c.isdigit() for c in w) else w
-        for w in _CONTENT_WORD_RE.findall(text.lower())
-        if w not in _STOP and len(w) > 2
-    }
-
-
-_RESULT_CUES = re.compile(
-    r"\b(significant(ly)?|reduc\w*|increas\w*|improv\w*|no (significant )?differen\w*|associated|higher|"
-    r"lower|better|worse|conclu\w*|suggest\w*|effective|benefit\w*|p\s*[<=>]|hazard ratio|odds ratio|"
-    r"relative risk|95\s*%)",
-    re.IGNORECASE,
-)
-_PER_STUDY = 2  # sentences quoted per study
-
-
-def _sentence_score(overlap: int, section: str, sentence: str) -> float:
-    score = float(overlap)
-    if section.startswith(RESULT_SECTIONS) or any(k in section for k in RESULT_SECTIONS):
-        score += 1.5
-    elif section.startswith(INTRO_SECTIONS):
-        score -= 1.0
-    if _RESULT_CUES.search(sentence):
-        score += 0.5
-    return score
-
-
-def _block_section(block: ContextBlock) -> str:
-    # "[PMID:1] 2020 | Review | section: Results > Survival" -> "results > survival"
-    return block.label.rsplit("section:", 1)[-1].strip().lower() if "section:" in block.label else ""
-
-
-def _study_answer(
-    evidence: EvidenceContext,
-    question: str,
-    max_studies: int,
-    current_year: int | None,
-    concepts: Sequence[str] = (),
-    old_after: int = 10,
-) -> tuple[str, tuple[str, ...]]:
-    """One line per study that answers the question: what the study was, then its best sentences. With
-    ``concepts`` (the question's recognised clinical concepts), a sentence must name one of them: "high" and
-    "mass" alone never make a sleeve-gastrectomy study an answer about a pancreatic mass."""
-    anchors = content_terms(" ".join(concepts))
-    wanted = content_terms(" ".join([question, *concepts]))
-    need = min(2, len(wanted)) or 1
-    picked: dict[str, list[tuple[float, int, str]]] = {}
-    first_seen: dict[str, int] = {}
-    order = 0
-    blocks: list[tuple[str, str, str]] = [(b.key, b.text, _block_section(b)) for b in evidence.blocks]
-    blocks += [(key, text, "abstract") for key, text in evidence.abstracts.items()]
-    seen_text: set[tuple[str, str]] = set()
-    for key, text, section in blocks:
-        first_seen.setdefault(key, len(first_seen))
-        for sec, sentence in labelled_sentences(text, section):
-            order += 1
-            if (key, sentence) in seen_text or len(sentence) < 20 or len(_WORD_RE.findall(sentence)) < 3:
-                continue
-            seen_text.add((key, sentence))
-            terms = content_terms(sentence)
-            overlap = len(wanted & terms)
-            results = sec.startswith(RESULT_SECTIONS) or any(k in sec for k in RESULT_SECTIONS)
-            if anchors and not anchors & terms:
-                continue
-            if overlap >= need or (results and overlap >= 1):
-                picked.setdefault(key, []).append((_sentence_score(overlap, sec, sentence), order, sentence))
-    if not picked:
-        return NOT_ADDRESSED, ()
-    # The most relevant studies (best sentence, then retrieval rank) ...
-    relevant = sorted(picked, key=lambda k: (-max(s for s, _o, _t in picked[k]), first_seen[k]))[:max_studies]
-
-    # ... presented strongest design first, then most recent.
-    def strength(key: str) -> tuple[int, int, int]:
-        grade = evidence.studies.get(key)
-        if grade is None:
-            return (99, 0, first_seen[key])
-        return (grade.rank, -(grade.year or 0), first_seen[key])
-
-    cites = {b.key: b.cite for b in evidence.blocks}
-    lines: list[str] = []
-    for key in sorted(relevant, key=strength):
-        best = sorted(picked[key], key=lambda t: (-t[0], t[1]))[:_PER_STUDY]
-        quoted = " ".join(text for _s, _o, text in sorted(best, key=lambda t: t[1]))
-        grade = evidence.studies.get(key)
-        intro = grade.describe() if grade is not None else "Source"
-        if grade is not None and current_year is not None and (age := grade.age(current_year)) is not None:
-            intro += f" (published {age} years ago)" if age > old_after else ""
-        lines.append(f"{intro[0].upper()}{intro[1:]}: {quoted} {cites.get(key, f'[PMID:{key}]')}")
-    return "\n".join(lines), tuple(relevant)
-
-
-def extractive_answer(
-    evidence: EvidenceContext,
-    sentences: int,
-    *,
-    question: str | None = None,
-    studies: int | None = None,
-    current_year: int | None = None,
-    concepts: Sequence[str] = (),
-    old_after: int = 10,
-) -> tuple[str, tuple[str, ...]]:
-    """Evidence sentences quoted, each followed by its block's citation: (text, keys of the blocks quoted).
-    Structured-abstract section labels ("METHODS:") are never quoted.
-
-    With ``question`` and ``studies``: one line per study that answers the question (at most ``studies``):
-    what the study was (year, design, number of patients, from :attr:`EvidenceContext.studies`), then its
-    sentences sharing most words with the question and its ``concepts`` (naming one of those when given),
-    results and conclusions preferred; studies ordered by
-    strength of design, then recency; :data:`NOT_ADDRESSED` when no sentence matches.
-
-    Without ``question``: the top sentences of at least three words, round-robin over the blocks (best
-    block first) so that several sources show; ``""`` when there are none. With ``question`` only: the
-    sentences sharing most content words with it (at least two, or the only one of a one-word question;
-    20 characters or more), in text order; :data:`NOT_ADDRESSED` when none does, so that a source that
-    does not speak to the question says so.
-    """
-    if question is not None and studies is not None:
-        return _study_answer(evidence, question, studies, current_year, concepts, old_after)
-    picked: list[tuple[str, ContextBlock]] = []
-    if question is None:
-        per_block = [
-            [t for _sec, t in labelled_sentences(b.text, "") if len(_WORD_RE.findall(t)) >= 3]
-            for b in evidence.blocks
-        ]
-        depth = 0
-        while len(picked) < sentences and any(depth < len(s) for s in per_block):
-            for block, found in zip(evidence.blocks, per_block, strict=True):
-                if depth < len(found) and len(picked) < sentences:
-                    picked.append((found[depth], block))
-            depth += 1
-    else:
-        wanted = content_terms(question)
-        need = min(2, len(wanted)) or 1
-        scored: list[tuple[int, int, str, ContextBlock]] = []
-        order = 0
-        for block in evidence.blocks:
-            for _sec, text in labelled_sentences(block.text, ""):
-                overlap = len(wanted & content_terms(text))
-                if overlap >= need and len(text) >= 20:
-                    scored.append((-overlap, order, text, block))
-                order += 1
-        best = sorted(scored, key=lambda t: (t[0], t[1]))[:sentences]
-        picked = [(text, block) for _o, _i, text, block in sorted(best, key=lambda t: t[1])]
-        if not picked:
-            return NOT_ADDRESSED, ()
-    text = " ".join(f"{sentence} {block.cite}" for sentence, block in picked)
-    return text, tuple(dict.fromkeys(block.key for _s, block in picked))
+    return not has_words(text) or text.lstrip().startswith(("{", "[", "<"))
 
 
 # --- choice -------------------------------------------------------------------------------------------
@@ -616,7 +447,7 @@ class Answerer:
         except LLMError as exc:
             warning = f"{WARN_LLM_UNAVAILABLE} ({type(exc).__name__})"
             return self._extractive(evidence, warning, question=question, verdict=verdict, concepts=concepts)
-        return dataclasses.replace(self._free_answer(evidence, result, question), verdict=verdict)
+        return dataclasses.replace(self._free_answer(evidence, result, question, concepts), verdict=verdict)
 
     async def answer_stream(
         self,
@@ -672,7 +503,7 @@ class Answerer:
                 evidence, f"{warning} ({type(exc).__name__})", question=question, concepts=concepts
             )
         else:
-            final = self._free_answer(evidence, result, question)
+            final = self._free_answer(evidence, result, question, concepts)
         final = dataclasses.replace(final, verdict=verdict)
         if not sent and final.text:
             yield final.text
@@ -713,7 +544,7 @@ class Answerer:
             return evidence, insufficient
         if options:
             return evidence, dataclasses.replace(
-                await self._choice(question, evidence, options, allow_insufficient), verdict=verdict
+                await self._choice(question, evidence, options, allow_insufficient, concepts), verdict=verdict
             )
         if self.llm is None:
             return evidence, self._extractive(
@@ -726,11 +557,13 @@ class Answerer:
             question=question, context=evidence.text, current_year=self._today().year, language=language
         )
 
-    def _free_answer(self, evidence: EvidenceContext, result: LLMResult[str], question: str) -> Answer:
+    def _free_answer(
+        self, evidence: EvidenceContext, result: LLMResult[str], question: str, concepts: Sequence[str] = ()
+    ) -> Answer:
         """The model's free text, checked: invalid citations cut and counted, garbage -> extractive."""
         text, order, removed = verify_citations(strip_reasoning(result.value), evidence.citations)
         if _is_garbage(text):
-            return self._extractive(evidence, WARN_GARBAGE, question=question)
+            return self._extractive(evidence, WARN_GARBAGE, question=question, concepts=concepts)
         warnings: list[str] = []
         if removed:
             warnings.append(f"removed {removed} citation(s) to sources that were not in the evidence")
@@ -797,10 +630,18 @@ class Answerer:
         )
 
     async def _choice(
-        self, question: str, evidence: EvidenceContext, options: Mapping[str, str], allow_insufficient: bool
+        self,
+        question: str,
+        evidence: EvidenceContext,
+        options: Mapping[str, str],
+        allow_insufficient: bool,
+        concepts: Sequence[str] = (),
     ) -> Answer:
+        # Every extractive fallback keeps the question's concepts: they keep unrelated studies out.
         if self.llm is None:
-            return self._extractive(evidence, WARN_LLM_UNAVAILABLE, question=question, choice=True)
+            return self._extractive(
+                evidence, WARN_LLM_UNAVAILABLE, question=question, choice=True, concepts=concepts
+            )
         insufficient = find_insufficient_option(options) if allow_insufficient else None
         note = (
             f"\n4. If the EVIDENCE is not enough to choose an answer, choose {insufficient}."
@@ -840,7 +681,7 @@ class Answerer:
             )
         except LLMError as exc:
             warning = f"{WARN_LLM_UNAVAILABLE} ({type(exc).__name__})"
-            return self._extractive(evidence, warning, question=question, choice=True)
+            return self._extractive(evidence, warning, question=question, choice=True, concepts=concepts)
         letter = result.value.answer_choice
         reasoning, order, removed = verify_citations(
             strip_reasoning(result.value.step_by_step_thinking), evidence.citations

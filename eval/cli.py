@@ -656,7 +656,8 @@ def answer_quality_command(
     for name, m in report.items():
         _out.print(
             f"{name}: n={m['n']}, gold contained {m['contains_gold']:.1%} (of {m['gold_known']} with a known "
-            f"gold), gold cited {m['cited_gold']:.1%}, answers with section labels "
+            f"gold; in the gold study's own line {m['contains_gold_in_study_line']:.1%}), "
+            f"gold cited {m['cited_gold']:.1%}, answers with section labels "
             f"{m['with_section_labels']}, modes {m['modes']}",
             markup=False,
         )

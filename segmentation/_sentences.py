@@ -172,7 +172,8 @@ def _label_of(line: str) -> re.Match[str] | None:
 def labelled_sentences(text: str, section: str = "") -> list[tuple[str, str]]:
     """(section, sentence) of ``text``, whitespace collapsed: each line's structured-abstract label (an
     upper-case word or a known section name, else ``section``) is the lower-cased section of its sentences
-    and is left out of them."""
+    and is left out of them. A label that opens a sentence inside a line ("... rate. CONCLUSIONS: X was
+    ...", abstracts flattened onto one line) starts a section the same way."""
     out: list[tuple[str, str]] = []
     for line in text.splitlines():
         label = section
@@ -181,6 +182,9 @@ def labelled_sentences(text: str, section: str = "") -> list[tuple[str, str]]:
             label, line = m.group(1), line[m.end() :]
         for sentence in split_sentences(line):
             clean = " ".join(sentence.text.split())
+            inner = _label_of(clean)
+            if inner is not None:
+                label, clean = inner.group(1), clean[inner.end() :]
             if clean:
                 out.append((label.lower(), clean))
     return out

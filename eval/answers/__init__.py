@@ -8,13 +8,14 @@ from ._gate import (
     kept_and_abstained,
     run_calibrate_gate,
 )
-from ._quality import contains, label_left, run_answer_quality
+from ._quality import contains, contains_in_study_line, label_left, run_answer_quality
 
 __all__ = [
     "GateRecord",
     "calibrate",
     "collect_records",
     "contains",
+    "contains_in_study_line",
     "gate_report",
     "kept_and_abstained",
     "label_left",

@@ -9,8 +9,10 @@ gate, the extractive answer; no LLM), as ``POST /ask`` answers it offline:
   span of the trial's full text.
 
 A gold text counts as *contained* when at least half of its content words (:func:`app.answer.content_terms`)
-are in the answer. Also: how often the gold study is cited, the answer modes, and structured-abstract section
-labels left in answers (there must be none).
+are in the answer, and as *contained in its study's line* when they are in the one line of the answer that
+cites the gold study (stricter: the answer's other studies cannot supply the words). Also: how often the
+gold study is cited, the answer modes, and structured-abstract section labels left in answers (there must
+be none).
 
     COMETA_LOCAL_SERVER__CORPUS_DIR=/data/world cometa eval answer-quality [--split dev] [--limit N]
 
@@ -34,7 +36,7 @@ from app.schemas import AskRequest
 from app.settings import Settings
 from eval.gold import default_gold_dir
 
-__all__ = ["contains", "label_left", "run_answer_quality"]
+__all__ = ["contains", "contains_in_study_line", "label_left", "run_answer_quality"]
 
 NARRATIVES = Path(__file__).resolve().parents[1] / "fixtures" / "pubmedqa_cancer_narratives.jsonl"
 _LABEL = re.compile(
@@ -46,6 +48,12 @@ def contains(answer: str, gold: str, share: float = 0.5) -> bool:
     """At least ``share`` of ``gold``'s content words are in ``answer``."""
     wanted = content_terms(gold)
     return bool(wanted) and len(wanted & content_terms(answer)) >= share * len(wanted)
+
+
+def contains_in_study_line(answer: str, gold: str, pmids: Sequence[str]) -> bool:
+    """:func:`contains`, within a line of ``answer`` that cites one of ``pmids`` (``[PMID:n]``)."""
+    cites = tuple(f"PMID:{p}]" for p in pmids)
+    return any(contains(line, gold) for line in answer.splitlines() if any(c in line for c in cites))
 
 
 def label_left(answer: str) -> bool:
@@ -105,6 +113,8 @@ async def run_answer_quality(
                         "mode": response.mode,
                         "cited_gold": bool(set(item["pmids"]) & set(cited)),
                         "contains_gold": bool(gold) and contains(response.answer, gold),
+                        "contains_gold_in_study_line": bool(gold)
+                        and contains_in_study_line(response.answer, gold, item["pmids"]),
                         "labels": label_left(response.answer),
                         "gold_known": bool(gold),
                     }
@@ -116,6 +126,9 @@ async def run_answer_quality(
                 "n": len(rows),
                 "gold_known": len(known),
                 "contains_gold": sum(r["contains_gold"] for r in known) / len(known) if known else 0.0,
+                "contains_gold_in_study_line": (
+                    sum(r["contains_gold_in_study_line"] for r in known) / len(known) if known else 0.0
+                ),
                 "cited_gold": sum(r["cited_gold"] for r in rows) / len(rows) if rows else 0.0,
                 "with_section_labels": sum(r["labels"] for r in rows),
                 "modes": dict(Counter(r["mode"] for r in rows)),

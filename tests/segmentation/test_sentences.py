@@ -122,3 +122,14 @@ def test_offsets_are_exact_and_cover_text(name: str) -> None:
 @pytest.mark.parametrize("text", ["", "   ", "\n\n"])
 def test_blank_text_has_no_sentences(text: str) -> None:
     assert split_sentences(text) == []
+
+
+def test_a_section_label_opening_a_sentence_mid_line_is_cut_and_starts_the_section() -> None:
+    from segmentation import labelled_sentences
+
+    flat = "The end points were ORR and DCR. CONCLUSIONS: CT-PFNECII improved survival. It was safe."
+    assert labelled_sentences(flat, "abstract") == [
+        ("abstract", "The end points were ORR and DCR."),
+        ("conclusions", "CT-PFNECII improved survival."),
+        ("conclusions", "It was safe."),
+    ]

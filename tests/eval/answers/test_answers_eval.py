@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from app.settings import GateSettings
-from eval.answers import GateRecord, calibrate, contains, kept_and_abstained, label_left
+from eval.answers import (
+    GateRecord,
+    calibrate,
+    contains,
+    contains_in_study_line,
+    kept_and_abstained,
+    label_left,
+)
 
 
 def record(category: str, split: str, dense: float, coverage: float, gold: bool = True) -> GateRecord:
@@ -71,3 +78,16 @@ def test_calibration_searches_the_absent_share_and_phrase_thresholds() -> None:
     assert 0.425 < gate.absent_phrase_max_dense <= 0.47 and gate.min_dense <= 0.425
     # The base thresholds come first, with the two checks off: the same as without those records.
     assert gate.min_dense == calibrate(records[:11], GateSettings(), keep=1.0).min_dense
+
+
+def test_contained_in_the_gold_studys_own_line_only() -> None:
+    gold = "Etoricoxib reduced pain more than placebo (p < 0.001)."
+    answer = (
+        "2002 trial: Etoricoxib was given. [PMID:1]\n"
+        "2010 trial: pain reduced more than placebo (p < 0.001). [PMID:2]"
+    )
+    # The loose measure takes the words from any study; the strict one only from the gold study's line.
+    assert contains(answer, gold)
+    assert not contains_in_study_line(answer, gold, ["1"])
+    assert contains_in_study_line(answer, gold, ["2"])
+    assert not contains_in_study_line(answer, gold, ["22"])  # PMID:2 is not PMID:22
