@@ -244,26 +244,40 @@ class AdaptE:
                     self._check_vocabulary = self._vocabulary_factory()
 
     def rank_locally(
-        self, plan: QueryPlan, result: AdaptEResult, records: Mapping[str, PubmedRecord]
+        self,
+        plan: QueryPlan,
+        result: AdaptEResult,
+        records: Mapping[str, PubmedRecord],
+        others: Sequence[str] = (),
     ) -> AdaptEResult:
         """The union's hits in ladder order: each by the strictest tier it satisfies (checked on its record
         with our own query engine), then in ESearch's order; tiers are taken, at most ``retmax`` each, until
         ``min_hits`` are in, as the ladder would have stopped. Hits after the union (the loosest tier's)
-        follow unchanged. A hit whose record is missing keeps its place after the ranked ones."""
+        follow unchanged. A hit whose record is missing keeps its place after the ranked ones.
+
+        ``others``: the other arms' candidates (the dense top-k), best first, whose records were fetched with
+        the union's. One that satisfies a tier joins that tier after the union's own hits (within the same
+        ``retmax``): it *is* a hit of that tier's query, which the ladder's own ESearch of the tier would have
+        returned, but the union's ``union_retmax`` cut, ordered by the whole OR's relevance, can miss it when
+        looser tiers crowd the strict ones out (docs/performance.md, "ladder vs union")."""
         n = result.union_hits
         if n == 0 or len(plan.ladder) < 2:
             return result
         head, tail = list(result.pmids[:n]), list(result.pmids[n:])
+        in_head = set(head)
         found = [records[p] for p in head if p in records]
+        joined = [p for p in dict.fromkeys(others) if p in records and p not in in_head]
         self.prepare()
         with self._check_lock:
-            index = LiteratureIndex(found, self._check_vocabulary)
+            index = LiteratureIndex([*found, *(records[p] for p in joined)], self._check_vocabulary)
             members = [set(index.search(q).ids) for q in plan.ladder[:-1]]
         ranked: dict[str, None] = {}
         stopped_at: int | None = None
-        strictest = next((q for q, hits in zip(plan.ladder, members, strict=False) if hits), None)
+        # The gate's tier signal stays the union's own: the other arms know no date window.
+        strictest = next((q for q, hits in zip(plan.ladder, members, strict=False) if hits & in_head), None)
         for number, hits in enumerate(members, start=1):
-            fresh = [p for p in head if p in hits and p not in ranked][: self.retmax]
+            own = [p for p in head if p in hits and p not in ranked]
+            fresh = [*own, *(p for p in joined if p in hits and p not in ranked)][: self.retmax]
             ranked.update(dict.fromkeys(fresh))
             if len(ranked) >= self.min_hits:
                 stopped_at = number
