@@ -42,7 +42,9 @@ class TierResult:
 
 @dataclass(frozen=True, slots=True)
 class AdaptEResult:
-    pmids: tuple[str, ...]  # ranked: earlier (stricter) tiers first, each tier in ESearch order
+    # Ranked: earlier (stricter) tiers first, each tier in ESearch order (union, once ranked: the union's own
+    # hits of the tier, then the other arms' candidates that satisfy it, see :meth:`AdaptE.rank_locally`).
+    pmids: tuple[str, ...]
     tiers: tuple[TierResult, ...]
     zero_hit: bool  # nothing found even by the final relaxed OR
     fallback_used: bool
