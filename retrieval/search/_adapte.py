@@ -59,6 +59,10 @@ class AdaptEResult:
     # Strategy "union", once ranked: the strictest ladder query that one of the union's hits satisfies (what
     # the ladder's first used tier would have been; the evidence gate reads it); None otherwise.
     strictest_local: str | None = None
+    # The date window the ESearches kept (``mindate``/``maxdate``); None when there was none or it was
+    # given up (``date_limits_relaxed``). Candidates of other arms joining a tier must fall inside it too.
+    mindate: str | None = None
+    maxdate: str | None = None
 
     @property
     def tiers_run(self) -> int:
@@ -116,6 +120,17 @@ def relaxed_or(plan: QueryPlan, vocabulary: MeshVocabulary | None = None, max_te
     query = " OR ".join(terms[: max_terms * 3])
     parse_query(query)  # raises QuerySyntaxError if our quoting ever let syntax through
     return query
+
+
+def _in_window(record: PubmedRecord, mindate: str | None, maxdate: str | None) -> bool:
+    """Whether the record's year is inside the ESearch date window, as the evidence stage judges it (a record
+    without a year cannot be shown to be inside a window)."""
+    low, high = (int(d[:4]) if d and d[:4].isdigit() else None for d in (mindate, maxdate))
+    if low is None and high is None:
+        return True
+    if record.year is None:
+        return False
+    return (low is None or record.year >= low) and (high is None or record.year <= high)
 
 
 class AdaptE:
@@ -236,6 +251,8 @@ class AdaptE:
             errors=tuple(errors),
             date_limits_relaxed=date_relaxed,
             union_hits=tiers[0].new_pmids if union is not None and tiers and tiers[0].kind == "union" else 0,
+            mindate=None if date_relaxed else mindate,
+            maxdate=None if date_relaxed else maxdate,
         )
 
     def prepare(self) -> None:
@@ -261,14 +278,19 @@ class AdaptE:
         the union's. One that satisfies a tier joins that tier after the union's own hits (within the same
         ``retmax``): it *is* a hit of that tier's query, which the ladder's own ESearch of the tier would have
         returned, but the union's ``union_retmax`` cut, ordered by the whole OR's relevance, can miss it when
-        looser tiers crowd the strict ones out (docs/performance.md, "ladder vs union")."""
+        looser tiers crowd the strict ones out (docs/performance.md, "ladder vs union"). Only candidates
+        inside the ESearch's date window join (the ladder's ESearch would not return the others)."""
         n = result.union_hits
         if n == 0 or len(plan.ladder) < 2:
             return result
         head, tail = list(result.pmids[:n]), list(result.pmids[n:])
         in_head = set(head)
         found = [records[p] for p in head if p in records]
-        joined = [p for p in dict.fromkeys(others) if p in records and p not in in_head]
+        joined = [
+            p
+            for p in dict.fromkeys(others)
+            if p in records and p not in in_head and _in_window(records[p], result.mindate, result.maxdate)
+        ]
         self.prepare()
         with self._check_lock:
             index = LiteratureIndex([*found, *(records[p] for p in joined)], self._check_vocabulary)

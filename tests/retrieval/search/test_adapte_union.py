@@ -153,3 +153,18 @@ async def test_joined_candidates_share_the_tiers_retmax_with_the_unions_own_hits
     assert unlimited.rank_locally(plan(STRICT), raw, records, ["16414216"]).stopped_at == 1
     assert ranked.pmids[:2] == ("19931500", "16414216") and ranked.stopped_at == 2
     await c.aclose()
+
+
+async def test_only_candidates_inside_the_date_window_join_a_tier() -> None:
+    c, _ = client()
+    union = AdaptE(c, min_hits=2, strategy="union", union_retmax=1)
+    # 19931500 is from 2009, 16414216 from 2006: the ESearch window 2008-2030 keeps only the first.
+    raw = await union.run(plan(STRICT), mindate="2008", maxdate="2030")
+    assert raw.pmids[0] == "19931500" and (raw.mindate, raw.maxdate) == ("2008", "2030")
+    records = {r.pmid: r for r in await c.efetch_pubmed([*raw.pmids, "16414216"])}
+    ranked = union.rank_locally(plan(STRICT), raw, records, ["16414216"])
+    assert "16414216" not in ranked.pmids  # the ladder's tier-1 ESearch in that window would not return it
+    undated = await union.run(plan(STRICT))
+    assert (undated.mindate, undated.maxdate) == (None, None)
+    assert union.rank_locally(plan(STRICT), undated, records, ["16414216"]).pmids[1] == "16414216"
+    await c.aclose()
