@@ -566,7 +566,9 @@ class Pipeline:
                 prefetched = None
             else:
                 t_rank = time.perf_counter()
-                boolean = await asyncio.to_thread(self.adapte.rank_locally, plan, boolean, prefetched)
+                # The dense candidates' records came in the same EFetch: those that satisfy a tier join it.
+                others = [h.pmid for h in dense]
+                boolean = await asyncio.to_thread(self.adapte.rank_locally, plan, boolean, prefetched, others)
                 timings["tier_check"] = (time.perf_counter() - t_rank) * 1000
         if boolean_error is not None:
             if not dense:

@@ -42,7 +42,9 @@ class TierResult:
 
 @dataclass(frozen=True, slots=True)
 class AdaptEResult:
-    pmids: tuple[str, ...]  # ranked: earlier (stricter) tiers first, each tier in ESearch order
+    # Ranked: earlier (stricter) tiers first, each tier in ESearch order (union, once ranked: the union's own
+    # hits of the tier, then the other arms' candidates that satisfy it, see :meth:`AdaptE.rank_locally`).
+    pmids: tuple[str, ...]
     tiers: tuple[TierResult, ...]
     zero_hit: bool  # nothing found even by the final relaxed OR
     fallback_used: bool
@@ -57,6 +59,10 @@ class AdaptEResult:
     # Strategy "union", once ranked: the strictest ladder query that one of the union's hits satisfies (what
     # the ladder's first used tier would have been; the evidence gate reads it); None otherwise.
     strictest_local: str | None = None
+    # The date window the ESearches kept (``mindate``/``maxdate``); None when there was none or it was
+    # given up (``date_limits_relaxed``). Candidates of other arms joining a tier must fall inside it too.
+    mindate: str | None = None
+    maxdate: str | None = None
 
     @property
     def tiers_run(self) -> int:
@@ -114,6 +120,17 @@ def relaxed_or(plan: QueryPlan, vocabulary: MeshVocabulary | None = None, max_te
     query = " OR ".join(terms[: max_terms * 3])
     parse_query(query)  # raises QuerySyntaxError if our quoting ever let syntax through
     return query
+
+
+def _in_window(record: PubmedRecord, mindate: str | None, maxdate: str | None) -> bool:
+    """Whether the record's year is inside the ESearch date window, as the evidence stage judges it (a record
+    without a year cannot be shown to be inside a window)."""
+    low, high = (int(d[:4]) if d and d[:4].isdigit() else None for d in (mindate, maxdate))
+    if low is None and high is None:
+        return True
+    if record.year is None:
+        return False
+    return (low is None or record.year >= low) and (high is None or record.year <= high)
 
 
 class AdaptE:
@@ -234,6 +251,8 @@ class AdaptE:
             errors=tuple(errors),
             date_limits_relaxed=date_relaxed,
             union_hits=tiers[0].new_pmids if union is not None and tiers and tiers[0].kind == "union" else 0,
+            mindate=None if date_relaxed else mindate,
+            maxdate=None if date_relaxed else maxdate,
         )
 
     def prepare(self) -> None:
@@ -244,26 +263,45 @@ class AdaptE:
                     self._check_vocabulary = self._vocabulary_factory()
 
     def rank_locally(
-        self, plan: QueryPlan, result: AdaptEResult, records: Mapping[str, PubmedRecord]
+        self,
+        plan: QueryPlan,
+        result: AdaptEResult,
+        records: Mapping[str, PubmedRecord],
+        others: Sequence[str] = (),
     ) -> AdaptEResult:
         """The union's hits in ladder order: each by the strictest tier it satisfies (checked on its record
         with our own query engine), then in ESearch's order; tiers are taken, at most ``retmax`` each, until
         ``min_hits`` are in, as the ladder would have stopped. Hits after the union (the loosest tier's)
-        follow unchanged. A hit whose record is missing keeps its place after the ranked ones."""
+        follow unchanged. A hit whose record is missing keeps its place after the ranked ones.
+
+        ``others``: the other arms' candidates (the dense top-k), best first, whose records were fetched with
+        the union's. One that satisfies a tier joins that tier after the union's own hits (within the same
+        ``retmax``): it *is* a hit of that tier's query, which the ladder's own ESearch of the tier would have
+        returned, but the union's ``union_retmax`` cut, ordered by the whole OR's relevance, can miss it when
+        looser tiers crowd the strict ones out (docs/performance.md, "ladder vs union"). Only candidates
+        inside the ESearch's date window join (the ladder's ESearch would not return the others)."""
         n = result.union_hits
         if n == 0 or len(plan.ladder) < 2:
             return result
         head, tail = list(result.pmids[:n]), list(result.pmids[n:])
+        in_head = set(head)
         found = [records[p] for p in head if p in records]
+        joined = [
+            p
+            for p in dict.fromkeys(others)
+            if p in records and p not in in_head and _in_window(records[p], result.mindate, result.maxdate)
+        ]
         self.prepare()
         with self._check_lock:
-            index = LiteratureIndex(found, self._check_vocabulary)
+            index = LiteratureIndex([*found, *(records[p] for p in joined)], self._check_vocabulary)
             members = [set(index.search(q).ids) for q in plan.ladder[:-1]]
         ranked: dict[str, None] = {}
         stopped_at: int | None = None
-        strictest = next((q for q, hits in zip(plan.ladder, members, strict=False) if hits), None)
+        # The gate's tier signal stays the union's own: the other arms know no date window.
+        strictest = next((q for q, hits in zip(plan.ladder, members, strict=False) if hits & in_head), None)
         for number, hits in enumerate(members, start=1):
-            fresh = [p for p in head if p in hits and p not in ranked][: self.retmax]
+            own = [p for p in head if p in hits and p not in ranked]
+            fresh = [*own, *(p for p in joined if p in hits and p not in ranked)][: self.retmax]
             ranked.update(dict.fromkeys(fresh))
             if len(ranked) >= self.min_hits:
                 stopped_at = number

@@ -107,3 +107,64 @@ async def test_the_check_vocabulary_is_built_once_and_can_be_built_ahead() -> No
     assert built == [1]  # prepared ahead: the question did not pay for it
     assert AdaptE(c, check_vocabulary=factory).prepare() is None and built == [1]  # ladder needs none
     await c.aclose()
+
+
+STRICT = ["apoptosis AND cancer", "cancer", "cancer OR tumor"]  # tier 1 has two hits: 19931500, 16414216
+
+
+async def test_the_other_arms_candidates_join_the_tier_they_satisfy_after_the_unions_own() -> None:
+    c, transport = client()
+    union = AdaptE(c, min_hits=2, strategy="union", union_retmax=1)
+    raw = await union.run(plan(STRICT))
+    assert transport.endpoints.count("esearch.fcgi") == 2  # the union found 1 < min_hits: loosest tier ran
+    assert raw.pmids[0] == "19931500" and raw.union_hits == 1  # the union's cut kept one strict hit of two
+    strict = set((await c.esearch(STRICT[0], retmax=1000)).ids)
+    assert strict == {"19931500", "16414216"}
+    # Dense candidates, best first: one matching no tier before the union ("lace plant", no cancer), the
+    # strict hit the union's cut missed, the union's own hit again.
+    others = ["21645374", "16414216", "19931500"]
+    records = {r.pmid: r for r in await c.efetch_pubmed([*raw.pmids, *others])}
+    before = union.rank_locally(plan(STRICT), raw, records)
+    ranked = union.rank_locally(plan(STRICT), raw, records, others)
+    # Without the others, tier 1 held one hit and the ladder walked on; with them, tier 1 holds both strict
+    # hits, the union's own first, and reaches min_hits there, as the ladder's tier-1 ESearch did.
+    assert before.pmids[0] == "19931500" and before.pmids[1] != "16414216"
+    assert ranked.pmids[:2] == ("19931500", "16414216") and ranked.stopped_at == 1
+    ladder = await AdaptE(c, min_hits=2).run(plan(STRICT))
+    assert set(ladder.pmids) == strict and ladder.stopped_at == 1
+    assert len(set(ranked.pmids)) == len(ranked.pmids)  # every PMID once
+    hits = boolean_hits(ranked)
+    assert hits[1].pmid == "16414216" and hits[1].tier_kind == "union"
+    assert "21645374" not in ranked.pmids[: ranked.tiers[0].new_pmids]  # matches no tier: not a Boolean hit
+    # The gate's tier signal stays the union's own hits' (the dense arm knows no date window).
+    assert ranked.strictest_local == before.strictest_local == STRICT[0]
+    await c.aclose()
+
+
+async def test_joined_candidates_share_the_tiers_retmax_with_the_unions_own_hits() -> None:
+    c, _ = client()
+    union = AdaptE(c, min_hits=2, retmax=1, strategy="union", union_retmax=1)
+    raw = await union.run(plan(STRICT))
+    records = {r.pmid: r for r in await c.efetch_pubmed([*raw.pmids, "16414216"])}
+    ranked = union.rank_locally(plan(STRICT), raw, records, ["16414216"])
+    # Tier 1 is full with the union's own hit (retmax 1): the joined one does not push past the cap; it
+    # also satisfies tier 2 ("cancer") and joins there, where min_hits is reached.
+    unlimited = AdaptE(c, min_hits=2, retmax=50, strategy="union", union_retmax=1)
+    assert unlimited.rank_locally(plan(STRICT), raw, records, ["16414216"]).stopped_at == 1
+    assert ranked.pmids[:2] == ("19931500", "16414216") and ranked.stopped_at == 2
+    await c.aclose()
+
+
+async def test_only_candidates_inside_the_date_window_join_a_tier() -> None:
+    c, _ = client()
+    union = AdaptE(c, min_hits=2, strategy="union", union_retmax=1)
+    # 19931500 is from 2009, 16414216 from 2006: the ESearch window 2008-2030 keeps only the first.
+    raw = await union.run(plan(STRICT), mindate="2008", maxdate="2030")
+    assert raw.pmids[0] == "19931500" and (raw.mindate, raw.maxdate) == ("2008", "2030")
+    records = {r.pmid: r for r in await c.efetch_pubmed([*raw.pmids, "16414216"])}
+    ranked = union.rank_locally(plan(STRICT), raw, records, ["16414216"])
+    assert "16414216" not in ranked.pmids  # the ladder's tier-1 ESearch in that window would not return it
+    undated = await union.run(plan(STRICT))
+    assert (undated.mindate, undated.maxdate) == (None, None)
+    assert union.rank_locally(plan(STRICT), undated, records, ["16414216"]).pmids[1] == "16414216"
+    await c.aclose()
