@@ -86,8 +86,9 @@ class EutilsSettings(BaseModel):
         gt=0,
         le=1,
         description=(
-            "Spacing margin: network jitter can bunch requests that left evenly spaced, and NCBI counts per "
-            "second."
+            "Margin under NCBI's rate: the limiter sends at rate x this (its window is 1 / this seconds "
+            "long, 1.053 s at 0.95), since network jitter can bunch requests that left spaced, and NCBI "
+            "counts per second."
         ),
     )
     timeout_s: float = Field(
