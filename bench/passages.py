@@ -18,6 +18,15 @@ embeddings, passage scoring, rerank). The last line checks that both configurati
 passages in the same ranks, and gives the largest score difference (float32 batching noise: the 'before'
 rerank encodes its candidates in a batch of their own, and 'after' reuses vectors encoded with an earlier
 question).
+
+``--batching-ab`` measures instead the micro-batcher of query-time encodes (``EncodeBatcher``):
+``--concurrency`` requests (default 10), each a fixture question with its evidence documents (only questions
+whose evidence has a PMC full text), are scored at once on one event loop, as the API serves them (the loop's
+default executor runs the CPU work), by a fresh passage stage with no passage store and a cold cache, so every
+full-text chunk is encoded at query time; segmentation is done beforehand, untimed, so the time is passage
+scoring + rerank. Batching off (``encode_batch_window_ms=0``) and on (the default window) alternate
+``--repeats`` times; the table gives the wall time of the whole burst, the encoder calls made for scoring and
+whether every request got the same passages in the same ranks.
 """
 
 from __future__ import annotations
@@ -39,6 +48,8 @@ from _common import load_average, load_questions, machine_line, markdown_table, 
 
 from app.pipeline import Pipeline, build_dense_retriever
 from app.settings import Settings
+from retrieval.embed import load_reranker
+from retrieval.evidence import EvidenceDoc
 from retrieval.passages import PassageContext, PassageRetriever
 
 _stage = threading.local()  # which passage sub-stage the current worker thread is in
@@ -134,12 +145,106 @@ def _compare(a: PassageContext | None, b: PassageContext | None) -> tuple[bool, 
     return True, max(diffs, default=0.0)
 
 
+async def _full_text_requests(
+    settings: Settings, dense: Any, questions: list[str], want: int
+) -> list[tuple[str, list[EvidenceDoc]]]:
+    """(corrected question, evidence documents) of the first ``want`` questions with a full text."""
+    out: list[tuple[str, list[EvidenceDoc]]] = []
+    async with Pipeline(settings, use_llm=False, dense=dense, use_passages=False) as pipeline:
+        for q in questions:
+            outcome = await pipeline.search(q)
+            docs = list(outcome.evidence.docs)
+            if any(d.depth_used == "fulltext" for d in docs):
+                out.append((outcome.understanding.plan.corrected_question, docs))
+            if len(out) == want:
+                break
+    return out
+
+
+def _batching_ab(settings: Settings, dense: Any, concurrency: int, repeats: int) -> None:
+    from segmentation import SEOSSegmenter, counter_for
+
+    questions = load_questions()
+    requests = asyncio.run(_full_text_requests(settings, dense, questions, concurrency))
+    texts = sum(d.depth_used == "fulltext" for _, docs in requests for d in docs)
+    print(f"{len(requests)} concurrent requests, {texts} full texts among their evidence documents\n")
+    encoder = dense.encoder
+    counter = counter_for(encoder)
+    reranker = load_reranker(settings.rerank, encoder=encoder)
+    window_on = settings.passages.encode_batch_window_ms
+
+    def fresh(window_ms: float) -> PassageRetriever:
+        ps = settings.passages.model_copy(update={"encode_batch_window_ms": window_ms})
+        seg = SEOSSegmenter(encoder, counter)
+        return PassageRetriever(seg, encoder, reranker, ps, counter=counter, vectors=dense)
+
+    async def burst(retriever: PassageRetriever) -> tuple[float, list[Any]]:
+        t = time.perf_counter()
+        contexts = await asyncio.gather(*(retriever.retrieve(q, docs) for q, docs in requests))
+        return time.perf_counter() - t, [_summary(c) for c in contexts]
+
+    results: dict[str, list[tuple[float, int, int, str]]] = {"off": [], "on": []}
+    reference: list[Any] | None = None
+    same = True
+    for _ in range(repeats):
+        for arm, window in (("off", 0.0), ("on", window_on)):
+            retriever = fresh(window)
+            for _, docs in requests:
+                retriever._items(docs)  # segment now: the burst times scoring, not SEOS
+            wall, summaries = asyncio.run(burst(retriever))
+            reference = reference or summaries
+            same = same and _same(reference, summaries)
+            st = retriever.batcher.stats
+            results[arm].append((wall, st.model_calls, st.texts, load_average()))
+    rows = []
+    for arm in ("off", "on"):
+        walls = [w for w, *_ in results[arm]]
+        _, calls, n_texts, _ = results[arm][-1]
+        rows.append(
+            [
+                f"batching {arm}" + (f" ({window_on:g} ms window)" if arm == "on" else " (window 0)"),
+                " / ".join(f"{w:.2f}" for w in walls),
+                f"{statistics.median(walls):.2f}",
+                f"{calls} / {n_texts}",
+                " | ".join(load for *_, load in results[arm]),
+            ]
+        )
+    header = ["configuration", "burst wall s (each run)", "median s", "scoring encoder calls / texts", "load"]
+    print(markdown_table(header, rows))
+    off = statistics.median(w for w, *_ in results["off"])
+    on = statistics.median(w for w, *_ in results["on"])
+    print(f"\non / off median wall: {on / off:.2f}; same passages in the same ranks in every run: {same}")
+
+
+def _summary(ctx: PassageContext) -> list[tuple[str, str, float]]:
+    return [(p.pmid, p.chunk_id, p.scores.get("rerank", p.scores.get("dense", 0.0))) for p in ctx.passages]
+
+
+def _same(a: list[Any], b: list[Any]) -> bool:
+    """Same passages in the same order with scores equal up to float32 batching noise."""
+    return all(
+        [x[:2] for x in ra] == [x[:2] for x in rb]
+        and all(abs(x[2] - y[2]) < 1e-4 for x, y in zip(ra, rb, strict=True))
+        for ra, rb in zip(a, b, strict=True)
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--questions", type=int, default=10)
+    parser.add_argument("--batching-ab", action="store_true", help="A/B the query-time encode micro-batcher")
+    parser.add_argument("--concurrency", type=int, default=10, help="--batching-ab: requests at once")
+    parser.add_argument("--repeats", type=int, default=3, help="--batching-ab: runs per arm, alternating")
     args = parser.parse_args()
+    if args.batching_ab:
+        print(machine_line())
+        print(f"\nload average at the start: {load_average()}\n")
+        offline = Settings().offline()
+        _batching_ab(offline, build_dense_retriever(offline), args.concurrency, args.repeats)
+        print(f"load average at the end: {load_average()}")
+        return
     questions = load_questions(args.questions)
     print(machine_line())
     print(f"\nload average at the start: {load_average()}\n")

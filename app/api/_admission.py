@@ -17,16 +17,34 @@ from collections.abc import Iterable
 from prometheus_client import Gauge
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.settings import ApiSettings
+from app.settings import ApiSettings, Settings
+from retrieval.eutils import effective_rate
 
 from ._deps import API_REJECTED, ApiError, send_error
 
-__all__ = ["Admission", "AdmissionGate"]
+__all__ = ["Admission", "AdmissionGate", "admission_slots"]
 
 ADMISSION_IN_FLIGHT = Gauge("cometa_api_admission_in_flight", "Questions being answered now")
 ADMISSION_WAITING = Gauge("cometa_api_admission_waiting", "Questions waiting for a free slot")
 
 _GUARDED = frozenset({"/ask", "/ask/stream"})
+
+
+def admission_slots(settings: Settings) -> int:
+    """Questions answered at once: ``api.admission_max_in_flight`` (the CPU bound), raised with live
+    E-utilities to ``ceil(NCBI rate x api.admission_in_flight_per_rate_s)``.
+
+    A question makes ~3 E-utilities calls one after the other, each ~0.3 s of NCBI latency in which it uses no
+    CPU; to keep NCBI's rate busy, rate x latency calls must be in flight (Little's law), and a question has
+    at most one in flight most of the time. With 4 at 10 req/s the budget idled while every admitted
+    question waited on an answer (docs/performance.md, the throughput timeline). 0 stays "no bound"."""
+    api = settings.api
+    if api.admission_max_in_flight <= 0 or settings.eutils.backend != "http":
+        return api.admission_max_in_flight
+    eutils = settings.eutils
+    key = eutils.api_key.get_secret_value() if eutils.api_key else None
+    rate = effective_rate(key, eutils.requests_per_second, 1.0)
+    return max(api.admission_max_in_flight, math.ceil(rate * api.admission_in_flight_per_rate_s))
 
 
 class Admission:
@@ -87,10 +105,18 @@ class Admission:
 class AdmissionGate:
     """Pure ASGI middleware (it must span a streamed body too) guarding ``POST /ask`` and ``/ask/stream``."""
 
-    def __init__(self, app: ASGIApp, *, settings: ApiSettings, paths: Iterable[str] = _GUARDED) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        settings: ApiSettings,
+        paths: Iterable[str] = _GUARDED,
+        max_in_flight: int | None = None,
+    ) -> None:
         self.app = app
+        in_flight = settings.admission_max_in_flight if max_in_flight is None else max_in_flight
         self.admission = Admission(
-            settings.admission_max_in_flight, settings.admission_max_queue, settings.admission_queue_timeout_s
+            in_flight, settings.admission_max_queue, settings.admission_queue_timeout_s
         )
         self.paths = frozenset(paths)
 

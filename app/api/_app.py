@@ -39,7 +39,7 @@ from app.settings import ApiSettings, Settings
 from core import CometaError
 from llm import LLMError
 
-from ._admission import AdmissionGate
+from ._admission import AdmissionGate, admission_slots
 from ._collections import _install_collection_routes
 from ._deps import (
     ApiError,
@@ -109,7 +109,7 @@ def create_app(
             expose_headers=["X-Request-ID", "Retry-After"],
         )
     # Inside the gate (so refusals carry a request id and are counted): the bounded queue before /ask.
-    app.add_middleware(AdmissionGate, settings=api)
+    app.add_middleware(AdmissionGate, settings=api, max_in_flight=admission_slots(settings))
     # Added last = outermost: every response, CORS preflights included, carries a request id.
     app.add_middleware(_Gate, max_body_bytes=api.max_body_bytes, settings=settings)
     _install_handlers(app, settings)

@@ -126,6 +126,9 @@ def eutils_serve(
     models = Models(get_settings().offline().model_copy(update={"local_server": settings}))
     try:
         application = create_eutils_app(settings, speller=spell_correct, similar=similar_articles(models))
+        # The search index is built here, before the port opens, not by the first ESearch (half a second on
+        # the bundled corpus, several on a world): once the server answers at all, it answers at full speed.
+        _ = application.state.corpus.pubmed_index
     except (OSError, ValueError) as exc:
         raise _fail(exc) from exc
     console.print(

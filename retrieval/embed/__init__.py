@@ -1,6 +1,8 @@
 """Embedding models and vector indexes: dense encoders (MedCPT, sentence-transformers), rerankers
-(cross-encoder or bi-encoder), FAISS / Qdrant indexes, index builders and the dense retriever."""
+(cross-encoder or bi-encoder), FAISS / Qdrant indexes, index builders, the dense retriever and the
+micro-batcher that coalesces concurrent document encodes."""
 
+from ._batch import BatchStats, EncodeBatcher
 from ._config import DenseSettings
 from ._dense import (
     BuildProgress,
@@ -45,12 +47,14 @@ from ._vector import (
 __all__ = [
     "BI_ENCODER",
     "BUNDLED_MINILM_NAME",
+    "BatchStats",
     "BiEncoderReranker",
     "BuildProgress",
     "CrossEncoderReranker",
     "DenseHit",
     "DenseRetriever",
     "DenseSettings",
+    "EncodeBatcher",
     "EncoderUnavailable",
     "FaissIndex",
     "IndexCorrupt",

@@ -3,7 +3,15 @@ cache (memory / sqlite / redis) with stale-if-error, and the transport it is giv
 
 from ._client import LOCAL_BASE_URL, EutilsClient, EutilsDegradation, open_limiter, track_degradation
 from ._config import NCBI_EUTILS_URL, CacheSettings, EutilsSettings
-from ._ratelimit import LimiterUnavailable, RateLimiter, RedisLimiter
+from ._ratelimit import (
+    LimiterUnavailable,
+    LocalLimiter,
+    RateLimiter,
+    RedisLimiter,
+    WindowLimiter,
+    burst_for,
+    effective_rate,
+)
 from ._store import (
     CacheStore,
     CacheStoreError,
@@ -26,13 +34,17 @@ __all__ = [
     "EutilsDegradation",
     "EutilsSettings",
     "LimiterUnavailable",
+    "LocalLimiter",
     "LoopBoundRedis",
     "MemoryStore",
     "RateLimiter",
     "RedisLimiter",
     "RedisStore",
     "SqliteStore",
+    "WindowLimiter",
+    "burst_for",
     "decode_value",
+    "effective_rate",
     "encode_value",
     "open_limiter",
     "open_store",

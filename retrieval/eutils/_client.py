@@ -21,6 +21,8 @@ is how the pipeline knows to mark its answer.
 from __future__ import annotations
 
 import asyncio
+import datetime
+import email.utils
 import json
 import random
 import time
@@ -56,7 +58,7 @@ from retrieval.ncbi import (
 
 from ._config import EutilsSettings
 from ._metrics import EUTILS_CACHE, EUTILS_LATENCY, EUTILS_REQUESTS, EUTILS_RETRIES
-from ._ratelimit import LocalLimiter, RateLimiter, RedisLimiter, effective_rate
+from ._ratelimit import LocalLimiter, RateLimiter, RedisLimiter, burst_for, effective_rate
 from ._store import CacheEntry, CacheStore, hash_part, open_store
 
 __all__ = [
@@ -587,6 +589,7 @@ class EutilsClient:
         all_params = params + identity
         url = f"{self.base_url}{endpoint}.fcgi"
         rate = effective_rate(key, self.settings.requests_per_second, self.settings.rate_safety)
+        burst = burst_for(key, self.settings.requests_per_second) if self.settings.limiter_burst else 1
         deadline = self._clock() + self.settings.retry_budget_s
         attempt = 0
         while True:
@@ -594,7 +597,7 @@ class EutilsClient:
             remaining = deadline - self._clock()
             if remaining <= 0:
                 raise TransportError(f"{endpoint}: retry budget exhausted", endpoint=endpoint)
-            await self.limiter.acquire(key, rate)
+            await self.limiter.acquire(key, rate, burst)
             record = _DEGRADATION.get()
             if record is not None:
                 record.calls[endpoint] += 1
@@ -605,6 +608,7 @@ class EutilsClient:
             started = time.perf_counter()
             error: EutilsError
             reason: str
+            retry_after: float | None = None
             try:
                 # httpx's timeouts are per phase (and absent on the in-process ASGI transport); this caps
                 # the whole exchange, so a stalled or slowly dripping server cannot hold a call forever.
@@ -635,6 +639,8 @@ class EutilsClient:
                 EUTILS_LATENCY.labels(endpoint).observe(time.perf_counter() - started)
                 self.stats.requests[endpoint] += 1
                 status = response.status_code
+                if status in (429, 503):
+                    retry_after = _retry_after_s(response.headers.get("retry-after"))
                 if status == 429 or _is_rate_limit_body(body):
                     error, reason = (
                         RateLimited(f"{endpoint}: API rate limit exceeded", endpoint=endpoint, status=status),
@@ -685,12 +691,36 @@ class EutilsClient:
             EUTILS_REQUESTS.labels(endpoint, reason).inc()
             if attempt >= self.settings.max_attempts:
                 raise error
-            delay = self._backoff(attempt)
+            # The server's own word on when to come back, when it gives one, rather than our guess (both
+            # capped by backoff_max_s); the limiter is acquired again after it either way.
+            delay = (
+                min(retry_after, self.settings.backoff_max_s)
+                if retry_after is not None
+                else self._backoff(attempt)
+            )
             if self._clock() + delay >= deadline:
                 raise error
             EUTILS_RETRIES.labels(endpoint, reason).inc()
             self.stats.retries[reason] += 1
             await self._sleep(delay)
+
+
+def _retry_after_s(value: str | None) -> float | None:
+    """``Retry-After`` in seconds (delta-seconds or an HTTP date); None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.UTC)
+    return max(0.0, (when - datetime.datetime.now(datetime.UTC)).total_seconds())
 
 
 def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -86,8 +86,9 @@ class EutilsSettings(BaseModel):
         gt=0,
         le=1,
         description=(
-            "Spacing margin: network jitter can bunch requests that left evenly spaced, and NCBI counts per "
-            "second."
+            "Margin under NCBI's rate: the limiter sends at rate x this (its window is 1 / this seconds "
+            "long, 1.053 s at 0.95), since network jitter can bunch requests that left spaced, and NCBI "
+            "counts per second."
         ),
     )
     timeout_s: float = Field(
@@ -129,6 +130,15 @@ class EutilsSettings(BaseModel):
         default=1, ge=1, description="Replicas sharing the rate when the Redis limiter falls back to local."
     )
     limiter_timeout_s: float = Field(default=1.0, gt=0, description="Per Redis limiter call.")
+    limiter_burst: bool = Field(
+        default=True,
+        description=(
+            "local limiter: a sliding window as NCBI counts (at most NCBI's 3 or 10 requests in any "
+            "1 / rate_safety seconds), so a slot left unused while calls were in flight can still be spent "
+            "when several become ready at once; false: strict spacing, one request every 1 / (rate x "
+            "rate_safety) s. The Redis limiter always spaces strictly."
+        ),
+    )
     efetch_batch_size: int = Field(default=200, ge=1, le=10_000, description="PMIDs per EFetch request.")
     post_min_ids: int = Field(default=200, ge=1, description="Id lists longer than this are sent by POST.")
     post_min_term_chars: int = Field(

@@ -1,8 +1,12 @@
 """E-utilities rate limiting: per process (local) or shared by every replica (Redis).
 
 NCBI counts requests per key (or per IP without one), so every client object in the process must draw
-from the same limiter for the same key. aiolimiter's leaky bucket with a capacity of one request gives
-strict spacing (no bursts), which is what keeps us under NCBI's per-second window.
+from the same limiter for the same key. The per-process limiter is a sliding window, counted as NCBI counts:
+at most ``burst`` requests (NCBI's 3 or 10) in any ``burst / rate`` seconds, ``rate`` being NCBI's rate times
+the client's safety margin, so the window is a little longer than NCBI's second. Unlike strict spacing
+(``burst=1``: one request every ``1 / rate`` s), a slot nobody used in the last window is still there when
+several calls become ready at once (a batch of questions getting their ESearch answers back), so the budget
+is not left idle while calls wait in line; and the window can never hold more requests than NCBI's.
 
 Several replicas sharing one key need one limiter between them: :class:`RedisLimiter` keeps the next free
 slot per key hash in Redis, and an atomic Lua script hands each caller the next slot (one interval after the
@@ -17,13 +21,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import math
 import threading
 import time
 import weakref
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Literal, Protocol
 
-from aiolimiter import AsyncLimiter
 from prometheus_client import Counter
 
 from retrieval.ncbi import EutilsError
@@ -37,6 +42,8 @@ __all__ = [
     "LocalLimiter",
     "RateLimiter",
     "RedisLimiter",
+    "WindowLimiter",
+    "burst_for",
     "effective_rate",
     "key_id",
     "limiter_for",
@@ -55,7 +62,7 @@ LIMITER_FALLBACKS = Counter(
 )
 
 # Limiters are bound to an event loop; keep one table per loop so tests with fresh loops stay correct.
-_TABLES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, float], AsyncLimiter]] = (
+_TABLES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, float, int], WindowLimiter]] = (
     weakref.WeakKeyDictionary()
 )
 _LOCK = threading.Lock()
@@ -89,37 +96,87 @@ def key_id(api_key: str | None) -> str:
     return "anon" if not api_key else hashlib.sha256(api_key.encode()).hexdigest()[:16]
 
 
-def limiter_for(api_key: str | None, rate: float) -> AsyncLimiter:
-    """The shared limiter of this event loop for ``api_key`` at ``rate`` requests per second."""
+def burst_for(api_key: str | None, configured: float | None) -> int:
+    """Requests NCBI accepts in one second for this key (3 without, 10 with one; a configured rate's whole
+    part): the most a sliding window of ``burst / rate`` seconds may hold."""
+    base = configured if configured is not None else (NCBI_RATE_WITH_KEY if api_key else NCBI_RATE_NO_KEY)
+    return max(1, math.floor(base))
+
+
+class WindowLimiter:
+    """At most ``burst`` sends in any ``burst / rate`` seconds, first come first served (one event loop).
+
+    ``burst=1`` is strict spacing. With ``rate`` = NCBI's ``burst`` per second times a safety factor below 1,
+    the window is longer than NCBI's one second, so any second NCBI looks at holds at most ``burst`` of our
+    requests, whenever they were sent, with ``1 / safety - 1`` of a second to spare for network jitter.
+    """
+
+    def __init__(
+        self,
+        burst: int,
+        rate: float,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        if burst < 1 or rate <= 0:
+            raise ValueError("burst must be >= 1 and rate > 0")
+        self.burst = burst
+        self.window_s = burst / rate
+        self._clock = clock
+        self._sleep = sleep
+        self._sent: deque[float] = deque()
+        self._turn = asyncio.Lock()  # FIFO: waiters get their slots in the order they asked
+
+    def delay(self) -> float:
+        """Seconds until the next send may go out (0: now)."""
+        now = self._clock()
+        while self._sent and now - self._sent[0] >= self.window_s:
+            self._sent.popleft()
+        return 0.0 if len(self._sent) < self.burst else self._sent[0] + self.window_s - now
+
+    async def acquire(self) -> None:
+        async with self._turn:
+            while (wait := self.delay()) > 0:
+                await self._sleep(wait)
+            self._sent.append(self._clock())
+
+
+def limiter_for(api_key: str | None, rate: float, burst: int = 1) -> WindowLimiter:
+    """The shared limiter of this event loop for ``api_key`` at ``rate`` requests per second, ``burst`` at
+    most in any ``burst / rate`` seconds."""
     loop = asyncio.get_running_loop()
     with _LOCK:
         table = _TABLES.setdefault(loop, {})
-        key = (key_id(api_key), rate)
+        key = (key_id(api_key), rate, burst)
         limiter = table.get(key)
         if limiter is None:
-            limiter = table[key] = AsyncLimiter(1, 1.0 / rate)
+            limiter = table[key] = WindowLimiter(burst, rate)
         return limiter
 
 
 class RateLimiter(Protocol):
-    async def acquire(self, api_key: str | None, rate: float) -> None:
-        """Return when one request for ``api_key`` may go out at ``rate`` requests per second."""
+    async def acquire(self, api_key: str | None, rate: float, burst: int = 1) -> None:
+        """Return when one request for ``api_key`` may go out at ``rate`` requests per second, at most
+        ``burst`` of them in any ``burst / rate`` seconds (a limiter may space strictly instead)."""
 
     async def aclose(self) -> None: ...
 
 
 class LocalLimiter:
-    """Strict spacing within this process (the default)."""
+    """A sliding window per key within this process (the default); strict spacing with ``burst=1``."""
 
-    async def acquire(self, api_key: str | None, rate: float) -> None:
-        await limiter_for(api_key, rate).acquire()
+    async def acquire(self, api_key: str | None, rate: float, burst: int = 1) -> None:
+        await limiter_for(api_key, rate, burst).acquire()
 
     async def aclose(self) -> None:
         return None
 
 
 class RedisLimiter:
-    """Strict spacing across every process that uses the same Redis: one slot chain per API key hash."""
+    """Strict spacing across every process that uses the same Redis: one slot chain per API key hash.
+
+    ``burst`` is not used: replicas share one chain of evenly spaced slots, which needs no window state."""
 
     def __init__(
         self,
@@ -151,7 +208,7 @@ class RedisLimiter:
         wait_us = await client.eval(_RESERVE_SLOT, 1, self.slot_key(api_key), interval_us)
         return max(0, int(wait_us)) / 1_000_000
 
-    async def acquire(self, api_key: str | None, rate: float) -> None:
+    async def acquire(self, api_key: str | None, rate: float, burst: int = 1) -> None:
         from redis.exceptions import RedisError
 
         if time.monotonic() >= self._down_until:

@@ -47,6 +47,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from core import Encoder, FloatArray, Reranker, SizedLRU
+from retrieval.embed import EncodeBatcher
 from retrieval.evidence import DocClass, EvidenceDoc
 from segmentation import Chunk, Segmenter, SourceSection, SourceText, WhitespaceTokenCounter
 
@@ -95,6 +96,20 @@ class PassageSettings(BaseModel):
         description="Bytes of passage texts + vectors that cache may hold: 256 MiB holds 512 full texts of "
         "~90 passages at 768 dimensions, so the document count binds first unless full texts are unusually "
         "long; 0 = off.",
+    )
+    encode_batch_window_ms: float = Field(
+        default=5.0,
+        ge=0,
+        le=1_000,
+        description="Passages encoded at query time (live full texts, no index vector) by concurrent "
+        "requests within this many ms go to the encoder as one batch (retrieval.embed.EncodeBatcher); the "
+        "most a request waits for others; 0 = every request encodes alone.",
+    )
+    encode_batch_max_texts: int = Field(
+        default=256,
+        ge=1,
+        le=100_000,
+        description="Most passages in one coalesced encoder call; a request with more is encoded alone.",
     )
 
 
@@ -391,6 +406,12 @@ class PassageRetriever:
         # Reused only when it encodes with this very encoder: its vectors are then the ones we would compute.
         self.vectors = vectors if vectors is not None and vectors.encoder is encoder else None
         self.cache = PassageCache(self.settings.cache_documents, self.settings.cache_max_bytes)
+        # Query-time encodes of concurrent requests share model calls (the cache above keeps the results).
+        self.batcher = EncodeBatcher(
+            encoder,
+            window_s=self.settings.encode_batch_window_ms / 1000,
+            max_texts=self.settings.encode_batch_max_texts,
+        )
         self._config_key = self._configuration()
 
     def _configuration(self) -> str:
@@ -488,7 +509,7 @@ class PassageRetriever:
             todo = [n for a, b in missing for n in range(a, b) if n not in known]
             rows: dict[int, FloatArray] = {}
             if todo:
-                encoded = self.encoder.encode_documents([self._pair(items[n]) for n in todo], batch_size=bs)
+                encoded = self.batcher.encode_documents([self._pair(items[n]) for n in todo], batch_size=bs)
                 rows = {n: encoded[r] for r, n in enumerate(todo)}
             rows.update(known)
             fresh: dict[int, FloatArray] = {}

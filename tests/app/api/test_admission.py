@@ -125,3 +125,38 @@ async def test_raw_asgi_refusals_use_the_api_error_body() -> None:
     assert start["status"] == 503 and headers[b"retry-after"] == b"3"
     assert json.loads(body["body"]) == {"error": "service saturated", "reason": "busy", "request_id": "rid-1"}
     assert headers[b"content-length"] == str(len(body["body"])).encode()
+
+
+def test_admission_slots_are_sized_for_the_ncbi_rate_with_live_eutils() -> None:
+    from pydantic import SecretStr
+
+    from app.api import admission_slots
+    from app.settings import Settings
+
+    base = Settings()
+    live = base.model_copy(update={"eutils": base.eutils.model_copy(update={"backend": "http"})})
+    keyed = live.model_copy(
+        update={
+            "eutils": live.eutils.model_copy(update={"api_key": SecretStr("K"), "requests_per_second": None})
+        }
+    )
+    assert (
+        admission_slots(live.model_copy(update={"eutils": live.eutils.model_copy(update={"api_key": None})}))
+        == 4
+    )
+    assert admission_slots(keyed) == 6  # ceil(10 req/s x 0.6 s): enough questions to keep NCBI's rate busy
+    fast = keyed.model_copy(update={"eutils": keyed.eutils.model_copy(update={"requests_per_second": 20.0})})
+    assert admission_slots(fast) == 12
+    off = keyed.model_copy(
+        update={"api": keyed.api.model_copy(update={"admission_in_flight_per_rate_s": 0.0})}
+    )
+    assert admission_slots(off) == 4
+    unbounded = keyed.model_copy(update={"api": keyed.api.model_copy(update={"admission_max_in_flight": 0})})
+    assert admission_slots(unbounded) == 0  # "no bound" stays no bound
+    # Offline (the in-process corpus) nothing waits on NCBI: the CPU bound alone.
+    assert admission_slots(base.offline()) == base.api.admission_max_in_flight
+
+
+async def test_gate_takes_the_sized_bound() -> None:
+    gate = AdmissionGate(Starlette(), settings=ApiSettings(admission_max_in_flight=4), max_in_flight=6)
+    assert gate.admission.max_in_flight == 6

@@ -362,3 +362,48 @@ async def test_failures_are_recorded_for_the_pipeline_even_without_a_cache() -> 
     assert record.unavailable and record.failures[0].startswith("ServerError: esearch: HTTP 502")
     assert not record.degraded and client.stats.failures == 1
     await client.aclose()
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [("0.25", 0.25), ("2", 2.0), ("600", 8.0)],  # seconds, capped by backoff_max_s (8 s)
+)
+async def test_retry_after_is_honoured_instead_of_the_backoff(header: str, expected: float) -> None:
+    # The server's own word replaces our jittered guess, once, without the exponential floor on top.
+    rec = Recorder(
+        [
+            httpx.Response(429, content=RATE_BODY, headers={"Retry-After": header}),
+            httpx.Response(200, content=ESEARCH_JSON),
+        ]
+    )
+    sleeps: list[float] = []
+    client = make_client(rec, sleeps, backoff_base_s=1.0, backoff_max_s=8.0, retry_budget_s=30.0)
+    assert (await client.esearch("x")).count == 2
+    assert sleeps == [pytest.approx(expected)]
+    assert client.stats.retries["rate_limited"] == 1
+    await client.aclose()
+
+
+async def test_retry_after_as_an_http_date_and_unreadable_values() -> None:
+    import datetime
+    from email.utils import format_datetime
+
+    from retrieval.eutils._client import _retry_after_s
+
+    soon = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=30)
+    assert 25 < (_retry_after_s(format_datetime(soon, usegmt=True)) or 0) <= 30
+    past = datetime.datetime(2001, 1, 1, tzinfo=datetime.UTC)
+    assert _retry_after_s(format_datetime(past, usegmt=True)) == 0.0
+    assert _retry_after_s("soon") is None and _retry_after_s(None) is None and _retry_after_s("-3") == 0.0
+    # Unreadable: the usual backoff applies.
+    rec = Recorder(
+        [
+            httpx.Response(503, content=b"", headers={"Retry-After": "later"}),
+            httpx.Response(200, content=ESEARCH_JSON),
+        ]
+    )
+    sleeps: list[float] = []
+    client = make_client(rec, sleeps, backoff_base_s=0.1)
+    assert (await client.esearch("x")).count == 2
+    assert len(sleeps) == 1 and 0.05 <= sleeps[0] <= 0.1
+    await client.aclose()

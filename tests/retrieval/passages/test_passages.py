@@ -459,3 +459,31 @@ async def test_a_passage_store_built_ahead_serves_full_texts_without_segmenting_
     await other.retrieve("tumor chemo", DOCS)
     assert other.encoder.doc_texts == 6  # type: ignore[attr-defined]
     assert retriever().cache.load(tmp_path / "missing.pkl") == 0
+
+
+async def test_live_full_texts_of_concurrent_requests_are_encoded_in_one_batch() -> None:
+    # Two requests, each with a full text nobody encoded yet (no index vector, cold cache), scored at the same
+    # time from two threads: their chunks go to the encoder together, and each gets what it would alone.
+    import threading
+
+    first = [doc("7", [("section", "Body", "Tumor pain chemo. Scan diet. Sleep biopsy")], "PMC7")]
+    second = [doc("8", [("section", "Body", "Survival diet sleep. Chemo chemo scan")], "PMC8")]
+    alone = [summary(await retriever(top_k=3).retrieve("chemo scan", d)) for d in (first, second)]
+    shared = retriever(top_k=3, encode_batch_window_ms=500)  # type: ignore[arg-type]
+    encoder = shared.encoder
+    assert isinstance(encoder, FakeEncoder)
+    barrier = threading.Barrier(2)
+    got: list[object] = [None, None]
+
+    def ask(n: int, docs: list[EvidenceDoc]) -> None:
+        barrier.wait()
+        got[n] = summary(asyncio.run(shared.retrieve("chemo scan", docs)))
+
+    threads = [threading.Thread(target=ask, args=(n, d)) for n, d in enumerate((first, second))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert got == alone
+    assert shared.batcher.stats.calls == 2 and shared.batcher.stats.model_calls == 1
+    assert encoder.doc_calls == 1 and encoder.doc_texts == 5  # 3 + 2 sentence chunks, one call
