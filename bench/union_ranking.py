@@ -26,12 +26,13 @@ from typing import Any
 from app.pipeline import Pipeline
 from app.settings import Settings
 from eval.retrieval import load_items, score_ranking
-from retrieval.search import AdaptEResult, boolean_hits, dense_hits, fuse, rrf
+from retrieval.search import AdaptEResult, fuse
 
 DEV_SETS = ("narrative", "cohen-narrative@dev", "ei@dev")
 SYSTEMS = ("ladder", "union before", "union after")
-# The same fusion with the dense arm first, so that it wins RRF's exact ties (a Boolean-only and a dense-only
-# hit at the same rank): not what /ask does; docs/performance.md reports it as the larger lever.
+# SYSTEMS are fused with the Boolean arm winning RRF's exact ties (a Boolean-only and a dense-only hit at the
+# same rank; ``COMETA_EVIDENCE__TIE_BREAK=boolean``, the rule before), so their columns keep their meaning;
+# the TIES columns fuse the same lists with the dense arm winning them (the default since; docs/performance.md).
 TIES = "dense wins ties"
 COLUMNS = (*SYSTEMS, *(f"{s}, {TIES}" for s in ("ladder", "union after")))
 
@@ -59,13 +60,8 @@ async def _question(pipe: Pipeline, text: str, gold: set[str]) -> dict[str, Any]
     variants += [(f"{name}, {TIES}", lists[name], True) for name in ("ladder", "union after")]
     for name, result, dense_first in variants:
         min_year, max_year = (None, None) if result.date_limits_relaxed else years
-        if dense_first:
-            ev = pipe.settings.evidence
-            arms = {"dense": dense_hits(dense), "boolean": boolean_hits(result)}
-            weights = {"dense": ev.dense_weight, "boolean": ev.boolean_weight}
-            fused = rrf(arms, k=ev.rrf_k, weights=weights)
-        else:
-            fused = fuse(pipe.settings.evidence, boolean=result, dense=dense)
+        ties = pipe.settings.evidence.model_copy(update={"tie_break": "dense" if dense_first else "boolean"})
+        fused = fuse(ties, boolean=result, dense=dense)
         evidence = await pipe.evidence.build(fused, min_year=min_year, max_year=max_year, records=records)
         row[name] = {
             "boolean": _rank(result.pmids, gold),
