@@ -4,7 +4,9 @@ For every question of the given sets (default: the dev sets) the deterministic p
 (one ESearch per tier) and through the union (one ESearch), then the union's hits are ranked locally twice:
 by their own tiers only (``union before``: issue 17's first version) and with the dense candidates joining
 the tier they satisfy (``union after``: :meth:`retrieval.search.AdaptE.rank_locally` with ``others``, what
-``/ask`` does). Each Boolean list is fused with the same dense top-k and filtered by the same evidence stage
+``/ask`` does). Each Boolean list is fused (Boolean arm winning exact RRF ties, the rule before; the ladder
+and ``union after`` once more with the dense arm winning them, ``COMETA_EVIDENCE__TIE_BREAK=dense``, the
+default since) with the same dense top-k and filtered by the same evidence stage
 as ``cometa eval retrieval``, so the hybrid Hit@10 / MRR@10 printed here are the suite's. ``--ranks FILE``
 writes one JSON line per question: the gold's rank in each Boolean list, in the dense list and in each hybrid
 list, and the lists' lengths (what docs/performance.md's per-question analysis reads).
@@ -32,7 +34,8 @@ DEV_SETS = ("narrative", "cohen-narrative@dev", "ei@dev")
 SYSTEMS = ("ladder", "union before", "union after")
 # SYSTEMS are fused with the Boolean arm winning RRF's exact ties (a Boolean-only and a dense-only hit at the
 # same rank; ``COMETA_EVIDENCE__TIE_BREAK=boolean``, the rule before), so their columns keep their meaning;
-# the TIES columns fuse the same lists with the dense arm winning them (the default since; docs/performance.md).
+# the TIES columns fuse the same lists with the dense arm winning them (the default since; see
+# docs/performance.md).
 TIES = "dense wins ties"
 COLUMNS = (*SYSTEMS, *(f"{s}, {TIES}" for s in ("ladder", "union after")))
 
