@@ -4,7 +4,9 @@ For every question of the given sets (default: the dev sets) the deterministic p
 (one ESearch per tier) and through the union (one ESearch), then the union's hits are ranked locally twice:
 by their own tiers only (``union before``: issue 17's first version) and with the dense candidates joining
 the tier they satisfy (``union after``: :meth:`retrieval.search.AdaptE.rank_locally` with ``others``, what
-``/ask`` does). Each Boolean list is fused with the same dense top-k and filtered by the same evidence stage
+``/ask`` does). Each Boolean list is fused (Boolean arm winning exact RRF ties, the rule before; the ladder
+and ``union after`` once more with the dense arm winning them, ``COMETA_EVIDENCE__TIE_BREAK=dense``, the
+default since) with the same dense top-k and filtered by the same evidence stage
 as ``cometa eval retrieval``, so the hybrid Hit@10 / MRR@10 printed here are the suite's. ``--ranks FILE``
 writes one JSON line per question: the gold's rank in each Boolean list, in the dense list and in each hybrid
 list, and the lists' lengths (what docs/performance.md's per-question analysis reads).
@@ -26,12 +28,14 @@ from typing import Any
 from app.pipeline import Pipeline
 from app.settings import Settings
 from eval.retrieval import load_items, score_ranking
-from retrieval.search import AdaptEResult, boolean_hits, dense_hits, fuse, rrf
+from retrieval.search import AdaptEResult, fuse
 
 DEV_SETS = ("narrative", "cohen-narrative@dev", "ei@dev")
 SYSTEMS = ("ladder", "union before", "union after")
-# The same fusion with the dense arm first, so that it wins RRF's exact ties (a Boolean-only and a dense-only
-# hit at the same rank): not what /ask does; docs/performance.md reports it as the larger lever.
+# SYSTEMS are fused with the Boolean arm winning RRF's exact ties (a Boolean-only and a dense-only hit at the
+# same rank; ``COMETA_EVIDENCE__TIE_BREAK=boolean``, the rule before), so their columns keep their meaning;
+# the TIES columns fuse the same lists with the dense arm winning them (the default since; see
+# docs/performance.md).
 TIES = "dense wins ties"
 COLUMNS = (*SYSTEMS, *(f"{s}, {TIES}" for s in ("ladder", "union after")))
 
@@ -59,13 +63,8 @@ async def _question(pipe: Pipeline, text: str, gold: set[str]) -> dict[str, Any]
     variants += [(f"{name}, {TIES}", lists[name], True) for name in ("ladder", "union after")]
     for name, result, dense_first in variants:
         min_year, max_year = (None, None) if result.date_limits_relaxed else years
-        if dense_first:
-            ev = pipe.settings.evidence
-            arms = {"dense": dense_hits(dense), "boolean": boolean_hits(result)}
-            weights = {"dense": ev.dense_weight, "boolean": ev.boolean_weight}
-            fused = rrf(arms, k=ev.rrf_k, weights=weights)
-        else:
-            fused = fuse(pipe.settings.evidence, boolean=result, dense=dense)
+        ties = pipe.settings.evidence.model_copy(update={"tie_break": "dense" if dense_first else "boolean"})
+        fused = fuse(ties, boolean=result, dense=dense)
         evidence = await pipe.evidence.build(fused, min_year=min_year, max_year=max_year, records=records)
         row[name] = {
             "boolean": _rank(result.pmids, gold),

@@ -17,6 +17,13 @@ class EvidenceSettings(BaseModel):
     rrf_k: int = Field(default=60, ge=1, description="Reciprocal rank fusion constant k.")
     boolean_weight: float = Field(default=1.0, ge=0, description="RRF weight of the Boolean (Adapt-E) arm.")
     dense_weight: float = Field(default=1.0, ge=0, description="RRF weight of the dense arm.")
+    tie_break: Literal["dense", "boolean"] = Field(
+        default="dense",
+        description="Arm whose hit goes first when two fused scores tie exactly (with equal weights: a hit "
+        "only the Boolean arm returned and one only the dense arm returned, at the same rank). `dense` "
+        "(chosen on the dev sets, where the dense arm alone ranks the gold higher than the Boolean arm "
+        "alone) or `boolean` (the order before; docs/performance.md).",
+    )
     max_candidates: int = Field(
         default=50, ge=1, le=10_000, description="Fused PMIDs fetched in one EFetch batch."
     )

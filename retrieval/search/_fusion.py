@@ -13,7 +13,13 @@ Decisions:
   score and brings in no candidates of its own (a PMID seen only by muted arms is left out, which makes
   ``weight=0`` an ablation switch), but its provenance is still recorded on PMIDs another arm found.
 - Ties are broken deterministically: higher score, then the best rank in any contributing arm, then the
-  earlier arm (mapping order) among those holding that best rank, then the PMID string.
+  arm that comes first in ``tie_break`` (arms it does not name follow in mapping order) among those holding
+  that best rank, then the PMID string. With two arms and equal weights the typical exact tie is a PMID only
+  one arm returned at rank *r* against a PMID only the other arm returned at the same rank *r* (or two PMIDs
+  both arms returned, at swapped ranks): ``tie_break`` says which arm's hit goes first. :func:`fuse` takes
+  it from the settings (``EvidenceSettings.tie_break``: the dense arm by default, chosen on the dev sets
+  where the dense arm alone ranks the gold higher than the Boolean arm alone; ``docs/performance.md``).
+  Only exact ties are touched: scores, weights and every strict order stay what the formula gives.
 - Sums use :func:`math.fsum` (correctly rounded), so equal rank sets give bit-equal scores whatever the
   arm order, and ties are real ties.
 """
@@ -102,15 +108,22 @@ def rrf(
     k: float = 60,
     weights: Mapping[str, float] | None = None,
     limit: int | None = None,
+    tie_break: Sequence[str] = (),
 ) -> list[FusedHit]:
-    """Fuse ranked arms; returns hits ordered by fused rank (see the module docstring for the rules)."""
+    """Fuse ranked arms; returns hits ordered by fused rank (see the module docstring for the rules).
+
+    ``tie_break`` names arms in the order they win exact ties; names of absent arms are ignored, unnamed
+    arms follow in mapping order (``()``: mapping order alone).
+    """
     if k < 0:
         raise ValueError(f"RRF k must be >= 0, got {k}")
     weights = weights or {}
     for name, weight in weights.items():
         if weight < 0 or math.isnan(weight):
             raise ValueError(f"weight of arm {name!r} must be >= 0, got {weight}")
-    arm_order = {name: i for i, name in enumerate(arms)}
+    precedence = [name for name in dict.fromkeys(tie_break) if name in arms]
+    precedence += [name for name in arms if name not in precedence]
+    arm_order = {name: i for i, name in enumerate(precedence)}
     contributions: dict[str, list[float]] = {}
     provenance: dict[str, list[Provenance]] = {}
     for name, hits in arms.items():
@@ -191,6 +204,9 @@ class FusionWeights(Protocol):
     @property
     def dense_weight(self) -> float: ...
 
+    @property
+    def tie_break(self) -> str: ...
+
 
 def fuse(
     settings: FusionWeights,
@@ -199,7 +215,8 @@ def fuse(
     dense: Iterable[tuple[str, float] | ScoredPmid | ArmHit] | None = None,
     limit: int | None = None,
 ) -> list[FusedHit]:
-    """RRF of the two CHSDR arms with ``k`` and arm weights from ``settings``; a missing arm is skipped."""
+    """RRF of the two CHSDR arms with ``k``, arm weights and the arm that wins exact ties from ``settings``;
+    a missing arm is skipped."""
     arms: dict[str, Sequence[ArmHit]] = {}
     if boolean is not None:
         arms[BOOLEAN_ARM] = list(boolean) if isinstance(boolean, Sequence) else boolean_hits(boolean)
@@ -210,4 +227,5 @@ def fuse(
         k=settings.rrf_k,
         weights={BOOLEAN_ARM: settings.boolean_weight, DENSE_ARM: settings.dense_weight},
         limit=limit,
+        tie_break=(settings.tie_break,),
     )

@@ -54,6 +54,48 @@ def test_rrf_exact_ties_are_broken_by_best_rank_then_arm_order() -> None:
     assert [h.pmid for h in fused] == ["Q", "P"]  # arm order is the mapping's order
 
 
+def test_rrf_tie_break_names_the_arm_that_wins_exact_ties() -> None:
+    # B and D are each returned by one arm only, at rank 2: 1/62 both, same best rank. So are C and E at 3.
+    arms = {"boolean": arm("A", "B", "C"), "dense": arm("A", "D", "E")}
+    assert [h.pmid for h in rrf(arms)] == ["A", "B", "D", "C", "E"]  # no tie_break: mapping order
+    assert [h.pmid for h in rrf(arms, tie_break=("dense",))] == ["A", "D", "B", "E", "C"]
+    assert [h.pmid for h in rrf(arms, tie_break=("boolean", "dense"))] == ["A", "B", "D", "C", "E"]
+    # Swapped ranks (P: boolean 1, dense 2; Q: dense 1, boolean 2) tie too: the named arm's rank 1 wins.
+    swapped = {"boolean": arm("P", "Q"), "dense": arm("Q", "P")}
+    assert [h.pmid for h in rrf(swapped, tie_break=("dense",))] == ["Q", "P"]
+    # Names of absent arms are ignored; only exact ties move, never a strictly better score.
+    assert [h.pmid for h in rrf(arms, tie_break=("nope", "dense"))] == ["A", "D", "B", "E", "C"]
+    unequal = rrf(arms, weights={"boolean": 1.0, "dense": 0.99}, tie_break=("dense",))
+    assert [h.pmid for h in unequal] == ["A", "B", "D", "C", "E"]  # 1/62 > 0.99/62 > 1/63 > 0.99/63
+
+
+def test_fuse_breaks_exact_ties_for_the_dense_arm_by_default() -> None:
+    # The evidence order /ask sees: a Boolean-only hit and a dense-only hit at the same rank.
+    boolean, dense = arm("B1", "B2"), [("D1", 0.9), ("D2", 0.8)]
+    assert EvidenceSettings().tie_break == "dense"
+    fused = fuse(EvidenceSettings(), boolean=boolean, dense=dense)
+    assert [h.pmid for h in fused] == ["D1", "B1", "D2", "B2"]
+    assert fused[0].rrf_score == fused[1].rrf_score == 1 / 61  # a tie, not a reweighting
+    old = fuse(EvidenceSettings(tie_break="boolean"), boolean=boolean, dense=dense)
+    assert [h.pmid for h in old] == ["B1", "D1", "B2", "D2"]
+    # BOOLEAN_WEIGHT keeps its meaning: unequal weights leave no exact tie to break, whatever the rule.
+    for tie_break in ("dense", "boolean"):
+        heavier = EvidenceSettings(boolean_weight=1.01, tie_break=tie_break)
+        assert [h.pmid for h in fuse(heavier, boolean=boolean, dense=dense)] == ["B1", "D1", "B2", "D2"]
+        lighter = EvidenceSettings(boolean_weight=0.99, tie_break=tie_break)
+        assert [h.pmid for h in fuse(lighter, boolean=boolean, dense=dense)] == ["D1", "B1", "D2", "B2"]
+
+
+def test_tie_break_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.settings import Settings
+
+    monkeypatch.setenv("COMETA_EVIDENCE__TIE_BREAK", "boolean")
+    assert Settings().evidence.tie_break == "boolean"
+    monkeypatch.setenv("COMETA_EVIDENCE__TIE_BREAK", "bm25")
+    with pytest.raises(ValueError, match="tie_break"):
+        Settings()
+
+
 def test_rrf_duplicates_within_an_arm_count_once_at_best_rank() -> None:
     fused = rrf({"boolean": arm("A", "B", "A", "C")})
     assert scores(fused) == pytest.approx({"A": 1 / 61, "B": 1 / 62, "C": 1 / 64})
