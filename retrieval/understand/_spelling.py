@@ -2,18 +2,32 @@
 synonyms, the lay lexicon, corpus words).
 
 Symmetric-delete candidates, edit distance <= 1 for words of 4-7 letters and <= 2 from 8 letters, ties
-broken towards clinical words, then corpus frequency. Acronyms, capitalised words mid-sentence, PHI spans and
-scrub placeholders are never touched.
+broken towards clinical words, then corpus frequency. Acronyms, words with a capital inside (eGFR, sRAGE),
+capitalised words mid-sentence, PHI spans and scrub placeholders are never touched.
+
+What is not a typo is never "corrected" (issue 15: "heal" -> "head", "fosinopril" -> "eosinophil"):
+
+* a word of everyday English (:func:`english_frequencies`, pyspellchecker's English word counts), or an
+  inflection of one - the clinical vocabulary alone lacks "heal", "lift", "beach";
+* an unknown word with a drug-name stem (:data:`INN_STEMS`: "-pril", "-sartan", "-mab" ...) is only
+  corrected to a word with the same stem ("lisinipril" -> "lisinopril", never "fosinopril" -> "eosinophil");
+* a distance-2 correction keeps the first letter (writers rarely get it wrong; two edits including the
+  first letter make another word, not a typo);
+* a correction that only swaps, adds or drops a prefix ("hypobaric" -> "hyperbaric") changes the meaning,
+  not the spelling.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+
+from spellchecker import SpellChecker
 
 from ._phi import _PLACEHOLDER
 
-__all__ = ["Speller", "correct_spelling", "shared_speller"]
+__all__ = ["INN_STEMS", "Speller", "correct_spelling", "english_frequencies", "shared_speller"]
 
 _SPELLERS: dict[tuple[int, int], Speller] = {}
 _MIN_TARGET_FREQ = 5  # a general (non-clinical) word must be this common in the corpus to be suggested
@@ -21,13 +35,89 @@ _MIN_TARGET_FREQ = 5  # a general (non-clinical) word must be this common in the
 _ABBREVIATIONS = frozenset({"dr", "mr", "mrs", "ms", "st", "prof", "vs", "no", "approx", "etc", "e.g", "i.e"})
 
 
-class Speller:
-    """Symmetric-delete spelling corrector over a word -> (frequency, clinical?) dictionary."""
+# pyspellchecker gives every dictionary word its frequency source never saw the same floor count (103,247 of
+# its 160,572 English words, "brest" among them): only words seen more often are taken as real English.
+_ENGLISH_FLOOR = 50
 
-    def __init__(self, words: dict[str, int], clinical: frozenset[str]) -> None:
+# Drug-name stems of the WHO's "The use of stems in the selection of International Nonproprietary Names"
+# (INN stem book), the common suffix stems. An unknown word ending in one is a drug name the vocabulary
+# lacks: it is corrected only towards a word with the same stem.
+INN_STEMS: tuple[str, ...] = tuple(
+    sorted(
+        set(
+            """
+            pril prilat olol alol sartan entan statin fibrate formin gliptin gliflozin
+            glutide glinide glitazone parin xaban gatran grel dipine tiazide thiazide
+            semide afil azosin oxetine apine idone peridol ipramine triptyline azepam
+            zolam azepine triptan setron pitant caine barbital profen fenac coxib
+            dronate lukast tropium terol prazole tidine azole conazole fungin mycin
+            micin cillin penem bactam cycline floxacin oxacin vir vudine quine mab cept
+            kinra nib ciclib parib lisib rafenib degib platin taxel rubicin citabine
+            trexate mustine tecan olimus grastim poetin plase relin relix lutamide
+            trozole ifene curium curonium onide olone asone sonide tide stim
+            """.split()
+        ),
+        key=lambda stem: (-len(stem), stem),
+    )
+)
+_MIN_STEM_WORD = 3  # letters before the stem: "mab" alone or "tide" in "tide" is no drug name
+
+# Prefixes whose swap, addition or removal makes another word, not a typo ("hypobaric" / "hyperbaric").
+_PREFIXES = frozenset(
+    """
+    an anti auto bi brady co contra counter de dis dys endo epi exo extra hemi hetero homo hydro
+    hyper hypo il im in infra inter intra ir macro mal micro mid mono multi neo non over para
+    peri poly post pre pro pseudo re retro semi sub super supra tachy trans tri ultra un under
+    uni
+    """.split()
+)
+_MIN_PREFIX_REST = 5  # the shared remainder must be a word part, not a few letters
+
+# Real-word errors: English words that, in a clinical question, are a classic misspelling of a clinical word
+# ("prostrate cancer"). The English list protects them, so they are named here.
+_REAL_WORD_ERRORS = {"prostrate": "prostate"}
+
+
+@functools.cache
+def english_frequencies() -> Mapping[str, int]:
+    """Everyday English: pyspellchecker's English word counts (its frequency list ships in the package),
+    the words seen more often than its floor count. Loaded on first use (~0.3 s)."""
+    frequency = SpellChecker(language="en", distance=1).word_frequency
+    return {w: n for w, n in frequency.items() if n > _ENGLISH_FLOOR and w.isalpha()}
+
+
+def drug_stem(word: str) -> str | None:
+    """The INN stem ``word`` ends with ("fosinopril" -> "pril"), or None."""
+    for stem in INN_STEMS:
+        if word.endswith(stem) and len(word) - len(stem) >= _MIN_STEM_WORD:
+            return stem
+    return None
+
+
+def _prefix_swap(word: str, cand: str) -> bool:
+    """``word`` and ``cand`` differ only in a leading prefix (one of them may have none)."""
+    for i in range(len(word) - _MIN_PREFIX_REST + 1):
+        head, rest = word[:i], word[i:]
+        if i and head not in _PREFIXES:
+            continue
+        if cand.endswith(rest) and cand != word:
+            other = cand[: len(cand) - len(rest)]
+            if other != head and (not other or other in _PREFIXES):
+                return True
+    return False
+
+
+class Speller:
+    """Symmetric-delete spelling corrector over a word -> (frequency, clinical?) dictionary; words of
+    ``english`` (default :func:`english_frequencies`) are real words, never corrected."""
+
+    def __init__(
+        self, words: dict[str, int], clinical: frozenset[str], english: Mapping[str, int] | None = None
+    ) -> None:
         self.known = frozenset(words)
         self.freq = words
         self.clinical = clinical
+        self._english = english
         self._index: dict[str, list[str]] | None = None
 
     @staticmethod
@@ -63,25 +153,25 @@ class Speller:
     def is_known(self, word: str) -> bool:
         """In the dictionary, or an inflection of a known word or of one of its known forms ("thinks",
         "scanned", "updates" when only "updated" is known)."""
-        if word in self.known:
-            return True
-        for suffix, repl in _INFLECTIONS:
-            if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-                stem = word[: len(word) - len(suffix)]
-                bases = {stem + r for r in repl}
-                if suffix in ("ed", "ing") and len(stem) > 3 and stem[-1] == stem[-2]:
-                    bases.add(stem[:-1])  # doubled consonant: "scanned" -> scan
-                for base in bases:
-                    if base in self.known or any(base + end in self.known for end in _SIBLINGS):
-                        return True
-        return False
+        return _in_vocabulary(word, self.known)
+
+    def is_english(self, word: str) -> bool:
+        """A word of everyday English, or an inflection of one ("heal", "beaches"): never a typo, though the
+        clinical dictionary (:meth:`is_known`) may lack it."""
+        if self._english is None:
+            self._english = english_frequencies()
+        return _in_vocabulary(word, self._english)
 
     def correct(self, word: str) -> str | None:
-        """Best dictionary word within the allowed distance, or None (known, too short or no candidate)."""
-        if len(word) < 4 or not word.isalpha() or self.is_known(word):
+        """Best dictionary word within the allowed distance, or None (known, English, too short or no
+        candidate that could be a typo of it)."""
+        if word in _REAL_WORD_ERRORS:
+            return _REAL_WORD_ERRORS[word]
+        if len(word) < 4 or not word.isalpha() or self.is_known(word) or self.is_english(word):
             return None
         if self._index is None:
             self._index = self._build()  # built on first use: ~0.5 s, never on the happy path of clean text
+        stem = drug_stem(word)
         max_d = self._max_distance(word)
         seen: set[str] = set()
         best: tuple[int, int, int, str] | None = None
@@ -91,7 +181,9 @@ class Speller:
                     continue
                 seen.add(cand)
                 d = _osa_distance(word, cand, max_d)
-                if d > max_d:
+                if d > max_d or (d == 2 and cand[0] != word[0]):
+                    continue
+                if (stem is not None and not cand.endswith(stem)) or _prefix_swap(word, cand):
                     continue
                 key = (d, 0 if cand in self.clinical else 1, -self.freq.get(cand, 0), cand)
                 if best is None or key < best:
@@ -112,6 +204,22 @@ _INFLECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 
 _SIBLINGS = ("s", "es", "d", "ed", "ing")
+
+
+def _in_vocabulary(word: str, vocabulary: frozenset[str] | Mapping[str, int]) -> bool:
+    """``word`` is in ``vocabulary``, or an inflection of a word there or of one of its forms there."""
+    if word in vocabulary:
+        return True
+    for suffix, repl in _INFLECTIONS:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            stem = word[: len(word) - len(suffix)]
+            bases = {stem + r for r in repl}
+            if suffix in ("ed", "ing") and len(stem) > 3 and stem[-1] == stem[-2]:
+                bases.add(stem[:-1])  # doubled consonant: "scanned" -> scan
+            for base in bases:
+                if base in vocabulary or any(base + end in vocabulary for end in _SIBLINGS):
+                    return True
+    return False
 
 
 def _osa_distance(a: str, b: str, limit: int) -> int:
@@ -169,8 +277,8 @@ def correct_spelling(
             continue
         if text[max(0, m.start() - 1) : m.start()] == "[" and _PLACEHOLDER.match(text, m.start() - 1):
             continue  # "[NAME]" and friends stay as they are
-        if raw.isupper() and len(raw) > 1:
-            continue  # acronyms (FOLFOX, ABVD) are not typos
+        if any(c.isupper() for c in raw[1:]):
+            continue  # acronyms (FOLFOX, ABVD) and words with a capital inside (eGFR, sRAGE) are not typos
         if raw[0].isupper() and not start_of_sentence:
             continue  # a capitalised word mid-sentence is more likely a name than a typo
         norm = raw.lower().replace("’", "'")

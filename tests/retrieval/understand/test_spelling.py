@@ -1,0 +1,126 @@
+"""The speller leaves real words alone: everyday English, drug names, prefixed words, mixed-case
+abbreviations (issue 15: "heal" -> "head", "fosinopril" -> "eosinophil" on the dev gold sets); real typos
+are still fixed."""
+
+from __future__ import annotations
+
+import pytest
+
+from retrieval.understand import spell_correct
+from retrieval.understand._spelling import INN_STEMS, Speller, drug_stem, english_frequencies
+
+# The damage found on the dev gold sets, each in a sentence like the question it came from.
+DAMAGE = [
+    "will the ulcer heal on its own",  # heal -> head
+    "is a face lift safe at 60",  # lift -> life
+    "should we watch and wait",  # watch -> patch
+    "can you catch it from a cat",  # catch -> patch
+    "do I have to wear the brace",  # wear -> fear
+    "we got bitten at the beach",  # beach -> each
+    "is a sand flea bite dangerous",  # sand -> hand
+    "I ate raw carp last week",  # carp -> care
+    "he takes fosinopril for his heart",  # fosinopril -> eosinophil
+    "my dog does agility training",  # agility -> ability
+    "are the newer pills better for shingles",  # newer -> fewer, shingles -> pringles
+    "do erosions in the stomach heal",  # erosions -> emotions
+    "hypobaric hypoxia at altitude",  # hypobaric -> hyperbaric
+]
+
+
+@pytest.mark.parametrize("text", DAMAGE)
+def test_real_words_are_not_corrected(text: str) -> None:
+    assert spell_correct(text) == text
+
+
+@pytest.mark.parametrize(
+    ("wrong", "right"),
+    [
+        ("pancretic", "pancreatic"),
+        ("metfromin", "metformin"),
+        ("brest", "breast"),  # pyspellchecker lists "brest" only at its floor count: not taken as English
+        ("diabeties", "diabetes"),
+        ("siezure", "seizure"),
+        ("prostrate", "prostate"),  # a real-word error, named in the speller
+    ],
+)
+def test_real_typos_are_still_corrected(wrong: str, right: str) -> None:
+    assert spell_correct(f"is it {wrong} or not") == f"is it {right} or not"
+
+
+@pytest.mark.parametrize(
+    "drug",
+    [
+        "fosinopril",
+        "trandolapril",
+        "candesartan",
+        "rosuvastatin",
+        "pembrolizumab",
+        "osimertinib",
+        "voriconazole",
+        "pantoprazole",
+        "famotidine",
+        "amlodipine",
+        "levofloxacin",
+        "tenofovir",
+        "enoxaparin",
+        "apixaban",
+        "sitagliptin",
+        "empagliflozin",
+        "bisoprolol",
+    ],
+)
+def test_drug_names_are_kept(drug: str) -> None:
+    assert drug_stem(drug) is not None
+    assert spell_correct(f"does {drug} help") == f"does {drug} help"
+
+
+def test_mixed_case_abbreviations_are_kept() -> None:
+    text = "Is the eGFR or sRAGE or tHcy level or the pH what matters?"
+    assert spell_correct(text) == text
+
+
+def test_drug_stem_needs_a_word_before_it() -> None:
+    assert drug_stem("fosinopril") == "pril"
+    assert drug_stem("candesartan") == "sartan"  # the longest stem, not "tan"-like fragments
+    assert drug_stem("tide") is None and drug_stem("mab") is None
+    assert INN_STEMS == tuple(sorted(INN_STEMS, key=lambda s: (-len(s), s)))
+
+
+def _speller(*words: str) -> Speller:
+    # A small dictionary of clinical words and no English list: the rules below are the speller's own.
+    return Speller(dict.fromkeys(words, 10), frozenset(words), english={})
+
+
+def test_a_drug_name_is_corrected_only_towards_its_own_stem() -> None:
+    speller = _speller("lisinopril", "eosinophil")
+    assert speller.correct("lisinipril") == "lisinopril"  # a typo of a drug of the same class
+    assert speller.correct("fosinopril") is None  # never into "eosinophil"
+
+
+def test_distance_two_keeps_the_first_letter() -> None:
+    speller = _speller("eosinophil")
+    assert speller.correct("eosinofil") == "eosinophil"  # two edits, first letter kept: a typo
+    assert speller.correct("aosinophyl") is None  # two edits including the first letter: another word
+    assert speller.correct("aosinophil") == "eosinophil"  # one edit may still touch the first letter
+
+
+def test_a_prefix_swap_is_not_a_typo() -> None:
+    speller = _speller("hyperbaric", "infiltration", "activated")
+    assert speller.correct("hypobaric") is None
+    assert speller.correct("filtration") is None
+    assert speller.correct("inactivated") is None
+    assert speller.correct("hyperbaic") == "hyperbaric"
+
+
+def test_english_words_are_never_corrected() -> None:
+    speller = Speller({"head": 10}, frozenset({"head"}), english={"heal": 22212})
+    assert speller.correct("heal") is None
+    assert speller.correct("heals") is None  # an inflection of an English word
+    assert speller.correct("hexd") == "head"
+
+
+def test_english_list_is_everyday_english_without_its_floor_words() -> None:
+    english = english_frequencies()
+    assert len(english) > 50_000
+    assert {"heal", "lift", "watch", "catch", "wear", "beach", "sand", "carp", "agility"} <= set(english)
+    assert "brest" not in english and "cancr" not in english and "fosinopril" not in english
