@@ -253,7 +253,11 @@ class Asker:
                 return
             yield _stage("retrieve", "started")
             outcome = await pipeline.retrieve(
-                understanding, mindate=req.mindate, maxdate=req.maxdate, api_key=api_key
+                understanding,
+                mindate=req.mindate,
+                maxdate=req.maxdate,
+                api_key=api_key,
+                gate_documents=req.max_documents,
             )
             timings.update(outcome.timings_ms)
             warnings.extend(outcome.warnings)

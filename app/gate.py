@@ -146,14 +146,25 @@ def common_english() -> frozenset[str]:
     return frozenset(w for w in vocab.split() if w.isalpha() and w.islower())
 
 
+# Punctuation ends a phrase: "placebo (dummy treatment)" holds no phrase "placebo dummy".
+_PHRASE_BREAK = re.compile(r"[^\w\s'’-]+")
+
+
+def _capitalised(question: str) -> set[str]:
+    """Words written with a capital somewhere in ``question`` (lower-cased): an unknown capitalised word
+    may be a name the PHI scrubber missed, so no count query is built from it."""
+    return {w.lower() for w in words(question, lower=False) if w[:1].isupper()}
+
+
 def rare_words(
     question: str, is_known: Callable[[str], bool], *, limit: int = 4, min_length: int = 5
 ) -> list[str]:
     """Words of ``question`` worth a document-frequency check: not in the vocabulary (``is_known``) nor
-    everyday English (:func:`common_english`), not fillers, at least ``min_length`` letters, never written
-    with a capital (an unknown capitalised word may be a name the PHI scrubber missed: it is not sent out);
-    the longest first, at most ``limit``."""
-    capitalised = {w.lower() for w in words(question, lower=False) if w[:1].isupper()}
+    everyday English (:func:`common_english`, which holds the common first names and surnames), not
+    fillers, at least ``min_length`` letters, never written with a capital (an unknown capitalised word may
+    be a name the PHI scrubber missed: it is not sent out); the longest first, at most ``limit``. The caller
+    still passes each query through the PHI check (the pipeline's ``_absent``)."""
+    capitalised = _capitalised(question)
     found = {
         w
         for w in words(question)
@@ -168,16 +179,16 @@ def rare_words(
     return sorted(found, key=lambda w: (-len(w), w))[:limit]
 
 
-# Punctuation ends a phrase: "placebo (dummy treatment)" holds no phrase "placebo dummy".
-_PHRASE_BREAK = re.compile(r"[^\w\s'’-]+")
-
-
-def phrase_candidates(question: str, everyday: frozenset[str] = frozenset(), *, limit: int = 4) -> list[str]:
+def phrase_candidates(
+    question: str, is_known: Callable[[str], bool], everyday: frozenset[str] = frozenset(), *, limit: int = 4
+) -> list[str]:
     """Two-word phrases of ``question`` worth a phrase-count check: adjacent words within one clause, each
-    of at least three letters, neither a stopword, a question filler, an everyday word (``everyday``: the
-    lexicon's common words) nor written with a capital (a name the PHI scrubber missed never leaves); in
-    question order, at most ``limit``. Instructions injected into the question are left out."""
-    capitalised = {w.lower() for w in words(question, lower=False) if w[:1].isupper()}
+    a vocabulary word (``is_known``: names, streets and towns are not; what leaves is the clinical
+    vocabulary), of at least three letters, neither a stopword, a question filler, an everyday word
+    (``everyday``: the lexicon's common words) nor written with a capital; in question order, at most
+    ``limit``. Instructions injected into the question are left out. The caller still passes each query
+    through the PHI check (a vocabulary word can be a name: "mary")."""
+    capitalised = _capitalised(question)
 
     def usable(w: str) -> bool:
         return (
@@ -187,6 +198,7 @@ def phrase_candidates(question: str, everyday: frozenset[str] = frozenset(), *, 
             and w not in _QUESTION_FILLER
             and w not in everyday
             and w not in capitalised
+            and is_known(w)
         )
 
     out: list[str] = []

@@ -43,10 +43,18 @@ from retrieval.ncbi import (
 )
 from retrieval.passages import PASSAGE_STORE_FILE, PassageContext, PassageRetriever
 from retrieval.search import FusedHit, fuse
-from retrieval.understand import QueryUnderstander, Understanding, spell_correct
+from retrieval.understand import (
+    PhiLeakError,
+    QueryUnderstander,
+    ScrubResult,
+    Understanding,
+    assert_no_phi,
+    scrub_any_case,
+    spell_correct,
+)
 from segmentation import SEOSSegmenter, counter_for
 
-from .gate import EvidenceSignals, evidence_signals, phrase_candidates, rare_words
+from .gate import EvidenceSignals, common_english, evidence_signals, phrase_candidates, rare_words
 from .privacy import PhiPolicy
 from .settings import Settings
 
@@ -478,11 +486,16 @@ class Pipeline:
         mindate: str | None = None,
         maxdate: str | None = None,
         api_key: str | None = None,
+        gate_documents: int | None = None,
     ) -> SearchOutcome:
+        """Understand ``question``, then :meth:`retrieve`. ``gate_documents``: how many of the evidence's
+        documents the evidence gate will weigh (/ask's ``max_documents``; None: all of them)."""
         t0 = time.perf_counter()
         understanding = await self.understander.understand(question)
         understand_ms = (time.perf_counter() - t0) * 1000
-        outcome = await self.retrieve(understanding, mindate=mindate, maxdate=maxdate, api_key=api_key)
+        outcome = await self.retrieve(
+            understanding, mindate=mindate, maxdate=maxdate, api_key=api_key, gate_documents=gate_documents
+        )
         outcome.timings_ms = {"understand": understand_ms, **outcome.timings_ms}
         return outcome
 
@@ -493,8 +506,10 @@ class Pipeline:
         mindate: str | None = None,
         maxdate: str | None = None,
         api_key: str | None = None,
+        gate_documents: int | None = None,
     ) -> SearchOutcome:
         """Everything after Understand; the evaluation suites call this with precomputed plans.
+        ``gate_documents``: how many of the evidence's documents the evidence gate will weigh (None: all).
 
         Degraded mode: with NCBI unavailable, expired cache entries answer (stale-if-error) and, if the
         Boolean arm fails outright, the local dense arm answers alone with cached records; both are marked
@@ -502,7 +517,9 @@ class Pipeline:
         propagates (the API's 503 with the reason).
         """
         with track_degradation() as degradation:
-            outcome = await self._retrieve(understanding, degradation, mindate, maxdate, api_key)
+            outcome = await self._retrieve(
+                understanding, degradation, mindate, maxdate, api_key, gate_documents
+            )
         outcome.eutils = degradation
         if degradation.stale_served:
             minutes = max(1, round(degradation.max_stale_age_s / 60))
@@ -524,6 +541,7 @@ class Pipeline:
         mindate: str | None,
         maxdate: str | None,
         api_key: str | None,
+        gate_documents: int | None = None,
     ) -> SearchOutcome:
         plan = understanding.plan
         timings: dict[str, float] = {}
@@ -611,52 +629,50 @@ class Pipeline:
                 warnings.append(context.rerank_note)
         outcome = SearchOutcome(understanding, boolean, dense, fused, evidence, context, warnings, timings)
         outcome.absent_terms, outcome.absent_phrases = await self._absent(
-            plan.corrected_question, evidence, dense, api_key
+            understanding, evidence, dense, api_key, gate_documents
         )
         return outcome
 
     async def _absent(
-        self, question: str, evidence: EvidenceSet, dense: Sequence[DenseHit], api_key: str | None
+        self,
+        understanding: Understanding,
+        evidence: EvidenceSet,
+        dense: Sequence[DenseHit],
+        api_key: str | None,
+        gate_documents: int | None = None,
     ) -> tuple[int, int]:
         """Rare words of the question that not one PubMed record contains, and phrases of the question whose
         words the evidence contains but not one record together (the evidence gate's signals).
 
         A word or phrase the fetched evidence already contains needs no lookup; only the others cost one
         count-only ESearch each, so an answerable question usually adds no E-utilities call (issue 17's
-        budget). Phrases are counted only while the evidence's best similarity is below the threshold
-        that lets an absent phrase pass anyway (above it, or with no similarity at all, the count could not
-        change the verdict)."""
+        budget). Phrases are counted unless the gate's own documents (the first ``gate_documents`` of the
+        evidence, which every caller's cut keeps) reach the similarity that lets an absent phrase pass
+        anyway, or the dense arm found nothing (no similarity at all): then the count could not change the
+        verdict. Every count query passes the ladder's PHI check (:func:`_may_leave`)."""
         gate = self.settings.gate
         rewriter = self.understander.rewriter
+        question = understanding.plan.corrected_question
         checks = gate.absent_term_checks
         terms = rare_words(question, rewriter.is_known_word, limit=checks) if checks else []
         phrases: list[str] = []
-        if gate.absent_phrase_checks and gate.absent_phrase_max_dense > -1.0:
-            fetched = {d.pmid for d in evidence.docs}
-            best = max((h.score for h in dense if h.pmid in fetched), default=None)
-            if best is not None and best < gate.absent_phrase_max_dense:
+        if gate.absent_phrase_checks and gate.absent_phrase_max_dense > -1.0 and dense:
+            shown = {d.pmid for d in evidence.docs[:gate_documents]}
+            best = max((h.score for h in dense if h.pmid in shown), default=None)
+            if best is None or best < gate.absent_phrase_max_dense:
                 everyday = rewriter.lexicon.common_words | rewriter.lexicon.stopwords
-                phrases = phrase_candidates(question, everyday, limit=gate.absent_phrase_checks)
+                phrases = phrase_candidates(
+                    question, rewriter.is_known_word, everyday, limit=gate.absent_phrase_checks
+                )
         if not terms and not phrases:
             return 0, 0  # most questions: every word is known, so the documents need not be read
-        seen: set[str] = set()
-        pairs: set[tuple[str, str]] = set()
-        for d in evidence.docs:
-            for text in (d.title, *(u.text for u in d.text_units)):
-                tokens = words(text)
-                seen.update(tokens)
-                if phrases:
-                    stems = [light_stem(w) for w in tokens]
-                    pairs.update(itertools.pairwise(stems))
-        terms = [t for t in terms if t not in seen]
-        stems_seen = {light_stem(w) for w in seen} if phrases else set()
-        queries: list[str] = []
-        for phrase in phrases:
-            a, b = phrase.split()
-            pair = (light_stem(a), light_stem(b))
-            # Only the words found apart: a word the literature lacks is rare_words' signal, not this one.
-            if pair[0] in stems_seen and pair[1] in stems_seen and pair not in pairs:
-                queries.append(f'"{phrase}*"[tiab]' if len(b) >= 4 else f'"{phrase}"[tiab]')
+        # Reading every full text is CPU work: off the event loop.
+        terms, queries = await asyncio.to_thread(_unseen, evidence.docs, terms, phrases)
+        # A name starts with no everyday word: "my doctor suggests risedronate" names no doctor "Suggests".
+        plain = common_english() | rewriter.lexicon.common_words | rewriter.lexicon.stopwords
+        checked = (understanding.phi, scrub_any_case(question, plain))
+        term_queries = [q for q in (f'"{t}"[tiab]' for t in terms) if _may_leave(q, checked)]
+        queries = [q for q in queries if _may_leave(q, checked)]
 
         async def count(query: str) -> int:
             try:
@@ -664,5 +680,41 @@ class Pipeline:
             except EutilsError:
                 return 1  # unknown: never a reason to abstain
 
-        counts = await asyncio.gather(*(count(f'"{t}"[tiab]') for t in terms), *(count(q) for q in queries))
-        return sum(1 for c in counts[: len(terms)] if c == 0), sum(1 for c in counts[len(terms) :] if c == 0)
+        counts = await asyncio.gather(*(count(q) for q in term_queries), *(count(q) for q in queries))
+        n = len(term_queries)
+        return sum(1 for c in counts[:n] if c == 0), sum(1 for c in counts[n:] if c == 0)
+
+
+def _unseen(docs: Sequence[EvidenceDoc], terms: list[str], phrases: list[str]) -> tuple[list[str], list[str]]:
+    """The ``terms`` no document of ``docs`` contains, and the count queries of the ``phrases`` whose words
+    the documents contain, but never side by side."""
+    seen: set[str] = set()
+    pairs: set[tuple[str, str]] = set()
+    for d in docs:
+        for text in (d.title, *(u.text for u in d.text_units)):
+            tokens = words(text)
+            seen.update(tokens)
+            if phrases:
+                stems = [light_stem(w) for w in tokens]
+                pairs.update(itertools.pairwise(stems))
+    stems_seen = {light_stem(w) for w in seen} if phrases else set()
+    queries: list[str] = []
+    for phrase in phrases:
+        a, b = phrase.split()
+        pair = (light_stem(a), light_stem(b))
+        # Only the words found apart: a word the literature lacks is rare_words' signal, not this one.
+        if pair[0] in stems_seen and pair[1] in stems_seen and pair not in pairs:
+            queries.append(f'"{phrase}*"[tiab]' if len(b) >= 4 else f'"{phrase}"[tiab]')
+    return [t for t in terms if t not in seen], queries
+
+
+def _may_leave(query: str, found: Sequence[ScrubResult]) -> bool:
+    """Whether a count query built from the question passes the ladder's PHI check against what the
+    scrubber found in the question (and, :func:`~retrieval.understand.scrub_any_case`, what its name cues
+    would find in any casing)."""
+    try:
+        for f in found:
+            assert_no_phi(query, f)
+    except PhiLeakError:
+        return False
+    return True

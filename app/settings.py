@@ -116,7 +116,9 @@ class GateSettings(BaseModel):
         default=0.6,
         ge=-1,
         le=2,
-        description="A question word no document contains: abstain unless the best similarity reaches this.",
+        description="A question word no document contains: abstain unless the best similarity reaches this "
+        "and the words' share is below absent_min_share (-1: only the share rule, when there is a "
+        "similarity; 2: always).",
     )
     absent_term_checks: int = Field(
         default=4,

@@ -161,19 +161,44 @@ INTRO_SECTIONS = (
 )
 
 
-def _label_of(line: str) -> re.Match[str] | None:
+# Other structured-abstract labels (lower-case prefixes), trusted inside a line as well.
+_OTHER_SECTIONS = (
+    "material",
+    "summary",
+    "evidence",
+    "study",
+    "data source",
+    "data extraction",
+    "main outcome",
+    "measure",
+    "trial registration",
+    "limitation",
+    "significance",
+    "clinical relevance",
+    "case",
+    "comment",
+    "level of evidence",
+)
+
+
+def _label_of(line: str, *, known_only: bool = False) -> re.Match[str] | None:
+    """The label opening ``line``: any upper-case word at the start of a line, but inside a line
+    (``known_only``) only a known section name: "HR: 0.82 (95% CI ...)" and "BMI: 31" are findings."""
     m = _SECTION_LABEL.match(line)
     if m is None:
         return None
     name = m.group(1)
-    return m if name.isupper() or name.lower().startswith(RESULT_SECTIONS + INTRO_SECTIONS) else None
+    if name.lower().startswith(RESULT_SECTIONS + INTRO_SECTIONS + _OTHER_SECTIONS):
+        return m
+    return m if name.isupper() and not known_only else None
 
 
 def labelled_sentences(text: str, section: str = "") -> list[tuple[str, str]]:
     """(section, sentence) of ``text``, whitespace collapsed: each line's structured-abstract label (an
     upper-case word or a known section name, else ``section``) is the lower-cased section of its sentences
-    and is left out of them. A label that opens a sentence inside a line ("... rate. CONCLUSIONS: X was
-    ...", abstracts flattened onto one line) starts a section the same way."""
+    and is left out of them. A known section name that opens a sentence inside a line ("... rate.
+    CONCLUSIONS: X was ...", abstracts flattened onto one line) starts a section the same way; any other
+    upper-case word there ("HR: 0.82 ...", "BMI: 31 ...") is part of the sentence."""
     out: list[tuple[str, str]] = []
     for line in text.splitlines():
         label = section
@@ -182,7 +207,7 @@ def labelled_sentences(text: str, section: str = "") -> list[tuple[str, str]]:
             label, line = m.group(1), line[m.end() :]
         for sentence in split_sentences(line):
             clean = " ".join(sentence.text.split())
-            inner = _label_of(clean)
+            inner = _label_of(clean, known_only=True)
             if inner is not None:
                 label, clean = inner.group(1), clean[inner.end() :]
             if clean:

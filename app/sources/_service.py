@@ -428,17 +428,18 @@ class SourcesService:
     async def _pubmed(self, question: str, req: AskRequest | None) -> SourceOutcome:
         started = time.perf_counter()
         api_key = req.ncbi_api_key.get_secret_value() if req and req.ncbi_api_key else None
+        limit = req.max_documents if req else 10
         try:
             outcome = await self.pipeline.search(
                 question,
                 mindate=req.mindate if req else None,
                 maxdate=req.maxdate if req else None,
                 api_key=api_key,
+                gate_documents=limit,
             )
         except EutilsError as exc:
             status = SourceStatus("failed", f"PubMed unavailable ({type(exc).__name__})", _since(started))
             return SourceOutcome(PUBMED, "pubmed", status)
-        limit = req.max_documents if req else 10
         docs = list(outcome.evidence.docs[:limit])
         context = outcome.context
         if context is not None:

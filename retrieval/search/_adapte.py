@@ -89,6 +89,10 @@ def relaxed_or(plan: QueryPlan, vocabulary: MeshVocabulary | None = None, max_te
     Concept words are searched in Title/Abstract (a concept the indexers did not assign can still match
     the text); with a vocabulary, each concept's parent descriptors join as ``[mh]`` — the clinical
     abstraction a librarian makes when nothing specific exists (glioblastoma -> glioma).
+
+    A plan without concepts has none (None): its question's words are not sent instead. The rewriters
+    only ever leave a plan without concepts when the question holds no vocabulary word, and an unknown
+    word may be a name the PHI scrubber missed ("zofia wisniewska"); nothing but clinical concepts leaves.
     """
     terms: list[str] = []
     seen: set[str] = set()
@@ -109,12 +113,6 @@ def relaxed_or(plan: QueryPlan, vocabulary: MeshVocabulary | None = None, max_te
             name = vocabulary.lookup(concept.mesh or concept.text)
             for parent in vocabulary.parents(name) if name else ():
                 add(f"{_quoted(parent)}[mh]")
-    if not terms:
-        words = [w for w in plan.corrected_question.split() if len(w) > 3][:max_terms]
-        for w in words:
-            q = _quoted(w)
-            if q:
-                add(f"{q}[tiab]")
     if not terms:
         return None
     query = " OR ".join(terms[: max_terms * 3])

@@ -2,7 +2,16 @@
 (a ladder of Boolean queries, strict to relaxed, with date limits)."""
 
 from ._language import LANGUAGE_NAMES, DetectedLanguage, detect_language, language_reply
-from ._phi import PHI_KINDS, PhiLeakError, ScrubResult, assert_no_phi, hash_text, scrub, strip_phi_from_query
+from ._phi import (
+    PHI_KINDS,
+    PhiLeakError,
+    ScrubResult,
+    assert_no_phi,
+    hash_text,
+    scrub,
+    scrub_any_case,
+    strip_phi_from_query,
+)
 from ._plan import MAX_LADDER, MIN_LADDER, Concept, DateLimits, Intent, Pico, QueryPlan
 from ._rewrite import DeterministicRewriter, spell_correct
 from ._scope import SCOPE_MESSAGES, Scope, ScopeReason, assess_scope, looks_like_injection
@@ -35,6 +44,7 @@ __all__ = [
     "language_reply",
     "looks_like_injection",
     "scrub",
+    "scrub_any_case",
     "spell_correct",
     "strip_phi_from_query",
 ]

@@ -26,7 +26,7 @@ import functools
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from core import CometaError
@@ -41,6 +41,7 @@ __all__ = [
     "assert_no_phi",
     "hash_text",
     "scrub",
+    "scrub_any_case",
     "strip_phi_from_query",
 ]
 
@@ -611,6 +612,37 @@ def scrub(text: str) -> ScrubResult:
         spans=tuple(PhiSpan(kind, s, e) for kind, s, e in spans),
         _values=values,
     )
+
+
+def scrub_any_case(text: str, everyday: Collection[str] = frozenset()) -> ScrubResult:
+    """The names :func:`scrub`'s name cues would find in ``text`` had every word been written with a capital
+    ("my wife zofia kowalczyk", "thanks, zofia garcia", "zofia wisniewska here"), as a result to check
+    queries with (:meth:`ScrubResult.leaks`, :func:`assert_no_phi`), never text to show: its ``text`` is
+    ``text`` unchanged. A name that would start with an ``everyday`` word (lower-case words) is none: "my
+    doctor suggests risedronate" names no doctor "Suggests Risedronate". Places are left out: after "from"
+    or "to" any capitalised unknown word is a place candidate, and a drug's name is one too ("switched from
+    salmeterol")."""
+    # ASCII only, so offsets stay those of ``text`` ("ß".upper() is two letters); the cues' own lower-case
+    # words ("named", "here", "name is") stay as they are, or the cues would no longer match.
+    found = scrub(re.sub(r"\b[a-z][a-z'’]*", _capitalise, text))
+    names = [(i, value.lower().split()) for i, (kind, value) in enumerate(found._values) if kind == "NAME"]
+    # A name the cue found is removed wherever it occurs: so is a false one, everywhere.
+    false = {w for _, value in names if value[0] in everyday for w in value}
+    keep = [i for i, value in names if value[0] not in everyday and not false.intersection(value)]
+    return ScrubResult(
+        text=text,
+        spans=tuple(found.spans[i] for i in keep),
+        _values=tuple(found._values[i] for i in keep),
+    )
+
+
+def _capitalise(m: re.Match[str]) -> str:
+    w = m.group(0)
+    return w if w in _CUE_WORDS else w[0].upper() + w[1:]
+
+
+# Words the name cues expect in lower case (``_NAME_CUES``).
+_CUE_WORDS = frozenset("named called here name is am this it's it’s i'm i’m full first last".split())
 
 
 # --- query gate ------------------------------------------------------------------------------------------

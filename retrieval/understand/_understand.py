@@ -54,6 +54,9 @@ class Understanding:
     latency_s: float = 0.0
     # The scope check (before retrieval and before any LLM call): out of scope -> no rewriter LLM call.
     scope: Scope = field(default_factory=lambda: Scope(True))
+    # What the scrubber found in the question: every query built later from the question (the gate's word
+    # and phrase counts) passes the same PHI check as the ladder with it. Its repr shows no values.
+    phi: ScrubResult = field(default_factory=lambda: ScrubResult(""), repr=False, compare=False)
 
     @property
     def language(self) -> str:
@@ -225,6 +228,7 @@ class QueryUnderstander:
             padded=padded,
             phi_counts=found.counts(),
             scope=scope,
+            phi=found,
             **info,  # type: ignore[arg-type]
         )
 
@@ -252,5 +256,6 @@ class QueryUnderstander:
             dropped=dropped,
             phi_counts=found.counts(),
             scope=scope or Scope(True),
+            phi=found,
             **info,  # type: ignore[arg-type]
         )

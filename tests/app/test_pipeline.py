@@ -199,3 +199,88 @@ async def test_a_phrase_whose_words_never_meet_in_the_literature_is_counted(pipe
     queries.clear()
     outcome = await pipeline.search(NARRATIVE)
     assert outcome.absent_phrases == 0 and not [q for q in queries if "*" in q]
+
+
+# Synthetic PHI the scrubber misses as written (lower case, no capital, some without a cue), and the
+# name, street and town words that must never reach NCBI.
+PHI_NARRATIVES = (
+    "zofia wisniewska here, does tongue splitting help breast cancer",
+    "does tongue splitting help breast cancer? thanks, zofia garcia",
+    "my husband john kowalski has angina, does tongue splitting help his breast cancer?",
+    "my husband mary brown has breast cancer: does tongue splitting help?",
+    "we live at 12 oak street springfield and mary jones asks: does tongue splitting help breast cancer?",
+)
+PHI_WORDS = "john kowalski mary brown oak springfield jones zofia wisniewska garcia".split()
+
+
+async def test_no_outbound_esearch_term_carries_a_name_street_or_town(pipeline: Pipeline) -> None:
+    import re
+
+    queries: list[str] = []
+    esearch = pipeline.client.esearch
+
+    async def spy(term: str, **kwargs: object) -> object:
+        queries.append(term)
+        return await esearch(term, **kwargs)  # type: ignore[arg-type]
+
+    pipeline.client.esearch = spy  # type: ignore[method-assign]
+    for question in PHI_NARRATIVES:
+        queries.clear()
+        outcome = await pipeline.search(question)
+        # Not one query, ladder or count, carries the narrative's PHI ...
+        leaked = [q for q in queries for w in PHI_WORDS if re.search(rf"\b{w}\b", q, re.I)]
+        assert not leaked, (question, leaked)
+        # ... and the gate's counts still run for the clinical words (the phrase the literature lacks).
+        assert outcome.absent_phrases == 1 and '"tongue splitting*"[tiab]' in queries, (question, queries)
+
+
+def test_a_count_query_passes_the_ladders_phi_check_in_any_casing() -> None:
+    from app.gate import common_english
+    from app.pipeline import _may_leave
+    from retrieval.understand import scrub, scrub_any_case
+
+    question = "my wife zofia kowalczyk has angina; my doctor suggests tongue splitting or quintaflozamide"
+    found = scrub(question)
+    checked = (found, scrub_any_case(question, common_english()))
+    # As written the scrubber finds no name: the cue finds it once the words are capitalised.
+    assert _may_leave('"kowalczyk"[tiab]', (found,))
+    assert not _may_leave('"kowalczyk"[tiab]', checked)
+    assert not _may_leave('"zofia"[tiab]', checked)
+    # A name starts with no everyday word: the doctor "suggests", no doctor is named "Suggests Tongue".
+    assert _may_leave('"tongue splitting*"[tiab]', checked)
+    assert _may_leave('"quintaflozamide"[tiab]', checked)
+
+
+async def test_phrases_are_counted_on_the_documents_the_gate_will_see(pipeline: Pipeline) -> None:
+    import threading
+
+    import app.pipeline as module
+    from app.gate import assess_evidence
+    from retrieval.embed import DenseHit
+
+    outcome = await pipeline.search("Does tongue splitting help breast cancer?")
+    docs = outcome.evidence.docs
+    assert len(docs) > 6
+    threshold = pipeline.settings.gate.absent_phrase_max_dense
+    # The gate weighs the first five documents, all loosely related; a close one sits further down.
+    dense = [DenseHit(docs[0].pmid, threshold - 0.1, 1), DenseHit(docs[6].pmid, threshold + 0.2, 2)]
+    threads: list[str] = []
+    unseen = module._unseen
+
+    def spy(*args: object) -> object:
+        threads.append(threading.current_thread().name)
+        return unseen(*args)  # type: ignore[arg-type]
+
+    module._unseen = spy  # type: ignore[assignment]
+    try:
+        shown = await pipeline._absent(outcome.understanding, outcome.evidence, dense, None, 5)
+        everything = await pipeline._absent(outcome.understanding, outcome.evidence, dense, None, None)
+    finally:
+        module._unseen = unseen
+    assert shown == (outcome.absent_terms, 1)  # counted: it decides the verdict on those five documents
+    assert everything == (outcome.absent_terms, 0)  # a close document among those weighed: not needed
+    # Full texts are read off the event loop.
+    assert threads and threading.main_thread().name not in threads
+    outcome.dense, outcome.absent_phrases = dense, shown[1]
+    verdict = assess_evidence(pipeline.gate_signals(outcome, docs[:5]), pipeline.settings.gate)
+    assert verdict.abstain and any("phrase(s)" in r for r in verdict.reasons)

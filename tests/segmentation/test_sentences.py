@@ -133,3 +133,20 @@ def test_a_section_label_opening_a_sentence_mid_line_is_cut_and_starts_the_secti
         ("conclusions", "CT-PFNECII improved survival."),
         ("conclusions", "It was safe."),
     ]
+
+
+def test_an_upper_case_abbreviation_before_a_colon_mid_line_is_part_of_the_finding() -> None:
+    from segmentation import labelled_sentences
+
+    flat = "Mortality fell. HR: 0.82 (95% CI 0.7-0.9) for death. BMI: 31 in both arms. METHODS: We pooled."
+    assert labelled_sentences(flat, "results") == [
+        ("results", "Mortality fell."),
+        ("results", "HR: 0.82 (95% CI 0.7-0.9) for death."),
+        ("results", "BMI: 31 in both arms."),
+        ("methods", "We pooled."),
+    ]
+    # At the start of a line an upper-case word is still a structured-abstract label.
+    assert labelled_sentences("RESULTS: HR 0.82.\nSUBJECTS: 40 adults.") == [
+        ("results", "HR 0.82."),
+        ("subjects", "40 adults."),
+    ]

@@ -268,3 +268,33 @@ def test_redact_free_text_with_the_narratives_values() -> None:
         "Linda Parker asks about prostate cancer; call 555 201 7788. Parker's wife is worried."
     )
     assert out == "[NAME] asks about prostate cancer; call [PHONE]. [NAME] wife is worried."
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("my husband john kowalski has angina", ["john", "kowalski"]),
+        ("zofia wisniewska here, is chemo safe?", ["zofia", "wisniewska"]),
+        ("is chemo safe? thanks, zofia garcia", ["zofia", "garcia"]),
+        ("my name is zofia nowak, is chemo safe?", ["zofia", "nowak"]),
+    ],
+)
+def test_scrub_any_case_finds_lower_case_names_after_a_cue(text: str, names: list[str]) -> None:
+    from retrieval.understand import scrub_any_case
+
+    assert not scrub(text).found  # as written, the cues need capitals
+    found = scrub_any_case(text)
+    for name in names:
+        assert found.leaks(f'"{name}"[tiab]'), name
+    assert not found.leaks('"chemo"[tiab]') and not found.leaks('"angina"[tiab]')
+    # Names only: after "from" or "to" a drug's name is as capitalisable as a town's.
+    assert not scrub_any_case("switched from salmeterol to tiotropium").found
+
+
+def test_scrub_any_case_takes_no_everyday_word_for_a_name() -> None:
+    from retrieval.understand import scrub_any_case
+
+    text = "my doctor suggests risedronate 5 mg, risedronate 15 mg; thanks, zofia garcia"
+    found = scrub_any_case(text, frozenset({"suggests", "garcia"}))
+    assert not found.leaks('"risedronate"[tiab]')  # no doctor named "Suggests Risedronate", anywhere
+    assert found.leaks('"zofia"[tiab]') and found.leaks('"garcia"[tiab]')  # a surname may be everyday

@@ -333,3 +333,12 @@ def test_a_concept_is_recognised_by_mesh_or_a_pico_role() -> None:
     assert Concept(text="tamoxifen", mesh="Tamoxifen").recognised
     assert Concept(text="hot flashes", role="outcome").recognised
     assert not Concept(text="really").recognised  # a plain fallback word: no MeSH, role "other"
+
+
+def test_relaxed_or_sends_no_raw_question_word_without_a_concept() -> None:
+    from retrieval.search._adapte import relaxed_or
+
+    # A plan without concepts: its words are unknown ones, names the scrubber missed among them.
+    p = QueryPlan(corrected_question="zofia wisniewska here, [NAME] asks about zelvoraprine", ladder=["x"])
+    assert relaxed_or(p) is None
+    assert relaxed_or(plan(["x"], [Concept(text="angina")])) == '"angina"[tiab]'
