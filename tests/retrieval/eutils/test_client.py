@@ -400,7 +400,7 @@ def fake_time_client(
     base: dict[str, object] = {"requests_per_second": 1000.0, "retry_budget_s": 30.0, "backoff_base_s": 1.0}
     base.update(overrides)
     return EutilsClient(
-        EutilsSettings(**base),  # type: ignore[arg-type]
+        EutilsSettings(**base),
         transport=httpx.MockTransport(handler),
         rng=random.Random(0),
         sleep=fake_sleep,
