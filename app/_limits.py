@@ -18,13 +18,12 @@ import hashlib
 import logging
 import time
 import uuid
-from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from prometheus_client import Counter
 
-from core import CometaError
+from core import CometaError, SlidingWindow
 from retrieval.eutils import LoopBoundRedis
 
 if TYPE_CHECKING:
@@ -100,7 +99,7 @@ class SlidingWindowLimiter:
         self.limit = limit
         self.window_s = window_s
         self._clock = clock
-        self._hits: dict[str, deque[float]] = {}
+        self._hits: dict[str, SlidingWindow] = {}
 
     async def check(self, key: str) -> float | None:
         return self.check_now(key)
@@ -110,14 +109,14 @@ class SlidingWindowLimiter:
         if self.limit <= 0:
             return None
         now = self._clock()
-        hits = self._hits.setdefault(key, deque())
-        while hits and hits[0] <= now - self.window_s:
-            hits.popleft()
-        if len(hits) >= self.limit:
-            return max(hits[0] + self.window_s - now, _MIN_RETRY_S)
-        hits.append(now)
+        hits = self._hits.setdefault(key, SlidingWindow(self.limit, self.window_s, self._clock))
+        hits.limit, hits.window_s = self.limit, self.window_s  # settings may change between checks
+        wait = hits.wait(now)
+        if wait > 0:
+            return max(wait, _MIN_RETRY_S)
+        hits.add(now)
         if len(self._hits) > 10_000:  # keep memory bounded under many distinct clients
-            self._hits = {k: v for k, v in self._hits.items() if v and v[-1] > now - self.window_s}
+            self._hits = {k: v for k, v in self._hits.items() if v.active(now)}
         return None
 
     async def aclose(self) -> None:

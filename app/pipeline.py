@@ -27,6 +27,7 @@ from retrieval.embed import (
     BiEncoderReranker,
     DenseHit,
     DenseRetriever,
+    EncodeFailed,
     load_encoder,
     load_reranker,
     open_retriever,
@@ -623,10 +624,17 @@ class Pipeline:
         passages = await self.passage_retriever()
         if passages is not None and evidence.docs:
             t3 = time.perf_counter()
-            context = await passages.retrieve(plan.corrected_question, evidence.docs)
+            try:
+                context = await passages.retrieve(plan.corrected_question, evidence.docs)
+            except EncodeFailed as exc:
+                # Like an unavailable dense arm: the answer goes on without passages, and says so.
+                cause = type(exc.__cause__).__name__ if exc.__cause__ is not None else "EncodeFailed"
+                log.warning("passage encoding failed (%s); no passages for this request", cause)
+                warnings.append(f"passage retrieval unavailable (encoder failed: {cause}); no passages")
+            else:
+                if context.rerank_note:
+                    warnings.append(context.rerank_note)
             timings["passages"] = (time.perf_counter() - t3) * 1000
-            if context.rerank_note:
-                warnings.append(context.rerank_note)
         outcome = SearchOutcome(understanding, boolean, dense, fused, evidence, context, warnings, timings)
         outcome.absent_terms, outcome.absent_phrases = await self._absent(
             understanding, evidence, dense, api_key, gate_documents

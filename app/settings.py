@@ -232,6 +232,13 @@ class ApiSettings(BaseModel):
         "too few in flight leave the rate budget idle: 6 at 10 req/s (with a key), 4 (the CPU bound "
         "admission_max_in_flight) at 3 req/s; 0 = admission_max_in_flight alone.",
     )
+    admission_rate_raise_max: float = Field(
+        default=4.0,
+        ge=1,
+        le=100,
+        description="The NCBI-rate raise above (admission_in_flight_per_rate_s) admits at most this many "
+        "times admission_max_in_flight at once: a large requests_per_second must not remove the CPU bound.",
+    )
 
 
 class SourcesSettings(BaseModel):

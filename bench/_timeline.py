@@ -74,6 +74,9 @@ class Timeline:
                 finally:
                     timeline.record("limiter", start)
 
+            async def pause(self, api_key: str | None, rate: float, burst: int, seconds: float) -> None:
+                await inner.pause(api_key, rate, burst, seconds)
+
             async def aclose(self) -> None:
                 await inner.aclose()
 

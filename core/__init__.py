@@ -1,8 +1,9 @@
 """The leaf package: what every stage shares and nothing else.
 
 The root of the one error tree (:class:`CometaError`), the protocols the stages type against
-(:class:`Encoder`, :class:`Reranker`, :class:`TokenCounter`), the one byte-bounded LRU (:class:`SizedLRU`) and
-the one text normalisation (:func:`words`, :data:`STOPWORDS`, :func:`light_stem`).
+(:class:`Encoder`, :class:`Reranker`, :class:`TokenCounter`), the one byte-bounded LRU (:class:`SizedLRU`),
+the one sliding-window counter (:class:`SlidingWindow`) and the one text normalisation (:func:`words`,
+:data:`STOPWORDS`, :func:`light_stem`).
 It imports no other CoMeta package; every other package may import it.
 """
 
@@ -10,6 +11,7 @@ from ._cache import SizedLRU, approx_size
 from ._errors import CometaError
 from ._protocols import Encoder, FloatArray, OnProgress, Reranker, RerankerKind, TokenCounter
 from ._text import STOPWORDS, content_words, fold_accents, light_stem, words
+from ._window import SlidingWindow
 
 __all__ = [
     "STOPWORDS",
@@ -20,6 +22,7 @@ __all__ = [
     "Reranker",
     "RerankerKind",
     "SizedLRU",
+    "SlidingWindow",
     "TokenCounter",
     "approx_size",
     "content_words",

@@ -13,7 +13,7 @@ Each stage adds its branch in its own package::
     │                               ``limiter_on_error=error`` (retrieval.eutils)
     ├── CacheStoreError             the configured E-utilities cache store cannot be opened (retrieval.eutils)
     ├── QuerySyntaxError            a PubMed query our parser refuses; also a ValueError (retrieval.query)
-    ├── EncoderUnavailable, RerankerUnavailable, IndexMismatchError, ...   (retrieval.embed)
+    ├── EncoderUnavailable, EncodeFailed, RerankerUnavailable, IndexMismatchError, ...  (retrieval.embed)
     ├── LLMError                    (llm)            PromptError (prompts)
     └── AccessError, UnknownSource, RateLimiterUnavailable, ...            (app)
 """

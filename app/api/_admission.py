@@ -32,7 +32,8 @@ _GUARDED = frozenset({"/ask", "/ask/stream"})
 
 def admission_slots(settings: Settings) -> int:
     """Questions answered at once: ``api.admission_max_in_flight`` (the CPU bound), raised with live
-    E-utilities to ``ceil(NCBI rate x api.admission_in_flight_per_rate_s)``.
+    E-utilities to ``ceil(NCBI rate x api.admission_in_flight_per_rate_s)``, at most
+    ``api.admission_rate_raise_max`` times the CPU bound.
 
     A question makes ~3 E-utilities calls one after the other, each ~0.3 s of NCBI latency in which it uses no
     CPU; to keep NCBI's rate busy, rate x latency calls must be in flight (Little's law), and a question has
@@ -44,7 +45,10 @@ def admission_slots(settings: Settings) -> int:
     eutils = settings.eutils
     key = eutils.api_key.get_secret_value() if eutils.api_key else None
     rate = effective_rate(key, eutils.requests_per_second, 1.0)
-    return max(api.admission_max_in_flight, math.ceil(rate * api.admission_in_flight_per_rate_s))
+    raised = math.ceil(rate * api.admission_in_flight_per_rate_s)
+    # Capped: CPU work per question does not shrink with a larger configured rate.
+    cap = math.floor(api.admission_max_in_flight * api.admission_rate_raise_max)
+    return max(api.admission_max_in_flight, min(raised, cap))
 
 
 class Admission:

@@ -2,7 +2,7 @@
 (cross-encoder or bi-encoder), FAISS / Qdrant indexes, index builders, the dense retriever and the
 micro-batcher that coalesces concurrent document encodes."""
 
-from ._batch import BatchStats, EncodeBatcher
+from ._batch import BatchStats, EncodeBatcher, EncodeFailed
 from ._config import DenseSettings
 from ._dense import (
     BuildProgress,
@@ -55,6 +55,7 @@ __all__ = [
     "DenseRetriever",
     "DenseSettings",
     "EncodeBatcher",
+    "EncodeFailed",
     "EncoderUnavailable",
     "FaissIndex",
     "IndexCorrupt",

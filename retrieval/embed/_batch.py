@@ -5,8 +5,13 @@ threads at once under load. One model call over their union costs less than sepa
 same cores (or the same GPU): fewer Python/tokenizer round trips and larger matrix products.
 :class:`EncodeBatcher` coalesces them without a thread of its own: the first caller to find no batch being
 collected becomes the collector, waits at most ``window_s`` (less once ``max_texts`` are waiting), takes the
-waiting calls in arrival order, encodes them in one call and hands every caller its own rows; an exception
-reaches every caller of that batch. The others block on a condition meanwhile.
+waiting calls in arrival order, encodes them in one call and hands every caller its own rows.
+The others block on a condition meanwhile.
+
+Failures stay with their request: when a batch of several requests fails, each is encoded again alone, so
+one request's bad text does not fail the others. Every failing caller gets its own
+:class:`EncodeFailed` (``from`` the encoder's exception), and every caller is released whatever the encoder
+did (raised, returned None, returned the wrong number of rows).
 """
 
 from __future__ import annotations
@@ -18,9 +23,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from core import Encoder, FloatArray, OnProgress
+from core import CometaError, Encoder, FloatArray, OnProgress
 
-__all__ = ["BatchStats", "EncodeBatcher"]
+__all__ = ["BatchStats", "EncodeBatcher", "EncodeFailed"]
+
+
+class EncodeFailed(CometaError):
+    """Encoding documents failed: the encoder raised or returned no valid rows (the cause is chained)."""
 
 
 @dataclass
@@ -43,10 +52,32 @@ class _Request:
     error: BaseException | None = None
 
     def result(self) -> FloatArray:
-        if self.error is not None:
-            raise self.error
-        assert self.rows is not None
+        if self.error is not None or self.rows is None:
+            # A fresh exception per caller: one exception object raised in several threads would share (and
+            # keep growing) one traceback.
+            exc = _failed(self.error)
+            raise exc from exc.__cause__
         return self.rows
+
+
+def _failed(cause: BaseException | None) -> EncodeFailed:
+    if isinstance(cause, EncodeFailed):
+        exc = EncodeFailed(str(cause))
+        exc.__cause__ = cause.__cause__ or cause
+        return exc
+    what = f"{type(cause).__name__}: {cause}" if cause is not None else "no result"
+    exc = EncodeFailed(f"document encoding failed ({what})")
+    exc.__cause__ = cause  # raised `from` it by the caller
+    return exc
+
+
+def _encode(encoder: Encoder, docs: list[tuple[str, str]], batch_size: int) -> FloatArray:
+    """The encoder's rows for ``docs``, checked: one row per text, or :class:`EncodeFailed`."""
+    rows = encoder.encode_documents(docs, batch_size=batch_size)
+    if not isinstance(rows, np.ndarray) or rows.ndim != 2 or len(rows) != len(docs):
+        got = f"shape {rows.shape}" if isinstance(rows, np.ndarray) else type(rows).__name__
+        raise EncodeFailed(f"the encoder returned {got} for {len(docs)} texts; expected one row per text")
+    return rows
 
 
 @dataclass
@@ -78,7 +109,10 @@ class EncodeBatcher:
                 self.stats.model_calls += 1
                 self.stats.texts += len(docs)
                 self.stats.largest = max(self.stats.largest, len(docs))
-            return self.encoder.encode_documents(docs, batch_size=batch_size, on_progress=on_progress)
+            try:
+                return self.encoder.encode_documents(docs, batch_size=batch_size, on_progress=on_progress)
+            except Exception as exc:
+                raise _failed(exc) from exc
         request = _Request(list(docs), batch_size)
         with self._cond:
             self.stats.calls += 1
@@ -123,21 +157,36 @@ class EncodeBatcher:
 
     def _run(self, batch: list[_Request]) -> None:
         texts = [d for r in batch for d in r.docs]
+        model_calls = 1
         try:
-            rows = self.encoder.encode_documents(texts, batch_size=max(r.batch_size for r in batch))
-        except BaseException as exc:  # every caller of this batch gets the failure, none hangs
+            try:
+                rows = _encode(self.encoder, texts, max(r.batch_size for r in batch))
+            except Exception as exc:
+                if len(batch) == 1:
+                    batch[0].error = exc
+                else:
+                    # Which request's text made it fail is unknown: each alone, so only the faulty one fails.
+                    for request in batch:
+                        model_calls += 1
+                        try:
+                            request.rows = _encode(self.encoder, request.docs, request.batch_size)
+                        except Exception as alone:
+                            request.error = alone
+            else:
+                start = 0
+                for request in batch:
+                    request.rows = rows[start : start + len(request.docs)]
+                    start += len(request.docs)
+        except BaseException as exc:  # KeyboardInterrupt and the like: no retry, but nobody is left waiting
             for request in batch:
-                request.error = exc
-        else:
-            rows = np.asarray(rows)
-            start = 0
-            for request in batch:
-                request.rows = rows[start : start + len(request.docs)]
-                start += len(request.docs)
-        with self._cond:
-            self.stats.model_calls += 1
-            self.stats.texts += len(texts)
-            self.stats.largest = max(self.stats.largest, len(texts))
-            for request in batch:
-                request.done = True
-            self._cond.notify_all()
+                if request.rows is None and request.error is None:
+                    request.error = exc
+            raise
+        finally:
+            with self._cond:
+                self.stats.model_calls += model_calls
+                self.stats.texts += len(texts)
+                self.stats.largest = max(self.stats.largest, len(texts))
+                for request in batch:
+                    request.done = True  # always: a waiter must never block on a batch that is over
+                self._cond.notify_all()

@@ -11,6 +11,7 @@ from ._ratelimit import (
     WindowLimiter,
     burst_for,
     effective_rate,
+    window_rate,
 )
 from ._store import (
     CacheStore,
@@ -49,4 +50,5 @@ __all__ = [
     "open_limiter",
     "open_store",
     "track_degradation",
+    "window_rate",
 ]

@@ -58,7 +58,7 @@ from retrieval.ncbi import (
 
 from ._config import EutilsSettings
 from ._metrics import EUTILS_CACHE, EUTILS_LATENCY, EUTILS_REQUESTS, EUTILS_RETRIES
-from ._ratelimit import LocalLimiter, RateLimiter, RedisLimiter, burst_for, effective_rate
+from ._ratelimit import LocalLimiter, RateLimiter, RedisLimiter, burst_for, effective_rate, window_rate
 from ._store import CacheEntry, CacheStore, hash_part, open_store
 
 __all__ = [
@@ -588,8 +588,12 @@ class EutilsClient:
         identity, key = self._identity(api_key)
         all_params = params + identity
         url = f"{self.base_url}{endpoint}.fcgi"
-        rate = effective_rate(key, self.settings.requests_per_second, self.settings.rate_safety)
-        burst = burst_for(key, self.settings.requests_per_second) if self.settings.limiter_burst else 1
+        safety = self.settings.rate_safety
+        rate = effective_rate(key, self.settings.requests_per_second, safety)
+        burst = 1
+        if self.settings.limiter_burst:
+            burst = burst_for(key, self.settings.requests_per_second)
+            rate = window_rate(burst, rate, safety)  # a window of at least 1 / safety s, even at 2.5 req/s
         deadline = self._clock() + self.settings.retry_budget_s
         attempt = 0
         while True:
@@ -689,20 +693,22 @@ class EutilsClient:
                         EUTILS_REQUESTS.labels(endpoint, "ok").inc()
                         return parsed
             EUTILS_REQUESTS.labels(endpoint, reason).inc()
+            pause: float | None = None
+            if retry_after is not None:
+                # The server's own word on when to come back, rather than our guess: it concerns the key,
+                # not this call, so the limiter holds every call of the key until then (capped at
+                # retry_after_max_s), even when this call gives up; a retry then waits its turn there.
+                pause = min(retry_after, self.settings.retry_after_max_s)
+                await self.limiter.pause(key, rate, burst, pause)
             if attempt >= self.settings.max_attempts:
                 raise error
-            # The server's own word on when to come back, when it gives one, rather than our guess (both
-            # capped by backoff_max_s); the limiter is acquired again after it either way.
-            delay = (
-                min(retry_after, self.settings.backoff_max_s)
-                if retry_after is not None
-                else self._backoff(attempt)
-            )
+            delay = self._backoff(attempt) if pause is None else pause
             if self._clock() + delay >= deadline:
                 raise error
             EUTILS_RETRIES.labels(endpoint, reason).inc()
             self.stats.retries[reason] += 1
-            await self._sleep(delay)
+            if pause is None:
+                await self._sleep(delay)  # with a pause the limiter does the waiting, for every call
 
 
 def _retry_after_s(value: str | None) -> float | None:

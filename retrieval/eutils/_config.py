@@ -86,9 +86,10 @@ class EutilsSettings(BaseModel):
         gt=0,
         le=1,
         description=(
-            "Margin under NCBI's rate: the limiter sends at rate x this (its window is 1 / this seconds "
-            "long, 1.053 s at 0.95), since network jitter can bunch requests that left spaced, and NCBI "
-            "counts per second."
+            "Margin under NCBI's rate: the limiter sends at rate x this, and its window (at most NCBI's 3 "
+            "or 10, or a configured rate's whole part, per window) is at least 1 / this seconds long "
+            "(1.053 s at 0.95), since network jitter can bunch requests that left spaced, and NCBI counts "
+            "per second; with a fractional requests_per_second (2.5) the window holds its whole part (2)."
         ),
     )
     timeout_s: float = Field(
@@ -107,6 +108,14 @@ class EutilsSettings(BaseModel):
         description="Retry delay cap after the first failure; it doubles per attempt (jittered).",
     )
     backoff_max_s: float = Field(default=8.0, ge=0, description="Largest retry delay cap.")
+    retry_after_max_s: float = Field(
+        default=10.0,
+        ge=0,
+        description=(
+            "A Retry-After on a 429/503 pauses every call of that key until then, capped at this many "
+            "seconds (a longer Retry-After waits this long only; the call still ends within retry_budget_s)."
+        ),
+    )
     cache: CacheSettings = Field(default_factory=CacheSettings, description="The response cache.")
     limiter: Literal["local", "redis"] = Field(
         default="local",

@@ -2,11 +2,15 @@
 
 NCBI counts requests per key (or per IP without one), so every client object in the process must draw
 from the same limiter for the same key. The per-process limiter is a sliding window, counted as NCBI counts:
-at most ``burst`` requests (NCBI's 3 or 10) in any ``burst / rate`` seconds, ``rate`` being NCBI's rate times
-the client's safety margin, so the window is a little longer than NCBI's second. Unlike strict spacing
-(``burst=1``: one request every ``1 / rate`` s), a slot nobody used in the last window is still there when
-several calls become ready at once (a batch of questions getting their ESearch answers back), so the budget
-is not left idle while calls wait in line; and the window can never hold more requests than NCBI's.
+at most ``burst`` requests (NCBI's 3 or 10; a configured rate's whole part) in any ``window_s`` seconds,
+``window_s = max(burst / rate, 1 / safety)`` (:func:`window_rate`), ``rate`` being the configured (or NCBI's)
+rate times the client's safety margin. The window is therefore never shorter than ``1 / safety`` seconds,
+a little longer than NCBI's second, so any one second holds at most ``burst`` requests: never more than
+NCBI accepts, nor more than a fractional configured rate (2.5/s gives 2 in any 1.11 s, not 2 per 0.84 s).
+Unlike strict spacing (``burst=1``: one request every ``1 / rate`` s), a slot nobody used in the last window
+is still there when several calls become ready at once (a batch of questions getting their ESearch answers
+back), so the budget is not left idle while calls wait in line. A ``Retry-After`` from NCBI pauses the whole
+key (:meth:`WindowLimiter.pause`), not only the call that received it.
 
 Several replicas sharing one key need one limiter between them: :class:`RedisLimiter` keeps the next free
 slot per key hash in Redis, and an atomic Lua script hands each caller the next slot (one interval after the
@@ -25,12 +29,12 @@ import math
 import threading
 import time
 import weakref
-from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Literal, Protocol
 
 from prometheus_client import Counter
 
+from core import SizedLRU, SlidingWindow
 from retrieval.ncbi import EutilsError
 
 from ._store import LoopBoundRedis
@@ -47,6 +51,7 @@ __all__ = [
     "effective_rate",
     "key_id",
     "limiter_for",
+    "window_rate",
 ]
 
 log = logging.getLogger("cometa.eutils.ratelimit")
@@ -62,9 +67,12 @@ LIMITER_FALLBACKS = Counter(
 )
 
 # Limiters are bound to an event loop; keep one table per loop so tests with fresh loops stay correct.
-_TABLES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, float, int], WindowLimiter]] = (
-    weakref.WeakKeyDictionary()
-)
+# Each table is an LRU of at most _MAX_LIMITERS keys: per-request NCBI keys (``ncbi_api_key``) must not grow
+# it without bound. A key evicted was the least recently used of them all, so it has no call in flight.
+_MAX_LIMITERS = 1024
+_TABLES: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, SizedLRU[tuple[str, float, int], WindowLimiter]
+] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 # KEYS[1]: the key's slot; ARGV[1]: spacing in microseconds. Returns the caller's wait in microseconds.
@@ -78,6 +86,18 @@ if slot < now then slot = now end
 local nxt = slot + interval
 redis.call('SET', KEYS[1], string.format('%.0f', nxt), 'PX', math.floor((nxt - now) / 1000) + 1000)
 return slot - now
+"""
+
+# KEYS[1]: the key's slot; ARGV[1]: pause in microseconds. No slot before now + pause (a Retry-After).
+_PAUSE_KEY = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local till = now + tonumber(ARGV[1])
+local slot = tonumber(redis.call('GET', KEYS[1]) or '0')
+if slot < till then
+  redis.call('SET', KEYS[1], string.format('%.0f', till), 'PX', math.floor((till - now) / 1000) + 1000)
+end
+return 0
 """
 
 
@@ -98,17 +118,31 @@ def key_id(api_key: str | None) -> str:
 
 def burst_for(api_key: str | None, configured: float | None) -> int:
     """Requests NCBI accepts in one second for this key (3 without, 10 with one; a configured rate's whole
-    part): the most a sliding window of ``burst / rate`` seconds may hold."""
+    part): the most one window (:func:`window_rate`) may hold."""
     base = configured if configured is not None else (NCBI_RATE_WITH_KEY if api_key else NCBI_RATE_NO_KEY)
     return max(1, math.floor(base))
+
+
+def window_rate(burst: int, rate: float, safety: float) -> float:
+    """The rate to give a window of ``burst``: its window ``burst / rate`` is at least ``1 / safety`` s.
+
+    ``rate`` is already the configured rate times ``safety``. For NCBI's 3 or 10 the window is exactly
+    ``1 / safety``; for a fractional configured rate (2.5 -> burst 2) ``burst / rate`` alone would be
+    shorter than a second (0.84 s at safety 0.95: four sends within one second), so the window is
+    stretched to ``1 / safety`` and any one second holds at most ``burst`` sends, within the configured
+    rate and NCBI's (below 2 req/s: one send per ``1 / safety`` s). For the window limiter only: strict
+    spacing (``limiter_burst=false``) keeps ``rate``.
+    """
+    return min(rate, burst * safety)
 
 
 class WindowLimiter:
     """At most ``burst`` sends in any ``burst / rate`` seconds, first come first served (one event loop).
 
-    ``burst=1`` is strict spacing. With ``rate`` = NCBI's ``burst`` per second times a safety factor below 1,
-    the window is longer than NCBI's one second, so any second NCBI looks at holds at most ``burst`` of our
-    requests, whenever they were sent, with ``1 / safety - 1`` of a second to spare for network jitter.
+    ``burst=1`` is strict spacing. With ``rate`` from :func:`window_rate` the window is at least
+    ``1 / safety`` seconds, longer than NCBI's one second, so any second NCBI looks at holds at most
+    ``burst`` of our requests, whenever they were sent, with ``1 / safety - 1`` of a second to spare for
+    network jitter. :meth:`pause` holds every send until a moment (NCBI's ``Retry-After``).
     """
 
     def __init__(
@@ -125,21 +159,24 @@ class WindowLimiter:
         self.window_s = burst / rate
         self._clock = clock
         self._sleep = sleep
-        self._sent: deque[float] = deque()
+        self._sent = SlidingWindow(burst, self.window_s, clock)
+        self._paused_until = float("-inf")
         self._turn = asyncio.Lock()  # FIFO: waiters get their slots in the order they asked
 
     def delay(self) -> float:
         """Seconds until the next send may go out (0: now)."""
         now = self._clock()
-        while self._sent and now - self._sent[0] >= self.window_s:
-            self._sent.popleft()
-        return 0.0 if len(self._sent) < self.burst else self._sent[0] + self.window_s - now
+        return max(self._sent.wait(now), self._paused_until - now, 0.0)
+
+    def pause(self, seconds: float) -> None:
+        """No send before ``seconds`` from now (later pauses extend it, earlier ones never shorten it)."""
+        self._paused_until = max(self._paused_until, self._clock() + seconds)
 
     async def acquire(self) -> None:
         async with self._turn:
             while (wait := self.delay()) > 0:
                 await self._sleep(wait)
-            self._sent.append(self._clock())
+            self._sent.add()
 
 
 def limiter_for(api_key: str | None, rate: float, burst: int = 1) -> WindowLimiter:
@@ -147,11 +184,14 @@ def limiter_for(api_key: str | None, rate: float, burst: int = 1) -> WindowLimit
     most in any ``burst / rate`` seconds."""
     loop = asyncio.get_running_loop()
     with _LOCK:
-        table = _TABLES.setdefault(loop, {})
+        table = _TABLES.get(loop)
+        if table is None:
+            table = _TABLES[loop] = SizedLRU(_MAX_LIMITERS, _MAX_LIMITERS, lambda _: 1)
         key = (key_id(api_key), rate, burst)
-        limiter = table.get(key)
+        limiter = table.get(key)  # a hit makes the key the most recently used
         if limiter is None:
-            limiter = table[key] = WindowLimiter(burst, rate)
+            limiter = WindowLimiter(burst, rate)
+            table.put(key, limiter)
         return limiter
 
 
@@ -159,6 +199,9 @@ class RateLimiter(Protocol):
     async def acquire(self, api_key: str | None, rate: float, burst: int = 1) -> None:
         """Return when one request for ``api_key`` may go out at ``rate`` requests per second, at most
         ``burst`` of them in any ``burst / rate`` seconds (a limiter may space strictly instead)."""
+
+    async def pause(self, api_key: str | None, rate: float, burst: int, seconds: float) -> None:
+        """No request for ``api_key`` before ``seconds`` from now (the server's ``Retry-After``)."""
 
     async def aclose(self) -> None: ...
 
@@ -168,6 +211,9 @@ class LocalLimiter:
 
     async def acquire(self, api_key: str | None, rate: float, burst: int = 1) -> None:
         await limiter_for(api_key, rate, burst).acquire()
+
+    async def pause(self, api_key: str | None, rate: float, burst: int, seconds: float) -> None:
+        limiter_for(api_key, rate, burst).pause(seconds)
 
     async def aclose(self) -> None:
         return None
@@ -238,6 +284,19 @@ class RedisLimiter:
         self.fallbacks += 1
         LIMITER_FALLBACKS.inc()
         await limiter_for(api_key, rate / self.fallback_replicas).acquire()
+
+    async def pause(self, api_key: str | None, rate: float, burst: int, seconds: float) -> None:
+        """Move the key's next slot to ``seconds`` from now, for every replica (the fallback too)."""
+        from redis.exceptions import RedisError
+
+        limiter_for(api_key, rate / self.fallback_replicas).pause(seconds)
+        if time.monotonic() < self._down_until:
+            return
+        try:
+            client = self.redis.client()
+            await client.eval(_PAUSE_KEY, 1, self.slot_key(api_key), max(0, round(seconds * 1_000_000)))
+        except (RedisError, OSError, TimeoutError):
+            self._down_until = time.monotonic() + _RETRY_AFTER_S  # acquire falls back (and says so)
 
     async def aclose(self) -> None:
         await self.redis.aclose()

@@ -50,6 +50,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from core import SlidingWindow
 from retrieval.query import QuerySyntaxError
 
 from ._config import LocalServerSettings
@@ -245,24 +246,25 @@ class _HistoryError(Exception):
 
 class _RateLimiter:
     def __init__(self) -> None:
-        self._accepted: dict[str, deque[float]] = {}
-        self._attempts: dict[str, deque[float]] = {}
+        self._accepted: dict[str, SlidingWindow] = {}
+        self._attempts: dict[str, SlidingWindow] = {}
 
     def hit(self, key: str, rate: float, now: float) -> tuple[bool, int, int]:
         """Register one request; returns (allowed, requests seen in the window, remaining)."""
-        # ``n`` requests per ``n / rate`` seconds: 3/s -> 3 in any 1 s; fractional rates stay exact.
+        # ``n`` requests per window of ``max(n / rate, 1)`` seconds: 3/s -> 3 in any 1 s; a fractional rate
+        # (2.5/s -> 2 in any 1 s) never lets a second hold more than it, as n / rate alone (0.8 s) would.
         n = max(1, math.floor(rate))
-        window = n / rate
-        accepted = self._accepted.setdefault(key, deque())
-        attempts = self._attempts.setdefault(key, deque())
-        for q in (accepted, attempts):
-            while q and now - q[0] >= window:
-                q.popleft()
-        attempts.append(now)
-        if len(accepted) >= n:
-            return False, len(attempts), 0
-        accepted.append(now)
-        return True, len(attempts), n - len(accepted)
+        window = max(n / rate, 1.0)
+        accepted = self._accepted.setdefault(key, SlidingWindow(n, window))
+        attempts = self._attempts.setdefault(key, SlidingWindow(n, window))
+        for w in (accepted, attempts):
+            w.limit, w.window_s = n, window
+        seen = attempts.count(now) + 1
+        attempts.add(now)
+        if accepted.wait(now) > 0:
+            return False, seen, 0
+        accepted.add(now)
+        return True, seen, n - accepted.count(now)
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -270,7 +270,8 @@ class AdaptE:
         """The union's hits in ladder order: each by the strictest tier it satisfies (checked on its record
         with our own query engine), then in ESearch's order; tiers are taken, at most ``retmax`` each, until
         ``min_hits`` are in, as the ladder would have stopped. Hits after the union (the loosest tier's)
-        follow unchanged. A hit whose record is missing keeps its place after the ranked ones.
+        follow unchanged, less those moved up, and then ``stopped_at`` stays the ESearches' own (their tier
+        ran). A hit whose record is missing keeps its place after the ranked ones.
 
         ``others``: the other arms' candidates (the dense top-k), best first, whose records were fetched with
         the union's. One that satisfies a tier joins that tier after the union's own hits (within the same
@@ -309,10 +310,24 @@ class AdaptE:
             stopped_at = result.stopped_at
         else:
             ranked.update(dict.fromkeys(p for p in head if p not in records))  # unchecked: kept, after
-        pmids = (*ranked, *(p for p in tail if p not in ranked))
-        # The union's entry accounts for the hits it kept, so walking the tiers still tags every PMID.
+        rest = [p for p in tail if p not in ranked]
+        pmids = (*ranked, *rest)
+        if rest:
+            # The loosest tier's (or the fallback's) hits still follow: the ladder did not stop early.
+            stopped_at = result.stopped_at
+        # The union's entry accounts for the hits it kept, and each later tier for its hits still after
+        # them (a joined candidate moved up from the loosest tier's hits counts once, in the union's): the
+        # tiers' new_pmids still add up to len(pmids), so walking the tiers tags every PMID.
         tiers = list(result.tiers)
         tiers[0] = dataclasses.replace(tiers[0], new_pmids=len(ranked), used=bool(ranked))
+        start = 0
+        for i, tier in enumerate(tiers[1:], start=1):
+            own = tail[start : start + tier.new_pmids]
+            start += tier.new_pmids
+            moved = sum(1 for p in own if p in ranked)
+            if moved:
+                left = tier.new_pmids - moved
+                tiers[i] = dataclasses.replace(tier, new_pmids=left, used=tier.used and left > 0)
         return dataclasses.replace(
             result,
             pmids=pmids,

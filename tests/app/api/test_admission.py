@@ -147,6 +147,11 @@ def test_admission_slots_are_sized_for_the_ncbi_rate_with_live_eutils() -> None:
     assert admission_slots(keyed) == 6  # ceil(10 req/s x 0.6 s): enough questions to keep NCBI's rate busy
     fast = keyed.model_copy(update={"eutils": keyed.eutils.model_copy(update={"requests_per_second": 20.0})})
     assert admission_slots(fast) == 12
+    # A huge configured rate does not remove the CPU bound: at most 4 x admission_max_in_flight (16).
+    huge = keyed.model_copy(update={"eutils": keyed.eutils.model_copy(update={"requests_per_second": 1e6})})
+    assert admission_slots(huge) == 16
+    tight = huge.model_copy(update={"api": huge.api.model_copy(update={"admission_rate_raise_max": 1.5})})
+    assert admission_slots(tight) == 6
     off = keyed.model_copy(
         update={"api": keyed.api.model_copy(update={"admission_in_flight_per_rate_s": 0.0})}
     )

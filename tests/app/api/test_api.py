@@ -425,3 +425,32 @@ async def test_stream_events_in_order_ending_with_done(client: httpx.AsyncClient
     evidence = dict(events)["evidence"]
     assert answer["mode"] == "extractive" and len(evidence["documents"]) == 4
     assert dict(events)["done"]["request_id"]
+
+
+class _CrashingEncoder:
+    """An encoder whose every document encode raises (a model crash on some text)."""
+
+    name, dim, query_max_length, doc_max_length = "crash", 8, 64, 256
+
+    def encode_queries(self, texts: Any, batch_size: int = 32) -> Any:
+        raise RuntimeError("model crashed")
+
+    def encode_documents(self, docs: Any, batch_size: int = 32, on_progress: Any = None) -> Any:
+        raise RuntimeError("model crashed")
+
+
+async def test_a_passage_encoder_failure_is_a_warning_not_a_500(
+    client: httpx.AsyncClient, pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from retrieval.embed import EncodeBatcher
+
+    passages = await pipeline.passage_retriever()
+    assert passages is not None
+    failing = EncodeBatcher(_CrashingEncoder(), window_s=0.001)
+    # Whatever the passage cache holds, this request must encode: the failing encoder answers.
+    monkeypatch.setattr(passages, "_passage_vectors", lambda items: failing.encode_documents([("", "x")]))
+    r = await client.post("/search", json={"question": NARRATIVE})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert any("passage retrieval unavailable" in w for w in body["warnings"]), body["warnings"]
+    assert body["pmids"] and body.get("context") is None

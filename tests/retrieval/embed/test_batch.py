@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from core import FloatArray, OnProgress
-from retrieval.embed import EncodeBatcher
+from retrieval.embed import EncodeBatcher, EncodeFailed
 
 
 class HashEncoder:
@@ -19,9 +19,11 @@ class HashEncoder:
 
     name, dim, query_max_length, doc_max_length = "hash", 8, 64, 256
 
-    def __init__(self, fail: bool = False) -> None:
+    def __init__(self, fail: bool = False, poison: str | None = None, returns: object = "rows") -> None:
         self.calls: list[list[tuple[str, str]]] = []
         self.fail = fail
+        self.poison = poison  # a call with this text among its texts raises
+        self.returns = returns  # "rows", or what to return instead (None, a wrong-length array...)
 
     def encode_queries(self, texts: Sequence[str], batch_size: int = 32) -> FloatArray:
         return self.encode_documents([("", t) for t in texts], batch_size)
@@ -30,8 +32,10 @@ class HashEncoder:
         self, docs: Sequence[tuple[str, str]], batch_size: int = 32, on_progress: OnProgress | None = None
     ) -> FloatArray:
         self.calls.append(list(docs))
-        if self.fail:
+        if self.fail or any(b == self.poison for _, b in docs):
             raise RuntimeError("model crashed")
+        if not isinstance(self.returns, str):
+            return self.returns  # type: ignore[return-value]
         rows = [
             np.frombuffer(hashlib.sha256(f"{a}|{b}".encode()).digest()[:32], dtype=np.float32)
             for a, b in docs
@@ -78,14 +82,39 @@ def test_two_threads_share_one_encoder_call_with_identical_results() -> None:
     assert batcher.stats.calls == 2 and batcher.stats.model_calls == 1 and batcher.stats.largest == 3
 
 
-def test_an_encoder_error_reaches_every_waiter() -> None:
+def test_an_encoder_error_reaches_every_waiter_each_its_own() -> None:
     batcher = EncodeBatcher(HashEncoder(fail=True), window_s=0.5)
     results = run_together(batcher, [A, B, A])
-    assert all(isinstance(r, RuntimeError) and str(r) == "model crashed" for r in results)
-    assert batcher.stats.model_calls == 1
+    assert all(isinstance(r, EncodeFailed) and isinstance(r.__cause__, RuntimeError) for r in results)
+    assert all("model crashed" in str(r) for r in results)
+    assert len({id(r) for r in results}) == 3  # a fresh exception per caller, not one shared object
+    assert batcher.stats.model_calls == 4  # the batch, then each request alone
     # The batcher is not left stuck: the next call runs (and fails the same honest way).
-    with pytest.raises(RuntimeError):
+    with pytest.raises(EncodeFailed):
         batcher.encode_documents(B)
+
+
+def test_one_bad_request_fails_alone() -> None:
+    encoder = HashEncoder(poison="poison")
+    batcher = EncodeBatcher(encoder, window_s=0.5)
+    bad = [("", "fine"), ("", "poison")]
+    a, x, b = run_together(batcher, [A, bad, B])
+    assert isinstance(x, EncodeFailed) and isinstance(x.__cause__, RuntimeError)
+    assert isinstance(a, np.ndarray) and np.array_equal(a, HashEncoder().encode_documents(A))
+    assert isinstance(b, np.ndarray) and np.array_equal(b, HashEncoder().encode_documents(B))
+
+
+@pytest.mark.parametrize("returns", [None, [[1.0, 2.0]], np.zeros((1, 8), np.float32)])
+def test_a_bad_encoder_result_fails_callers_and_hangs_none(returns: object) -> None:
+    batcher = EncodeBatcher(HashEncoder(returns=returns), window_s=0.5)
+    results = run_together(batcher, [A, B, A])  # run_together asserts that no caller hung
+    # B has one text: a one-row array is right for it alone (after the batch of 5 texts failed).
+    for job, r in zip([A, B, A], results, strict=True):
+        if isinstance(returns, np.ndarray) and len(job) == 1:
+            assert isinstance(r, np.ndarray) and r.shape == (1, 8)
+        else:
+            assert isinstance(r, EncodeFailed), r
+            assert "one row per text" in str(r)
 
 
 def test_batches_are_bounded_and_every_caller_is_served() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from urllib.parse import parse_qs
 
 import httpx
@@ -20,7 +20,7 @@ from retrieval import (
     ServerError,
     TransportError,
 )
-from retrieval.eutils import CacheSettings, EutilsClient, MemoryStore, track_degradation
+from retrieval.eutils import CacheSettings, EutilsClient, MemoryStore, WindowLimiter, track_degradation
 from tests._paths import BIOPYTHON_SAMPLES, KLORTHO_SAMPLES
 
 ESEARCH_JSON = json.dumps(
@@ -364,9 +364,54 @@ async def test_failures_are_recorded_for_the_pipeline_even_without_a_cache() -> 
     await client.aclose()
 
 
+class FakeLimiter:
+    """The per-process window limiters on the client's fake clock: waits are recorded, not slept."""
+
+    def __init__(self, clock: Callable[[], float], sleep: Callable[[float], Awaitable[None]]) -> None:
+        self.clock, self.sleep = clock, sleep
+        self.windows: dict[tuple[str | None, float, int], WindowLimiter] = {}
+
+    def window(self, api_key: str | None, rate: float, burst: int) -> WindowLimiter:
+        key = (api_key, rate, burst)
+        if key not in self.windows:
+            self.windows[key] = WindowLimiter(burst, rate, clock=self.clock, sleep=self.sleep)
+        return self.windows[key]
+
+    async def acquire(self, api_key: str | None, rate: float, burst: int = 1) -> None:
+        await self.window(api_key, rate, burst).acquire()
+
+    async def pause(self, api_key: str | None, rate: float, burst: int, seconds: float) -> None:
+        self.window(api_key, rate, burst).pause(seconds)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def fake_time_client(
+    handler: Handler, sleeps: list[float], now: list[float], **overrides: object
+) -> EutilsClient:
+    async def fake_sleep(delay: float) -> None:
+        sleeps.append(delay)
+        now[0] += delay
+
+    def clock() -> float:
+        return now[0]
+
+    base: dict[str, object] = {"requests_per_second": 1000.0, "retry_budget_s": 30.0, "backoff_base_s": 1.0}
+    base.update(overrides)
+    return EutilsClient(
+        EutilsSettings(**base),
+        transport=httpx.MockTransport(handler),
+        rng=random.Random(0),
+        sleep=fake_sleep,
+        clock=clock,
+        limiter=FakeLimiter(clock, fake_sleep),
+    )
+
+
 @pytest.mark.parametrize(
     ("header", "expected"),
-    [("0.25", 0.25), ("2", 2.0), ("600", 8.0)],  # seconds, capped by backoff_max_s (8 s)
+    [("0.25", 0.25), ("2", 2.0), ("600", 8.0)],  # seconds, capped by retry_after_max_s (8 s here)
 )
 async def test_retry_after_is_honoured_instead_of_the_backoff(header: str, expected: float) -> None:
     # The server's own word replaces our jittered guess, once, without the exponential floor on top.
@@ -377,10 +422,31 @@ async def test_retry_after_is_honoured_instead_of_the_backoff(header: str, expec
         ]
     )
     sleeps: list[float] = []
-    client = make_client(rec, sleeps, backoff_base_s=1.0, backoff_max_s=8.0, retry_budget_s=30.0)
+    client = fake_time_client(rec, sleeps, [0.0], retry_after_max_s=8.0)
     assert (await client.esearch("x")).count == 2
     assert sleeps == [pytest.approx(expected)]
     assert client.stats.retries["rate_limited"] == 1
+    await client.aclose()
+
+
+async def test_retry_after_pauses_every_call_of_the_key_not_only_the_one_that_got_it() -> None:
+    sent: list[float] = []
+    now = [0.0]
+    responses = [
+        httpx.Response(429, content=RATE_BODY, headers={"Retry-After": "5"}),
+        httpx.Response(200, content=ESEARCH_JSON),
+    ]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(now[0])
+        return responses.pop(0)
+
+    sleeps: list[float] = []
+    client = fake_time_client(handler, sleeps, now, max_attempts=1)
+    with pytest.raises(RateLimited):  # this call gives up at once (one attempt) ...
+        await client.esearch("x")
+    assert (await client.esearch("y")).count == 2  # ... and the next call of the key waits out the 5 s
+    assert sent == [0.0, pytest.approx(5.0)]
     await client.aclose()
 
 

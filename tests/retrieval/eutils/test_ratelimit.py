@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from retrieval.eutils import WindowLimiter, burst_for
+from retrieval.eutils import WindowLimiter, burst_for, effective_rate, window_rate
+from retrieval.eutils._ratelimit import limiter_for
 
 
 class FakeTime:
@@ -70,5 +71,57 @@ async def test_waiters_are_served_in_arrival_order() -> None:
 def test_burst_is_what_ncbi_accepts_in_a_second() -> None:
     assert burst_for(None, None) == 3 and burst_for("KEY", None) == 10
     assert burst_for(None, 2.5) == 2 and burst_for(None, 0.5) == 1
+    # The window of NCBI's own rates is 1 / safety s; a fractional rate's is never shorter.
+    for configured in (None, 2.5, 1.5, 0.5, 3.0, 7.9):
+        burst = burst_for(None, configured)
+        window_s = burst / window_rate(burst, effective_rate(None, configured, 0.95), 0.95)
+        assert window_s >= 1 / 0.95 - 1e-12
+    assert 3 / window_rate(3, 3 * 0.95, 0.95) == pytest.approx(1 / 0.95)
     with pytest.raises(ValueError):
         WindowLimiter(0, 1.0)
+
+
+@pytest.mark.parametrize("configured", [2.5, 1.5, 3.7, 9.99])
+async def test_a_fractional_rate_never_sends_more_than_it_or_ncbi_in_any_second(configured: float) -> None:
+    t = FakeTime()
+    safety = 0.95
+    burst = burst_for(None, configured)
+    rate = window_rate(burst, effective_rate(None, configured, safety), safety)
+    times = await sends(WindowLimiter(burst, rate, clock=t.clock, sleep=t.sleep), t, 40)
+    in_a_second = max_in(times, 1.0)
+    assert in_a_second <= min(configured, 3 if configured < 4 else 10)  # 2.5/s: 2, not the 4 it was
+    assert in_a_second == burst  # and the budget is still spent: a whole burst at once
+
+
+async def test_float_edges_never_let_one_send_too_many_through() -> None:
+    # 1.5 req/s: windows of 2/3 s, where t + window - now lands within a rounding of 0 again and again.
+    for burst in (1, 2, 3):
+        t = FakeTime()
+        limiter = WindowLimiter(burst, 1.5, clock=t.clock, sleep=t.sleep)
+        times = await sends(limiter, t, 60)
+        assert max(sum(1 for s in times if a <= s < a + limiter.window_s - 1e-9) for a in times) <= burst
+        # The limiter's own count agrees: just before each send, the window never held a full burst.
+        assert len(times) == 60
+
+
+async def test_a_pause_holds_every_send_until_it_ends() -> None:
+    t = FakeTime()
+    limiter = WindowLimiter(3, 2.85, clock=t.clock, sleep=t.sleep)
+    limiter.pause(4.0)
+    limiter.pause(1.0)  # an earlier end never shortens a pause
+    times = await sends(limiter, t, 4)
+    assert times[:3] == [pytest.approx(4.0)] * 3 and times[3] == pytest.approx(4.0 + 3 / 2.85)
+
+
+async def test_the_limiter_table_is_bounded_under_many_per_request_keys() -> None:
+    from retrieval.eutils import _ratelimit
+
+    first = limiter_for("key-0", 9.5, 10)
+    for n in range(1, _ratelimit._MAX_LIMITERS + 50):
+        limiter_for(f"key-{n}", 9.5, 10)
+        if n % 100 == 0:
+            assert limiter_for("key-0", 9.5, 10) is first  # recently used: kept
+    table = _ratelimit._TABLES[asyncio.get_running_loop()]
+    assert len(table) == _ratelimit._MAX_LIMITERS
+    assert limiter_for("key-0", 9.5, 10) is first
+    assert ("key-1", 9.5, 10) not in table  # least recently used keys went first

@@ -361,6 +361,19 @@ async def test_redis_limiter_reserves_consecutive_slots_per_key(redis_url: str) 
     await limiter.aclose()
 
 
+@needs_redis
+async def test_a_retry_after_pause_moves_the_keys_next_slot_for_every_replica(redis_url: str) -> None:
+    a = RedisLimiter(redis_url, on_error="error")
+    b = RedisLimiter(redis_url, on_error="error")  # another replica, same Redis
+    await a.pause("KEY-P", 1.0, 1, 2.0)
+    wait = await b.reserve("KEY-P", 1.0)
+    assert 1.5 < wait <= 2.0  # the other replica's next slot is after the pause
+    await a.pause("KEY-P", 1.0, 1, 0.1)  # a shorter pause never pulls the slot chain earlier
+    assert 2.5 < await b.reserve("KEY-P", 1.0) <= 3.0
+    await a.aclose()
+    await b.aclose()
+
+
 async def test_redis_limiter_down_falls_back_or_raises_as_configured() -> None:
     url = f"redis://127.0.0.1:{free_port()}/0"
     fallback = RedisLimiter(url, timeout_s=0.5, on_error="local", fallback_replicas=3)

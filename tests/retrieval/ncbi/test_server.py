@@ -677,6 +677,15 @@ def test_sliding_window() -> None:
     assert limiter.hit("other", 3, 1.06)[0] is True  # keys are independent
 
 
+def test_sliding_window_at_a_fractional_rate_holds_no_more_than_it_in_any_second() -> None:
+    limiter = _RateLimiter()
+    # 2.5/s: 2 in any one second (a 0.8 s window, 2 / 2.5, let 4 through between 0 and 0.85).
+    assert [limiter.hit("k", 2.5, t)[0] for t in (0.0, 0.0, 0.8, 0.85)] == [True, True, False, False]
+    assert limiter.hit("k", 2.5, 1.0)[0] is True
+    # Below 1/s: one request per 1 / rate seconds.
+    assert [limiter.hit("slow", 0.5, t)[0] for t in (0.0, 1.5, 2.0)] == [True, False, True]
+
+
 async def test_rate_limit_off_by_default(client: httpx.AsyncClient) -> None:
     statuses = [(await client.get("einfo.fcgi")).status_code for _ in range(10)]
     assert statuses == [200] * 10

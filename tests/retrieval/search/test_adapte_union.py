@@ -127,9 +127,12 @@ async def test_the_other_arms_candidates_join_the_tier_they_satisfy_after_the_un
     before = union.rank_locally(plan(STRICT), raw, records)
     ranked = union.rank_locally(plan(STRICT), raw, records, others)
     # Without the others, tier 1 held one hit and the ladder walked on; with them, tier 1 holds both strict
-    # hits, the union's own first, and reaches min_hits there, as the ladder's tier-1 ESearch did.
+    # hits, the union's own first, as the ladder's tier-1 ESearch did.
     assert before.pmids[0] == "19931500" and before.pmids[1] != "16414216"
-    assert ranked.pmids[:2] == ("19931500", "16414216") and ranked.stopped_at == 1
+    assert ranked.pmids[:2] == ("19931500", "16414216")
+    # The loosest tier's hits still follow, so the ESearches' own stop stands (not tier 1).
+    assert ranked.stopped_at == raw.stopped_at == 3
+    assert sum(t.new_pmids for t in ranked.tiers) == len(ranked.pmids)
     ladder = await AdaptE(c, min_hits=2).run(plan(STRICT))
     assert set(ladder.pmids) == strict and ladder.stopped_at == 1
     assert len(set(ranked.pmids)) == len(ranked.pmids)  # every PMID once
@@ -150,8 +153,12 @@ async def test_joined_candidates_share_the_tiers_retmax_with_the_unions_own_hits
     # Tier 1 is full with the union's own hit (retmax 1): the joined one does not push past the cap; it
     # also satisfies tier 2 ("cancer") and joins there, where min_hits is reached.
     unlimited = AdaptE(c, min_hits=2, retmax=50, strategy="union", union_retmax=1)
-    assert unlimited.rank_locally(plan(STRICT), raw, records, ["16414216"]).stopped_at == 1
-    assert ranked.pmids[:2] == ("19931500", "16414216") and ranked.stopped_at == 2
+    wide = unlimited.rank_locally(plan(STRICT), raw, records, ["16414216"])
+    assert wide.pmids[:2] == ranked.pmids[:2] == ("19931500", "16414216")
+    assert wide.tiers[0].new_pmids == ranked.tiers[0].new_pmids == 2
+    # The loosest tier's hits still follow in both: the ESearches' stop (tier 3) stands.
+    assert wide.stopped_at == ranked.stopped_at == raw.stopped_at == 3
+    assert sum(t.new_pmids for t in ranked.tiers) == len(ranked.pmids)
     await c.aclose()
 
 
@@ -167,4 +174,26 @@ async def test_only_candidates_inside_the_date_window_join_a_tier() -> None:
     undated = await union.run(plan(STRICT))
     assert (undated.mindate, undated.maxdate) == (None, None)
     assert union.rank_locally(plan(STRICT), undated, records, ["16414216"]).pmids[1] == "16414216"
+    await c.aclose()
+
+
+async def test_a_joined_candidate_among_the_loosest_tiers_hits_is_counted_once() -> None:
+    c, _ = client()
+    union = AdaptE(c, min_hits=2, strategy="union", union_retmax=1)
+    raw = await union.run(plan(STRICT))
+    loosest = raw.pmids[raw.union_hits :]
+    records = {r.pmid: r for r in await c.efetch_pubmed(raw.pmids)}
+    # Dense candidates that the loosest tier's ESearch also returned, and that satisfy tier 2 ("cancer").
+    tier2 = set((await c.esearch(STRICT[1], retmax=1000)).ids)
+    others = [p for p in reversed(loosest) if p in tier2][:3]
+    assert others
+    ranked = union.rank_locally(plan(STRICT), raw, records, others)
+    assert set(others) <= set(ranked.pmids[: ranked.tiers[0].new_pmids])  # moved up into the union's tiers
+    assert len(ranked.pmids) == len(set(ranked.pmids)) == len(raw.pmids)  # moved, not added
+    # Each PMID counted once: the loosest tier's entry no longer counts those moved up.
+    assert sum(t.new_pmids for t in ranked.tiers) == len(ranked.pmids)
+    assert ranked.tiers[1].new_pmids == raw.tiers[1].new_pmids - len(others)
+    assert ranked.stopped_at == raw.stopped_at  # its other hits still follow: the ladder did not stop early
+    hits = boolean_hits(ranked)
+    assert [h.pmid for h in hits] == list(ranked.pmids)
     await c.aclose()
