@@ -437,6 +437,8 @@ class Pipeline:
 
         def load() -> None:
             self.understander.rewriter.rewrite("does chemotherapy help breast cancer patients")
+            self.understander.rewriter.prepare()  # clean text never touches the speller's index
+            common_english()  # the gate's everyday words
             self.adapte.prepare()
 
         await asyncio.to_thread(load)

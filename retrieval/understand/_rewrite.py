@@ -422,6 +422,10 @@ class DeterministicRewriter:
         words ("really", "basically"): what a question says in lay terms, never a term to look for alone."""
         return self._lay_words | self.lexicon.stopwords | self.lexicon.common_words
 
+    def prepare(self) -> None:
+        """Build what spelling correction loads on first use (see :meth:`Speller.prepare`)."""
+        self._speller.prepare()
+
     def is_known_word(self, word: str) -> bool:
         """A (lower-case) word of the vocabulary, or an inflection of one: the scope check's test for
         gibberish."""
