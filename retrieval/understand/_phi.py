@@ -439,7 +439,8 @@ _NAME_CUES: list[tuple[re.Pattern[str], bool]] = [
     (re.compile(rf"\b(?:Dr|Mr|Mrs|Ms|Mx|Miss|Prof|Doctor|Nurse)\.?\s+(?P<n>{_NAME})"), True),
     (
         re.compile(
-            rf"\b(?:[Mm]y|[Hh]er|[Hh]is|[Oo]ur)\s+(?:full\s+|first\s+|last\s+)?name\s+is\s+(?P<n>{_NAME})"
+            rf"\b(?:[Mm]y|[Hh]er|[Hh]is|[Oo]ur)\s+(?:(?i:{_FAMILY})['’]s\s+)?(?:full\s+|first\s+|last\s+)?"
+            rf"name\s+is\s+(?P<n>{_NAME})"
         ),
         True,
     ),
@@ -614,26 +615,45 @@ def scrub(text: str) -> ScrubResult:
     )
 
 
-def scrub_any_case(text: str, everyday: Collection[str] = frozenset()) -> ScrubResult:
+def scrub_any_case(
+    text: str, everyday: Collection[str] = frozenset(), known: Callable[[str], bool] | None = None
+) -> ScrubResult:
     """The names :func:`scrub`'s name cues would find in ``text`` had every word been written with a capital
-    ("my wife zofia kowalczyk", "thanks, zofia garcia", "zofia wisniewska here"), as a result to check
-    queries with (:meth:`ScrubResult.leaks`, :func:`assert_no_phi`), never text to show: its ``text`` is
-    ``text`` unchanged. A name that would start with an ``everyday`` word (lower-case words) is none: "my
-    doctor suggests risedronate" names no doctor "Suggests Risedronate". Places are left out: after "from"
-    or "to" any capitalised unknown word is a place candidate, and a drug's name is one too ("switched from
+    ("my wife zofia kowalczyk", "thanks, zofia garcia", "zofia wisniewska here", "i'm zofia nowak"), as a
+    result to check queries with (:meth:`ScrubResult.leaks`, :func:`assert_no_phi`), never text to show: its
+    ``text`` is ``text`` unchanged. A name that would start with an ``everyday`` word (lower-case words) is
+    none: "my doctor suggests risedronate" names no doctor "Suggests Risedronate"; but its later words that
+    are neither everyday nor ``known`` (vocabulary words) still are ("my husband john wisniewski": "john" is
+    everyday English, "wisniewski" is still a name). Places are left out: after "from" or "to" any
+    capitalised unknown word is a place candidate, and a drug's name is one too ("switched from
     salmeterol")."""
     # ASCII only, so offsets stay those of ``text`` ("ß".upper() is two letters); the cues' own lower-case
-    # words ("named", "here", "name is") stay as they are, or the cues would no longer match.
-    found = scrub(re.sub(r"\b[a-z][a-z'’]*", _capitalise, text))
-    names = [(i, value.lower().split()) for i, (kind, value) in enumerate(found._values) if kind == "NAME"]
-    # A name the cue found is removed wherever it occurs: so is a false one, everywhere.
-    false = {w for _, value in names if value[0] in everyday for w in value}
-    keep = [i for i, value in names if value[0] not in everyday and not false.intersection(value)]
-    return ScrubResult(
-        text=text,
-        spans=tuple(found.spans[i] for i in keep),
-        _values=tuple(found._values[i] for i in keep),
-    )
+    # words ("named", "here", "name is") stay as they are, or the cues would no longer match. A letter after
+    # an apostrophe starts no word: "I'm" must stay "I'm" (not "I'M") for the "I'm <name>" cue.
+    found = scrub(re.sub(r"(?<![\w'’])[a-z][a-z'’]*", _capitalise, text))
+    spans: list[PhiSpan] = []
+    values: list[tuple[str, str]] = []
+    # A name the cue found is removed wherever it occurs, word by word: a false one's words too. Exact
+    # values, so that a false match sharing a word with a true name cancels only its own copies.
+    false: set[tuple[str, ...]] = set()
+    for span, (kind, value) in zip(found.spans, found._values, strict=True):
+        words_ = value.lower().split()
+        if kind != "NAME" or words_[0] not in everyday:
+            continue
+        false.add(tuple(words_))
+        for m in re.finditer(r"\S+", value):
+            w = m.group(0).lower()
+            if m.start() == 0 or w in everyday or (known is not None and known(w)):
+                false.add((w,))
+            else:  # an unknown word after an everyday one: still a name
+                spans.append(PhiSpan("NAME", span.start + m.start(), span.start + m.end()))
+                values.append(("NAME", m.group(0)))
+    for span, (kind, value) in zip(found.spans, found._values, strict=True):
+        words_ = value.lower().split()
+        if kind == "NAME" and words_[0] not in everyday and tuple(words_) not in false:
+            spans.append(span)
+            values.append((kind, value))
+    return ScrubResult(text=text, spans=tuple(spans), _values=tuple(values))
 
 
 def _capitalise(m: re.Match[str]) -> str:
@@ -641,8 +661,8 @@ def _capitalise(m: re.Match[str]) -> str:
     return w if w in _CUE_WORDS else w[0].upper() + w[1:]
 
 
-# Words the name cues expect in lower case (``_NAME_CUES``).
-_CUE_WORDS = frozenset("named called here name is am this it's it’s i'm i’m full first last".split())
+# Words the name cues expect in lower case (``_NAME_CUES``); "i'm" is not one: the cue wants "I'm".
+_CUE_WORDS = frozenset("named called here name is am this it's it’s full first last".split())
 
 
 # --- query gate ------------------------------------------------------------------------------------------

@@ -277,6 +277,14 @@ def test_redact_free_text_with_the_narratives_values() -> None:
         ("zofia wisniewska here, is chemo safe?", ["zofia", "wisniewska"]),
         ("is chemo safe? thanks, zofia garcia", ["zofia", "garcia"]),
         ("my name is zofia nowak, is chemo safe?", ["zofia", "nowak"]),
+        # A letter after an apostrophe starts no word: "I'm", not "I'M", so the "I'm <name>" cue fires.
+        ("I'm zofia kowalczyk, does chemo help angina?", ["zofia", "kowalczyk"]),
+        ("i'm zofia kowalczyk, does chemo help angina?", ["zofia", "kowalczyk"]),
+        ("i’m zofia kowalczyk, does chemo help angina?", ["zofia", "kowalczyk"]),
+        ("It's zofia kowalczyk, does chemo help angina?", ["zofia", "kowalczyk"]),
+        ("it’s zofia kowalczyk, does chemo help angina?", ["zofia", "kowalczyk"]),
+        ("my wife's name is zofia kowalczyk, is chemo safe?", ["zofia", "kowalczyk"]),
+        ("her son’s first name is zofia, is chemo safe?", ["zofia"]),
     ],
 )
 def test_scrub_any_case_finds_lower_case_names_after_a_cue(text: str, names: list[str]) -> None:
@@ -295,6 +303,27 @@ def test_scrub_any_case_takes_no_everyday_word_for_a_name() -> None:
     from retrieval.understand import scrub_any_case
 
     text = "my doctor suggests risedronate 5 mg, risedronate 15 mg; thanks, zofia garcia"
-    found = scrub_any_case(text, frozenset({"suggests", "garcia"}))
+    found = scrub_any_case(text, frozenset({"suggests", "garcia"}), known={"risedronate"}.__contains__)
     assert not found.leaks('"risedronate"[tiab]')  # no doctor named "Suggests Risedronate", anywhere
     assert found.leaks('"zofia"[tiab]') and found.leaks('"garcia"[tiab]')  # a surname may be everyday
+    # Without the vocabulary, an unknown word after an everyday one is taken for a name (fail closed).
+    assert scrub_any_case(text, frozenset({"suggests"})).leaks('"risedronate"[tiab]')
+
+
+def test_scrub_any_case_keeps_the_unknown_words_after_an_everyday_first_name() -> None:
+    from retrieval.understand import scrub_any_case
+
+    # "john" is everyday English, so no name starts there; "wisniewski" is still one, and so is every copy.
+    text = "my husband john wisniewski has angina; wisniewski says"
+    found = scrub_any_case(text, frozenset({"john", "has"}))
+    assert found.leaks('"wisniewski"[tiab]') and not found.leaks('"angina"[tiab]')
+    assert not found.leaks('"john"[tiab]')
+
+
+def test_scrub_any_case_a_false_name_cancels_only_its_own_words() -> None:
+    from retrieval.understand import scrub_any_case
+
+    # "Suggests Garcia" is no doctor, but the true "Zofia Garcia" shares a word with it and is still a name.
+    text = "my doctor suggests garcia tablets; thanks, zofia garcia"
+    found = scrub_any_case(text, frozenset({"suggests", "garcia", "tablets"}))
+    assert found.leaks('"zofia"[tiab]')
