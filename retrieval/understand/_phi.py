@@ -622,10 +622,11 @@ def scrub_any_case(
     ("my wife zofia kowalczyk", "thanks, zofia garcia", "zofia wisniewska here", "i'm zofia nowak"), as a
     result to check queries with (:meth:`ScrubResult.leaks`, :func:`assert_no_phi`), never text to show: its
     ``text`` is ``text`` unchanged. A name that would start with an ``everyday`` word (lower-case words) is
-    none: "my doctor suggests risedronate" names no doctor "Suggests Risedronate"; but its later words that
-    are neither everyday nor ``known`` (vocabulary words) still are ("my husband john wisniewski": "john" is
-    everyday English, "wisniewski" is still a name). Places are left out: after "from" or "to" any
-    capitalised unknown word is a place candidate, and a drug's name is one too ("switched from
+    none: "my doctor suggests risedronate" names no doctor "Suggests Risedronate". Unless that first word
+    looks like a verb (a ``known`` vocabulary word, or "-ed": "mentioned"), the match's later words that are
+    neither everyday nor ``known`` still are names ("my husband john wisniewski": "john" is everyday
+    English, not a vocabulary word, and "wisniewski" is still a name). Places are left out: after "from" or
+    "to" any capitalised unknown word is a place candidate, and a drug's name is one too ("switched from
     salmeterol")."""
     # ASCII only, so offsets stay those of ``text`` ("ß".upper() is two letters); the cues' own lower-case
     # words ("named", "here", "name is") stay as they are, or the cues would no longer match. A letter after
@@ -641,9 +642,11 @@ def scrub_any_case(
         if kind != "NAME" or words_[0] not in everyday:
             continue
         false.add(tuple(words_))
+        # After a verb ("my doctor suggests/mentioned ...") the rest is the clinical question, not a name.
+        verb = (known is not None and known(words_[0])) or (len(words_[0]) >= 5 and words_[0].endswith("ed"))
         for m in re.finditer(r"\S+", value):
             w = m.group(0).lower()
-            if m.start() == 0 or w in everyday or (known is not None and known(w)):
+            if verb or m.start() == 0 or w in everyday or (known is not None and known(w)):
                 false.add((w,))
             else:  # an unknown word after an everyday one: still a name
                 spans.append(PhiSpan("NAME", span.start + m.start(), span.start + m.end()))

@@ -303,11 +303,14 @@ def test_scrub_any_case_takes_no_everyday_word_for_a_name() -> None:
     from retrieval.understand import scrub_any_case
 
     text = "my doctor suggests risedronate 5 mg, risedronate 15 mg; thanks, zofia garcia"
-    found = scrub_any_case(text, frozenset({"suggests", "garcia"}), known={"risedronate"}.__contains__)
+    found = scrub_any_case(text, frozenset({"suggests", "garcia"}), known={"suggests"}.__contains__)
     assert not found.leaks('"risedronate"[tiab]')  # no doctor named "Suggests Risedronate", anywhere
     assert found.leaks('"zofia"[tiab]') and found.leaks('"garcia"[tiab]')  # a surname may be everyday
-    # Without the vocabulary, an unknown word after an everyday one is taken for a name (fail closed).
+    # Without the vocabulary, an unknown word after an everyday one is taken for a name (fail closed) ...
     assert scrub_any_case(text, frozenset({"suggests"})).leaks('"risedronate"[tiab]')
+    # ... but not after an "-ed" verb: the unanswerable set's nonexistent drug is still counted.
+    text = "my doctor mentioned quintaflozamide for my kidneys"
+    assert not scrub_any_case(text, frozenset({"mentioned"})).found
 
 
 def test_scrub_any_case_keeps_the_unknown_words_after_an_everyday_first_name() -> None:
