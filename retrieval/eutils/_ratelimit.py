@@ -26,6 +26,7 @@ import asyncio
 import hashlib
 import logging
 import math
+import sys
 import threading
 import time
 import weakref
@@ -68,7 +69,7 @@ LIMITER_FALLBACKS = Counter(
 
 # Limiters are bound to an event loop; keep one table per loop so tests with fresh loops stay correct.
 # Each table is an LRU of at most _MAX_LIMITERS keys: per-request NCBI keys (``ncbi_api_key``) must not grow
-# it without bound. A key evicted was the least recently used of them all, so it has no call in flight.
+# it without bound. Only idle limiters are evicted (:func:`_make_room`).
 _MAX_LIMITERS = 1024
 _TABLES: weakref.WeakKeyDictionary[
     asyncio.AbstractEventLoop, SizedLRU[tuple[str, float, int], WindowLimiter]
@@ -172,6 +173,12 @@ class WindowLimiter:
         """No send before ``seconds`` from now (later pauses extend it, earlier ones never shorten it)."""
         self._paused_until = max(self._paused_until, self._clock() + seconds)
 
+    def busy(self) -> bool:
+        """Whether forgetting this limiter would lose something: a caller waiting or sending, a pause
+        running, or a send still in the window (a fresh limiter for the key would ignore them)."""
+        now = self._clock()
+        return self._turn.locked() or self._paused_until > now or self._sent.active(now)
+
     async def acquire(self) -> None:
         async with self._turn:
             while (wait := self.delay()) > 0:
@@ -186,13 +193,29 @@ def limiter_for(api_key: str | None, rate: float, burst: int = 1) -> WindowLimit
     with _LOCK:
         table = _TABLES.get(loop)
         if table is None:
-            table = _TABLES[loop] = SizedLRU(_MAX_LIMITERS, _MAX_LIMITERS, lambda _: 1)
+            # Bounded by max_entries (see _make_room), not by bytes: busy limiters may exceed it for a while.
+            table = _TABLES[loop] = SizedLRU(_MAX_LIMITERS, sys.maxsize, lambda _: 1)
         key = (key_id(api_key), rate, burst)
         limiter = table.get(key)  # a hit makes the key the most recently used
         if limiter is None:
             limiter = WindowLimiter(burst, rate)
-            table.put(key, limiter)
+            _make_room(table)
+            table[key] = limiter
         return limiter
+
+
+def _make_room(table: SizedLRU[tuple[str, float, int], WindowLimiter]) -> None:
+    """Evict idle limiters, least recently used first, until one more fits. A busy one (callers waiting
+    on it, a Retry-After pause, sends in its window) is kept and moved up instead: waiting callers never
+    refresh its place, and a fresh limiter for its key would send through the pause. With every limiter
+    busy the table grows past the bound until they go idle (bounded by the calls in flight)."""
+    for _ in range(len(table)):
+        if len(table) < table.max_entries:
+            return
+        key, limiter = table.popitem()
+        if limiter.busy():
+            table.evictions -= 1  # moved, not evicted
+            table[key] = limiter
 
 
 class RateLimiter(Protocol):
