@@ -606,7 +606,7 @@ class EutilsClient:
                 # 429s): the wait for the limiter counts against this call's budget like everything else.
                 # A window limiter cancelled while waiting has not taken its slot.
                 async with asyncio.timeout(remaining):
-                    await self.limiter.acquire(key, rate, burst)
+                    await self.limiter.acquire(key, rate, burst, max_wait_s=remaining)
             except TimeoutError:
                 raise TransportError(
                     f"{endpoint}: retry budget spent waiting for the rate limiter", endpoint=endpoint

@@ -76,7 +76,8 @@ _TABLES: weakref.WeakKeyDictionary[
 ] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
-# KEYS[1]: the key's slot; ARGV[1]: spacing in microseconds. Returns the caller's wait in microseconds.
+# KEYS[1]: the key's slot; ARGV[1]: spacing in microseconds; ARGV[2]: the longest wait the caller accepts
+# (microseconds, -1: any). Returns the caller's wait in microseconds; a wait over ARGV[2] reserves nothing.
 # Redis's own clock (TIME) orders all replicas, so host clock skew cannot let two callers share a slot.
 _RESERVE_SLOT = """
 local t = redis.call('TIME')
@@ -84,6 +85,8 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local interval = tonumber(ARGV[1])
 local slot = tonumber(redis.call('GET', KEYS[1]) or '0')
 if slot < now then slot = now end
+local most = tonumber(ARGV[2] or '-1')
+if most >= 0 and slot - now > most then return slot - now end
 local nxt = slot + interval
 redis.call('SET', KEYS[1], string.format('%.0f', nxt), 'PX', math.floor((nxt - now) / 1000) + 1000)
 return slot - now
@@ -219,9 +222,13 @@ def _make_room(table: SizedLRU[tuple[str, float, int], WindowLimiter]) -> None:
 
 
 class RateLimiter(Protocol):
-    async def acquire(self, api_key: str | None, rate: float, burst: int = 1) -> None:
+    async def acquire(
+        self, api_key: str | None, rate: float, burst: int = 1, max_wait_s: float | None = None
+    ) -> None:
         """Return when one request for ``api_key`` may go out at ``rate`` requests per second, at most
-        ``burst`` of them in any ``burst / rate`` seconds (a limiter may space strictly instead)."""
+        ``burst`` of them in any ``burst / rate`` seconds (a limiter may space strictly instead).
+        ``max_wait_s``: a limiter that knows its wait up front raises TimeoutError, without taking a slot,
+        when it is longer (the caller also bounds the wait with a timeout; a cancelled wait takes none)."""
 
     async def pause(self, api_key: str | None, rate: float, burst: int, seconds: float) -> None:
         """No request for ``api_key`` before ``seconds`` from now (the server's ``Retry-After``)."""
@@ -232,8 +239,10 @@ class RateLimiter(Protocol):
 class LocalLimiter:
     """A sliding window per key within this process (the default); strict spacing with ``burst=1``."""
 
-    async def acquire(self, api_key: str | None, rate: float, burst: int = 1) -> None:
-        await limiter_for(api_key, rate, burst).acquire()
+    async def acquire(
+        self, api_key: str | None, rate: float, burst: int = 1, max_wait_s: float | None = None
+    ) -> None:
+        await limiter_for(api_key, rate, burst).acquire()  # a cancelled wait takes no slot
 
     async def pause(self, api_key: str | None, rate: float, burst: int, seconds: float) -> None:
         limiter_for(api_key, rate, burst).pause(seconds)
@@ -270,23 +279,29 @@ class RedisLimiter:
     def slot_key(self, api_key: str | None) -> str:
         return f"{self.prefix}:{key_id(api_key)}"
 
-    async def reserve(self, api_key: str | None, rate: float) -> float:
-        """Reserve the next slot for this key; the seconds to wait until it. Raises Redis errors."""
+    async def reserve(self, api_key: str | None, rate: float, max_wait_s: float | None = None) -> float:
+        """Reserve the next slot for this key; the seconds to wait until it. Raises Redis errors. A wait
+        over ``max_wait_s`` is returned without reserving the slot."""
         interval_us = max(1, round(1_000_000 / rate))
+        most_us = -1 if max_wait_s is None else max(0, round(max_wait_s * 1_000_000))
         client = self.redis.client()
-        wait_us = await client.eval(_RESERVE_SLOT, 1, self.slot_key(api_key), interval_us)
+        wait_us = await client.eval(_RESERVE_SLOT, 1, self.slot_key(api_key), interval_us, most_us)
         return max(0, int(wait_us)) / 1_000_000
 
-    async def acquire(self, api_key: str | None, rate: float, burst: int = 1) -> None:
+    async def acquire(
+        self, api_key: str | None, rate: float, burst: int = 1, max_wait_s: float | None = None
+    ) -> None:
         from redis.exceptions import RedisError
 
         if time.monotonic() >= self._down_until:
             try:
-                wait = await self.reserve(api_key, rate)
+                wait = await self.reserve(api_key, rate, max_wait_s)
             except (RedisError, OSError, TimeoutError) as exc:
                 self._down_until = time.monotonic() + _RETRY_AFTER_S
                 await self._fallback(api_key, rate, exc)
                 return
+            if max_wait_s is not None and wait > max_wait_s:
+                raise TimeoutError(f"the next slot is {wait:.2f} s away, over {max_wait_s:.2f} s")
             if wait > 0:
                 await self._sleep(wait)
             return

@@ -377,7 +377,9 @@ class FakeLimiter:
             self.windows[key] = WindowLimiter(burst, rate, clock=self.clock, sleep=self.sleep)
         return self.windows[key]
 
-    async def acquire(self, api_key: str | None, rate: float, burst: int = 1) -> None:
+    async def acquire(
+        self, api_key: str | None, rate: float, burst: int = 1, max_wait_s: float | None = None
+    ) -> None:
         await self.window(api_key, rate, burst).acquire()
 
     async def pause(self, api_key: str | None, rate: float, burst: int, seconds: float) -> None:
