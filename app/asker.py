@@ -223,10 +223,7 @@ class Asker:
             yield _stage("retrieve", "started")
             t0 = time.perf_counter()
             docs = user_evidence(req.documents)[: req.max_documents]
-            context = None
-            passages = await pipeline.passage_retriever() if docs else None
-            if passages is not None:
-                context = await passages.retrieve(question, docs)
+            context = await pipeline.passages_for(question, docs, warnings)
             timings["passages"] = (time.perf_counter() - t0) * 1000
             warnings.append("retrieval skipped: answering from the documents supplied with the request")
             yield _stage("retrieve", "finished")
@@ -277,9 +274,8 @@ class Asker:
                     d for d in user_evidence(req.documents, start_rank=len(docs) + 1) if d.pmid not in seen
                 ]
                 docs.extend(extra)
-                passages = await pipeline.passage_retriever()
-                if passages is not None and docs:
-                    context = await passages.retrieve(question, docs)
+                if docs:
+                    context = await pipeline.passages_for(question, docs, warnings)
             if len(docs) > req.max_documents:
                 docs = docs[: req.max_documents]
                 context = _restrict(context, {d.pmid for d in docs})

@@ -468,6 +468,25 @@ class Pipeline:
             return None
         return await self.models.passage_retriever()
 
+    async def passages_for(
+        self, question: str, docs: Sequence[EvidenceDoc], warnings: list[str]
+    ) -> PassageContext | None:
+        """The passages of ``docs`` for ``question``; None without a passage retriever, without documents,
+        or when the encoder fails (like an unavailable dense arm: the answer goes on, and ``warnings`` says
+        so). Every answer path asks here, so an encoder failure never becomes a 500."""
+        passages = await self.passage_retriever()
+        if passages is None or not docs:
+            return None
+        try:
+            return await passages.retrieve(question, docs)
+        except EncodeFailed as exc:
+            cause = type(exc.__cause__).__name__ if exc.__cause__ is not None else "EncodeFailed"
+            log.warning("passage encoding failed (%s); no passages for this request", cause)
+            warning = f"passage retrieval unavailable (encoder failed: {cause}); no passages"
+            if warning not in warnings:  # user documents merged after retrieval: said once
+                warnings.append(warning)
+            return None
+
     def gate_signals(
         self,
         outcome: SearchOutcome,
@@ -623,20 +642,11 @@ class Pipeline:
         if boolean_error is not None and not evidence.docs:
             raise boolean_error
         timings["metadata"] = (time.perf_counter() - t2) * 1000
-        context = None
-        passages = await self.passage_retriever()
-        if passages is not None and evidence.docs:
-            t3 = time.perf_counter()
-            try:
-                context = await passages.retrieve(plan.corrected_question, evidence.docs)
-            except EncodeFailed as exc:
-                # Like an unavailable dense arm: the answer goes on without passages, and says so.
-                cause = type(exc.__cause__).__name__ if exc.__cause__ is not None else "EncodeFailed"
-                log.warning("passage encoding failed (%s); no passages for this request", cause)
-                warnings.append(f"passage retrieval unavailable (encoder failed: {cause}); no passages")
-            else:
-                if context.rerank_note:
-                    warnings.append(context.rerank_note)
+        t3 = time.perf_counter()
+        context = await self.passages_for(plan.corrected_question, evidence.docs, warnings)
+        if context is not None and context.rerank_note:
+            warnings.append(context.rerank_note)
+        if evidence.docs and await self.passage_retriever() is not None:
             timings["passages"] = (time.perf_counter() - t3) * 1000
         outcome = SearchOutcome(understanding, boolean, dense, fused, evidence, context, warnings, timings)
         outcome.absent_terms, outcome.absent_phrases = await self._absent(

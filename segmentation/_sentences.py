@@ -181,13 +181,39 @@ _OTHER_SECTIONS = (
 )
 
 
+# Inside a line a label must be made of whole words of the section names above (prefix matching there
+# would take "Cases: 40; controls: 80." or "Study drug: placebo." for labels and drop those words).
+_SECTION_WORDS = frozenset(
+    """result conclusion finding interpretation outcome discussion background introduction purpose objective
+    aim method design setting context hypothesis hypotheses rationale importance participants patients
+    intervention material summary evidence study data source extraction main measure trial registration
+    limitation significance clinical relevance case comment level selection""".split()
+)
+_SINGULAR_ONLY = frozenset({"case", "study", "data", "level", "main", "trial", "clinical"})
+_CONNECTIVES = frozenset({"and", "of", "&", "/"})
+
+
+def _whole_section_name(name: str) -> bool:
+    """Every word of ``name`` is a section-name word (or its plural), e.g. "Materials and methods"."""
+    words = [w for w in re.split(r"[\s,/&-]+", name.lower()) if w and w not in _CONNECTIVES]
+    if not words or not name.lower().startswith(RESULT_SECTIONS + INTRO_SECTIONS + _OTHER_SECTIONS):
+        return False
+    return all(
+        w in _SECTION_WORDS or (w.endswith("s") and w[:-1] in _SECTION_WORDS and w[:-1] not in _SINGULAR_ONLY)
+        for w in words
+    )
+
+
 def _label_of(line: str, *, known_only: bool = False) -> re.Match[str] | None:
     """The label opening ``line``: any upper-case word at the start of a line, but inside a line
-    (``known_only``) only a known section name: "HR: 0.82 (95% CI ...)" and "BMI: 31" are findings."""
+    (``known_only``) only a known section name, word for word: "HR: 0.82 (95% CI ...)", "BMI: 31" and
+    "Study drug: placebo." are findings."""
     m = _SECTION_LABEL.match(line)
     if m is None:
         return None
     name = m.group(1)
+    if known_only:
+        return m if _whole_section_name(name) else None
     if name.lower().startswith(RESULT_SECTIONS + INTRO_SECTIONS + _OTHER_SECTIONS):
         return m
     return m if name.isupper() and not known_only else None

@@ -71,9 +71,14 @@ def _failed(cause: BaseException | None) -> EncodeFailed:
     return exc
 
 
-def _encode(encoder: Encoder, docs: list[tuple[str, str]], batch_size: int) -> FloatArray:
+def _encode(
+    encoder: Encoder, docs: list[tuple[str, str]], batch_size: int, on_progress: OnProgress | None = None
+) -> FloatArray:
     """The encoder's rows for ``docs``, checked: one row per text, or :class:`EncodeFailed`."""
-    rows = encoder.encode_documents(docs, batch_size=batch_size)
+    if on_progress is None:
+        rows = encoder.encode_documents(docs, batch_size=batch_size)
+    else:
+        rows = encoder.encode_documents(docs, batch_size=batch_size, on_progress=on_progress)
     if not isinstance(rows, np.ndarray) or rows.ndim != 2 or len(rows) != len(docs):
         got = f"shape {rows.shape}" if isinstance(rows, np.ndarray) else type(rows).__name__
         raise EncodeFailed(f"the encoder returned {got} for {len(docs)} texts; expected one row per text")
@@ -110,7 +115,10 @@ class EncodeBatcher:
                 self.stats.texts += len(docs)
                 self.stats.largest = max(self.stats.largest, len(docs))
             try:
-                return self.encoder.encode_documents(docs, batch_size=batch_size, on_progress=on_progress)
+                if not docs:
+                    return self.encoder.encode_documents(docs, batch_size=batch_size, on_progress=on_progress)
+                # Checked like a batch: a wrong shape must not reach the caller's indexing as rows.
+                return _encode(self.encoder, list(docs), batch_size, on_progress)
             except Exception as exc:
                 raise _failed(exc) from exc
         request = _Request(list(docs), batch_size)

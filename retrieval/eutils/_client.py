@@ -601,7 +601,21 @@ class EutilsClient:
             remaining = deadline - self._clock()
             if remaining <= 0:
                 raise TransportError(f"{endpoint}: retry budget exhausted", endpoint=endpoint)
-            await self.limiter.acquire(key, rate, burst)
+            try:
+                # A Retry-After pauses every call of the key (up to retry_after_max_s, extended by further
+                # 429s): the wait for the limiter counts against this call's budget like everything else.
+                # A window limiter cancelled while waiting has not taken its slot.
+                async with asyncio.timeout(remaining):
+                    await self.limiter.acquire(key, rate, burst, max_wait_s=remaining)
+            except TimeoutError:
+                raise TransportError(
+                    f"{endpoint}: retry budget spent waiting for the rate limiter", endpoint=endpoint
+                ) from None
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                raise TransportError(
+                    f"{endpoint}: retry budget spent waiting for the rate limiter", endpoint=endpoint
+                )
             record = _DEGRADATION.get()
             if record is not None:
                 record.calls[endpoint] += 1

@@ -26,6 +26,7 @@ import asyncio
 import hashlib
 import logging
 import math
+import sys
 import threading
 import time
 import weakref
@@ -68,14 +69,15 @@ LIMITER_FALLBACKS = Counter(
 
 # Limiters are bound to an event loop; keep one table per loop so tests with fresh loops stay correct.
 # Each table is an LRU of at most _MAX_LIMITERS keys: per-request NCBI keys (``ncbi_api_key``) must not grow
-# it without bound. A key evicted was the least recently used of them all, so it has no call in flight.
+# it without bound. Only idle limiters are evicted (:func:`_make_room`).
 _MAX_LIMITERS = 1024
 _TABLES: weakref.WeakKeyDictionary[
     asyncio.AbstractEventLoop, SizedLRU[tuple[str, float, int], WindowLimiter]
 ] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
-# KEYS[1]: the key's slot; ARGV[1]: spacing in microseconds. Returns the caller's wait in microseconds.
+# KEYS[1]: the key's slot; ARGV[1]: spacing in microseconds; ARGV[2]: the longest wait the caller accepts
+# (microseconds, -1: any). Returns the caller's wait in microseconds; a wait over ARGV[2] reserves nothing.
 # Redis's own clock (TIME) orders all replicas, so host clock skew cannot let two callers share a slot.
 _RESERVE_SLOT = """
 local t = redis.call('TIME')
@@ -83,6 +85,8 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local interval = tonumber(ARGV[1])
 local slot = tonumber(redis.call('GET', KEYS[1]) or '0')
 if slot < now then slot = now end
+local most = tonumber(ARGV[2] or '-1')
+if most >= 0 and slot - now > most then return slot - now end
 local nxt = slot + interval
 redis.call('SET', KEYS[1], string.format('%.0f', nxt), 'PX', math.floor((nxt - now) / 1000) + 1000)
 return slot - now
@@ -172,6 +176,12 @@ class WindowLimiter:
         """No send before ``seconds`` from now (later pauses extend it, earlier ones never shorten it)."""
         self._paused_until = max(self._paused_until, self._clock() + seconds)
 
+    def busy(self) -> bool:
+        """Whether forgetting this limiter would lose something: a caller waiting or sending, a pause
+        running, or a send still in the window (a fresh limiter for the key would ignore them)."""
+        now = self._clock()
+        return self._turn.locked() or self._paused_until > now or self._sent.active(now)
+
     async def acquire(self) -> None:
         async with self._turn:
             while (wait := self.delay()) > 0:
@@ -186,19 +196,39 @@ def limiter_for(api_key: str | None, rate: float, burst: int = 1) -> WindowLimit
     with _LOCK:
         table = _TABLES.get(loop)
         if table is None:
-            table = _TABLES[loop] = SizedLRU(_MAX_LIMITERS, _MAX_LIMITERS, lambda _: 1)
+            # Bounded by max_entries (see _make_room), not by bytes: busy limiters may exceed it for a while.
+            table = _TABLES[loop] = SizedLRU(_MAX_LIMITERS, sys.maxsize, lambda _: 1)
         key = (key_id(api_key), rate, burst)
         limiter = table.get(key)  # a hit makes the key the most recently used
         if limiter is None:
             limiter = WindowLimiter(burst, rate)
-            table.put(key, limiter)
+            _make_room(table)
+            table[key] = limiter
         return limiter
 
 
+def _make_room(table: SizedLRU[tuple[str, float, int], WindowLimiter]) -> None:
+    """Evict idle limiters, least recently used first, until one more fits. A busy one (callers waiting
+    on it, a Retry-After pause, sends in its window) is kept and moved up instead: waiting callers never
+    refresh its place, and a fresh limiter for its key would send through the pause. With every limiter
+    busy the table grows past the bound until they go idle (bounded by the calls in flight)."""
+    for _ in range(len(table)):
+        if len(table) < table.max_entries:
+            return
+        key, limiter = table.popitem()
+        if limiter.busy():
+            table.evictions -= 1  # moved, not evicted
+            table[key] = limiter
+
+
 class RateLimiter(Protocol):
-    async def acquire(self, api_key: str | None, rate: float, burst: int = 1) -> None:
+    async def acquire(
+        self, api_key: str | None, rate: float, burst: int = 1, max_wait_s: float | None = None
+    ) -> None:
         """Return when one request for ``api_key`` may go out at ``rate`` requests per second, at most
-        ``burst`` of them in any ``burst / rate`` seconds (a limiter may space strictly instead)."""
+        ``burst`` of them in any ``burst / rate`` seconds (a limiter may space strictly instead).
+        ``max_wait_s``: a limiter that knows its wait up front raises TimeoutError, without taking a slot,
+        when it is longer (the caller also bounds the wait with a timeout; a cancelled wait takes none)."""
 
     async def pause(self, api_key: str | None, rate: float, burst: int, seconds: float) -> None:
         """No request for ``api_key`` before ``seconds`` from now (the server's ``Retry-After``)."""
@@ -209,8 +239,10 @@ class RateLimiter(Protocol):
 class LocalLimiter:
     """A sliding window per key within this process (the default); strict spacing with ``burst=1``."""
 
-    async def acquire(self, api_key: str | None, rate: float, burst: int = 1) -> None:
-        await limiter_for(api_key, rate, burst).acquire()
+    async def acquire(
+        self, api_key: str | None, rate: float, burst: int = 1, max_wait_s: float | None = None
+    ) -> None:
+        await limiter_for(api_key, rate, burst).acquire()  # a cancelled wait takes no slot
 
     async def pause(self, api_key: str | None, rate: float, burst: int, seconds: float) -> None:
         limiter_for(api_key, rate, burst).pause(seconds)
@@ -247,23 +279,29 @@ class RedisLimiter:
     def slot_key(self, api_key: str | None) -> str:
         return f"{self.prefix}:{key_id(api_key)}"
 
-    async def reserve(self, api_key: str | None, rate: float) -> float:
-        """Reserve the next slot for this key; the seconds to wait until it. Raises Redis errors."""
+    async def reserve(self, api_key: str | None, rate: float, max_wait_s: float | None = None) -> float:
+        """Reserve the next slot for this key; the seconds to wait until it. Raises Redis errors. A wait
+        over ``max_wait_s`` is returned without reserving the slot."""
         interval_us = max(1, round(1_000_000 / rate))
+        most_us = -1 if max_wait_s is None else max(0, round(max_wait_s * 1_000_000))
         client = self.redis.client()
-        wait_us = await client.eval(_RESERVE_SLOT, 1, self.slot_key(api_key), interval_us)
+        wait_us = await client.eval(_RESERVE_SLOT, 1, self.slot_key(api_key), interval_us, most_us)
         return max(0, int(wait_us)) / 1_000_000
 
-    async def acquire(self, api_key: str | None, rate: float, burst: int = 1) -> None:
+    async def acquire(
+        self, api_key: str | None, rate: float, burst: int = 1, max_wait_s: float | None = None
+    ) -> None:
         from redis.exceptions import RedisError
 
         if time.monotonic() >= self._down_until:
             try:
-                wait = await self.reserve(api_key, rate)
+                wait = await self.reserve(api_key, rate, max_wait_s)
             except (RedisError, OSError, TimeoutError) as exc:
                 self._down_until = time.monotonic() + _RETRY_AFTER_S
                 await self._fallback(api_key, rate, exc)
                 return
+            if max_wait_s is not None and wait > max_wait_s:
+                raise TimeoutError(f"the next slot is {wait:.2f} s away, over {max_wait_s:.2f} s")
             if wait > 0:
                 await self._sleep(wait)
             return

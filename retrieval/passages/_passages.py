@@ -47,7 +47,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from core import Encoder, FloatArray, Reranker, SizedLRU
-from retrieval.embed import EncodeBatcher
+from retrieval.embed import EncodeBatcher, EncodeFailed
 from retrieval.evidence import DocClass, EvidenceDoc
 from segmentation import Chunk, Segmenter, SourceSection, SourceText, WhitespaceTokenCounter
 
@@ -482,7 +482,10 @@ class PassageRetriever:
         if self.vectors is not None:
             q = self.vectors.query_vector(query)  # the dense arm encoded this very question already
         else:
-            q = self.encoder.encode_queries([query], batch_size=1)[0]
+            try:
+                q = self.encoder.encode_queries([query], batch_size=1)[0]
+            except Exception as exc:  # like a document encode failure: the caller answers without passages
+                raise EncodeFailed(f"query encoding failed ({type(exc).__name__}: {exc})") from exc
         d = self._passage_vectors(items)
         return _Scored([float(s) for s in np.asarray(d @ q, dtype=np.float64)], q, d)
 

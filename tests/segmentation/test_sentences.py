@@ -150,3 +150,20 @@ def test_an_upper_case_abbreviation_before_a_colon_mid_line_is_part_of_the_findi
         ("results", "HR 0.82."),
         ("subjects", "40 adults."),
     ]
+
+
+def test_mid_line_only_whole_section_names_are_labels() -> None:
+    from segmentation import labelled_sentences
+
+    flat = (
+        "We enrolled adults. Cases: 40; controls: 80. Study drug: placebo. "
+        "Materials and methods: we pooled trials. MAIN OUTCOME MEASURES: death. Study design: a cohort."
+    )
+    assert labelled_sentences(flat, "abstract") == [
+        ("abstract", "We enrolled adults."),
+        ("abstract", "Cases: 40; controls: 80."),
+        ("abstract", "Study drug: placebo."),
+        ("materials and methods", "we pooled trials."),
+        ("main outcome measures", "death."),
+        ("study design", "a cohort."),
+    ]

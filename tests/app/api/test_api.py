@@ -454,3 +454,23 @@ async def test_a_passage_encoder_failure_is_a_warning_not_a_500(
     body = r.json()
     assert any("passage retrieval unavailable" in w for w in body["warnings"]), body["warnings"]
     assert body["pmids"] and body.get("context") is None
+
+
+@pytest.mark.parametrize("mode", ["replace", "augment"])
+async def test_ask_with_documents_and_a_failing_passage_encoder_is_a_warning_not_a_500(
+    client: httpx.AsyncClient, pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    from retrieval.embed import EncodeBatcher
+
+    passages = await pipeline.passage_retriever()
+    assert passages is not None
+    failing = EncodeBatcher(_CrashingEncoder(), window_s=0.001)
+    monkeypatch.setattr(passages, "_passage_vectors", lambda items: failing.encode_documents([("", "x")]))
+    docs = [{"pmid": "123", "title": "Aspirin trial", "text": "Aspirin reduced headache duration in adults."}]
+    payload = {"question": "Does aspirin help headache?", "documents": docs, "documents_mode": mode}
+    r = await client.post("/ask", json=payload)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert sum("passage retrieval unavailable" in w for w in body["warnings"]) == 1, body["warnings"]
+    if mode == "replace":
+        assert [d["pmid"] for d in body["evidence"]] == ["123"]

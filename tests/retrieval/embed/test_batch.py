@@ -136,3 +136,13 @@ def test_window_zero_encodes_each_call_alone() -> None:
     batcher = EncodeBatcher(encoder, window_s=0.0)
     run_together(batcher, [A, B])
     assert len(encoder.calls) == 2
+
+
+@pytest.mark.parametrize("returns", [None, [[1.0, 2.0]], np.zeros((1, 8), np.float32)])
+@pytest.mark.parametrize("how", ["window 0", "max_texts", "on_progress"])
+def test_the_unbatched_paths_check_the_encoder_result_too(returns: object, how: str) -> None:
+    window = 0.0 if how == "window 0" else 0.5
+    batcher = EncodeBatcher(HashEncoder(returns=returns), window, max_texts=2 if how == "max_texts" else 256)
+    progress = (lambda done, total: None) if how == "on_progress" else None
+    with pytest.raises(EncodeFailed, match="one row per text"):
+        batcher.encode_documents(A, on_progress=progress)  # A has two texts

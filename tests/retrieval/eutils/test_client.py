@@ -377,7 +377,9 @@ class FakeLimiter:
             self.windows[key] = WindowLimiter(burst, rate, clock=self.clock, sleep=self.sleep)
         return self.windows[key]
 
-    async def acquire(self, api_key: str | None, rate: float, burst: int = 1) -> None:
+    async def acquire(
+        self, api_key: str | None, rate: float, burst: int = 1, max_wait_s: float | None = None
+    ) -> None:
         await self.window(api_key, rate, burst).acquire()
 
     async def pause(self, api_key: str | None, rate: float, burst: int, seconds: float) -> None:
@@ -472,4 +474,47 @@ async def test_retry_after_as_an_http_date_and_unreadable_values() -> None:
     client = make_client(rec, sleeps, backoff_base_s=0.1)
     assert (await client.esearch("x")).count == 2
     assert len(sleeps) == 1 and 0.05 <= sleeps[0] <= 0.1
+    await client.aclose()
+
+
+async def test_a_pause_longer_than_the_budget_ends_the_call_within_the_budget() -> None:
+    # Another call got Retry-After: 10; this one (budget 3 s) must not wait the 10 s and send after all.
+    sent: list[float] = []
+    now = [0.0]
+    responses = [
+        httpx.Response(429, content=RATE_BODY, headers={"Retry-After": "10"}),
+        httpx.Response(200, content=ESEARCH_JSON),
+    ]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(now[0])
+        return responses.pop(0)
+
+    client = fake_time_client(handler, [], now, max_attempts=1, retry_budget_s=3.0, retry_after_max_s=10.0)
+    with pytest.raises(RateLimited):
+        await client.esearch("x")
+    with pytest.raises(TransportError, match="retry budget spent waiting for the rate limiter"):
+        await client.esearch("y")
+    assert sent == [0.0]
+    await client.aclose()
+
+
+async def test_the_real_limiter_wait_is_bounded_by_the_budget() -> None:
+    import time
+
+    responses = [
+        httpx.Response(429, content=RATE_BODY, headers={"Retry-After": "10"}),
+        httpx.Response(200, content=ESEARCH_JSON),
+    ]
+    client = EutilsClient(
+        EutilsSettings(requests_per_second=999.0, max_attempts=1, retry_budget_s=0.3, retry_after_max_s=10.0),
+        transport=httpx.MockTransport(lambda request: responses.pop(0)),
+    )
+    with pytest.raises(RateLimited):
+        await client.esearch("x")
+    started = time.monotonic()
+    with pytest.raises(TransportError, match="retry budget spent waiting for the rate limiter"):
+        await client.esearch("y")
+    assert time.monotonic() - started < 1.5
+    assert len(responses) == 1  # the second request was never sent
     await client.aclose()

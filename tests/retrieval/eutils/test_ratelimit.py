@@ -125,3 +125,18 @@ async def test_the_limiter_table_is_bounded_under_many_per_request_keys() -> Non
     assert len(table) == _ratelimit._MAX_LIMITERS
     assert limiter_for("key-0", 9.5, 10) is first
     assert ("key-1", 9.5, 10) not in table  # least recently used keys went first
+
+
+async def test_a_busy_limiter_is_not_evicted_by_many_other_keys() -> None:
+    from retrieval.eutils import _ratelimit
+
+    paused = limiter_for("paused-key", 9.5, 10)
+    paused.pause(10.0)  # a Retry-After: no send of this key for 10 s
+    limiter_for("idle-key", 9.5, 10)
+    for n in range(_ratelimit._MAX_LIMITERS + 50):  # never touching the two keys above
+        limiter_for(f"other-{n}", 9.5, 10)
+    table = _ratelimit._TABLES[asyncio.get_running_loop()]
+    assert len(table) == _ratelimit._MAX_LIMITERS
+    assert ("idle-key", 9.5, 10) not in table  # idle: evicted as before
+    again = limiter_for("paused-key", 9.5, 10)
+    assert again is paused and again.delay() > 9.0  # the pause still holds every call of the key

@@ -362,6 +362,17 @@ async def test_redis_limiter_reserves_consecutive_slots_per_key(redis_url: str) 
 
 
 @needs_redis
+async def test_a_wait_over_the_callers_limit_reserves_no_slot(redis_url: str) -> None:
+    a = RedisLimiter(redis_url, on_error="error")
+    await a.pause("KEY-W", 1.0, 1, 10.0)  # a Retry-After: the next slot is 10 s away
+    with pytest.raises(TimeoutError):
+        await a.acquire("KEY-W", 1.0, 1, max_wait_s=0.5)  # at once, not after 10 s
+    # Nothing was reserved: the next caller's slot is still the pause's end, not one interval later.
+    assert 9.0 < await a.reserve("KEY-W", 1.0) <= 10.0
+    await a.aclose()
+
+
+@needs_redis
 async def test_a_retry_after_pause_moves_the_keys_next_slot_for_every_replica(redis_url: str) -> None:
     a = RedisLimiter(redis_url, on_error="error")
     b = RedisLimiter(redis_url, on_error="error")  # another replica, same Redis

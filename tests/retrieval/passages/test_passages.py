@@ -487,3 +487,16 @@ async def test_live_full_texts_of_concurrent_requests_are_encoded_in_one_batch()
     assert got == alone
     assert shared.batcher.stats.calls == 2 and shared.batcher.stats.model_calls == 1
     assert encoder.doc_calls == 1 and encoder.doc_texts == 5  # 3 + 2 sentence chunks, one call
+
+
+async def test_a_query_encoder_failure_without_a_dense_index_is_encode_failed() -> None:
+    from retrieval.embed import EncodeFailed
+
+    class QueryCrash(FakeEncoder):
+        def encode_queries(self, texts: Sequence[str], batch_size: int = 32) -> Any:
+            raise RuntimeError("model crashed")
+
+    r = PassageRetriever(SentenceSegmenter(), QueryCrash(), None, PassageSettings())
+    with pytest.raises(EncodeFailed, match="query encoding failed") as info:
+        await r.retrieve("chemo", DOCS)
+    assert isinstance(info.value.__cause__, RuntimeError)
