@@ -177,9 +177,8 @@ async def test_ncbi_down_with_nothing_cached_is_still_a_503_with_the_reason(
     )
 
 
-async def test_a_phrase_whose_words_never_meet_in_the_literature_is_counted(pipeline: Pipeline) -> None:
-    from app.gate import assess_evidence
-
+def spy_esearch(pipeline: Pipeline) -> list[str]:
+    """Every ESearch term the pipeline sends from now on (what would reach NCBI), in order."""
     queries: list[str] = []
     esearch = pipeline.client.esearch
 
@@ -188,6 +187,13 @@ async def test_a_phrase_whose_words_never_meet_in_the_literature_is_counted(pipe
         return await esearch(term, **kwargs)  # type: ignore[arg-type]
 
     pipeline.client.esearch = spy  # type: ignore[method-assign]
+    return queries
+
+
+async def test_a_phrase_whose_words_never_meet_in_the_literature_is_counted(pipeline: Pipeline) -> None:
+    from app.gate import assess_evidence
+
+    queries = spy_esearch(pipeline)
     # "tongue" and "splitting" are both in the evidence, never together in any record: the evidence is
     # about the words, not the procedure.
     outcome = await pipeline.search("Does tongue splitting help breast cancer?")
@@ -226,14 +232,7 @@ PHI_WORDS = (
 async def test_no_outbound_esearch_term_carries_a_name_street_or_town(pipeline: Pipeline) -> None:
     import re
 
-    queries: list[str] = []
-    esearch = pipeline.client.esearch
-
-    async def spy(term: str, **kwargs: object) -> object:
-        queries.append(term)
-        return await esearch(term, **kwargs)  # type: ignore[arg-type]
-
-    pipeline.client.esearch = spy  # type: ignore[method-assign]
+    queries = spy_esearch(pipeline)
     for question in PHI_NARRATIVES:
         queries.clear()
         outcome = await pipeline.search(question)
@@ -250,14 +249,7 @@ async def test_no_outbound_esearch_term_carries_a_name_street_or_town(pipeline: 
 
 
 async def test_only_the_clinical_rare_word_is_counted_after_i_am(pipeline: Pipeline) -> None:
-    queries: list[str] = []
-    esearch = pipeline.client.esearch
-
-    async def spy(term: str, **kwargs: object) -> object:
-        queries.append(term)
-        return await esearch(term, **kwargs)  # type: ignore[arg-type]
-
-    pipeline.client.esearch = spy  # type: ignore[method-assign]
+    queries = spy_esearch(pipeline)
     for question in (
         "I'm zofia kowalczyk, does quintaflozamide help angina?",
         "i'm zofia kowalczyk, does quintaflozamide help angina?",
@@ -338,14 +330,7 @@ async def test_phrases_are_counted_on_the_documents_the_gate_will_see(pipeline: 
     assert everything == (outcome.absent_terms, 0)  # a close document among those weighed: not needed
     # Dense hits, but none among the documents the gate weighs: it has no similarity and never abstains
     # on phrases, so no phrase count is sent for nothing.
-    sent: list[str] = []
-    esearch = pipeline.client.esearch
-
-    async def spy_esearch(term: str, **kwargs: object) -> object:
-        sent.append(term)
-        return await esearch(term, **kwargs)  # type: ignore[arg-type]
-
-    pipeline.client.esearch = spy_esearch  # type: ignore[method-assign]
+    sent = spy_esearch(pipeline)
     elsewhere = [DenseHit(docs[6].pmid, threshold - 0.1, 1)]
     assert (await pipeline._absent(outcome.understanding, outcome.evidence, elsewhere, None, 5))[1] == 0
     assert not [q for q in sent if "*" in q or " " in q], sent
