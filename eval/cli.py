@@ -43,6 +43,14 @@ eval_app = typer.Typer(
 _out = Console()
 _err = Console(stderr=True)
 
+
+def _exit(message: str, code: int) -> typer.Exit:
+    """Print ``error: message`` (already escaped: text, not markup) on stderr; the exit to raise with ``code``
+    (1: the run or a builder failed, 2: bad input)."""
+    _err.print(f"[red]error:[/red] {message}", highlight=False)
+    return typer.Exit(code)
+
+
 LLMChoice = Literal["none", "embedded", "openai"]
 
 LimitOpt = Annotated[
@@ -164,27 +172,20 @@ def run_suite(
     try:
         runner = load()
     except (ImportError, AttributeError) as exc:
-        _err.print(
-            f"[red]error:[/red] suite {suite!r} is unavailable: {type(exc).__name__}: {escape(str(exc))}"
-        )
-        raise typer.Exit(1) from exc
+        raise _exit(f"suite {suite!r} is unavailable: {type(exc).__name__}: {escape(str(exc))}", 1) from exc
     try:
         metadata = run_metadata(suite, opts)
         check_run_dir(opts, metadata)
         result = asyncio.run(runner(opts))
     except EvalInputError as exc:
-        _err.print(f"[red]error:[/red] {escape(str(exc))}", markup=True, highlight=False)
-        raise typer.Exit(2) from exc
+        raise _exit(escape(str(exc)), 2) from exc
     except Exception as exc:  # any failure of a run: one line, exit 1, no traceback wall
         from core import CometaError
 
         if not isinstance(exc, CometaError | OSError):
             raise
         # The message is text, not markup: "cometa[llm]" must print as written.
-        _err.print(
-            f"[red]error:[/red] {suite} failed: {type(exc).__name__}: {escape(str(exc))}", highlight=False
-        )
-        raise typer.Exit(1) from exc
+        raise _exit(f"{suite} failed: {type(exc).__name__}: {escape(str(exc))}", 1) from exc
     paths = write_result(result, opts, metadata)
     for table in result.tables:
         _out.print(f"\n{table.title}\n", markup=False, highlight=False)
@@ -243,8 +244,7 @@ def _judged_command(suite: str, module: str, function: str, doc: str, *, data: b
                 extra_params={"data": str(data_file.resolve())} if data_file is not None else None,
             )
         except EvalInputError as exc:
-            _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-            raise typer.Exit(2) from exc
+            raise _exit(escape(str(exc)), 2) from exc
         run_suite(suite, _suite(module, function), opts)
 
     command.__doc__ = doc
@@ -275,8 +275,7 @@ def _command(suite: str, module: str, function: str, doc: str) -> None:
                 params=param,
             )
         except EvalInputError as exc:
-            _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-            raise typer.Exit(2) from exc
+            raise _exit(escape(str(exc)), 2) from exc
         run_suite(suite, _suite(module, function), opts)
 
     command.__doc__ = doc
@@ -372,11 +371,9 @@ def build_cmmqa_command(
         module = importlib.import_module("eval.cmmqa")
         build = module.build_cmmqa
     except (ImportError, AttributeError) as exc:
-        _err.print(f"[red]error:[/red] CMMQA builder unavailable: {type(exc).__name__}: {escape(str(exc))}")
-        raise typer.Exit(1) from exc
+        raise _exit(f"CMMQA builder unavailable: {type(exc).__name__}: {escape(str(exc))}", 1) from exc
     if benchmark is not None and not benchmark.is_file():
-        _err.print(f"[red]error:[/red] no such benchmark file: {escape(str(benchmark))}", highlight=False)
-        raise typer.Exit(2)
+        raise _exit(f"no such benchmark file: {escape(str(benchmark))}", 2)
     try:
         summary = build(
             benchmark=benchmark,
@@ -388,8 +385,7 @@ def build_cmmqa_command(
             resume=not no_resume,
         )
     except EvalInputError as exc:
-        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(2) from exc
+        raise _exit(escape(str(exc)), 2) from exc
     table = summary.get("table")
     if table is not None:
         _out.print(table.markdown(), markup=False, highlight=False, soft_wrap=True)
@@ -420,25 +416,17 @@ def build_gold_command(
     try:
         gold = importlib.import_module("eval.gold")
     except ImportError as exc:
-        _err.print(
-            f"[red]error:[/red] gold-set builder unavailable: {type(exc).__name__}: {escape(str(exc))}"
-        )
-        raise typer.Exit(1) from exc
+        raise _exit(f"gold-set builder unavailable: {type(exc).__name__}: {escape(str(exc))}", 1) from exc
     shared = gold.find_shared_data(source)
     if shared is None:
         where = source if source is not None else "$COMETA_SHARED_DIR/data or ../shared/data"
-        _err.print(
-            f"[red]error:[/red] no shared data folder (cohen2006/ ...) at {escape(str(where))}",
-            highlight=False,
-        )
-        raise typer.Exit(2)
+        raise _exit(f"no shared data folder (cohen2006/ ...) at {escape(str(where))}", 2)
     target = out if out is not None else gold.default_gold_dir()
     try:
         with progress_bar("evidence inference articles") as on_progress:
             summary = gold.build_gold(shared, target, seed=seed, ei_items=ei_items, on_progress=on_progress)
     except EvalInputError as exc:
-        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(2) from exc
+        raise _exit(escape(str(exc)), 2) from exc
     for name, counts in summary.counts.items():
         _out.print(f"{name}: dev {counts['dev']}, test {counts['test']}", markup=False)
     overlap = summary.overlap
@@ -489,8 +477,7 @@ def compare_command(
             run_dirs, labels=label or None, B=b, seed=seed, alpha=alpha, hypotheses=hypothesis or ()
         )
     except EvalInputError as exc:
-        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(2) from exc
+        raise _exit(escape(str(exc)), 2) from exc
     write_result(result, opts, run_metadata("compare", opts))
     for table in result.tables:
         _out.print(f"\n{table.title}\n", markup=False, highlight=False)
@@ -538,8 +525,7 @@ def backbones_command(
             system={"backbones": list(backbone)},  # what the run compares: hashed into its configuration
         )
     except EvalInputError as exc:
-        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(2) from exc
+        raise _exit(escape(str(exc)), 2) from exc
 
     async def runner(o: RunOptions) -> SuiteResult:
         return await run_backbones(replace(o, system={}), specs)  # each arm is one reader, not the list
@@ -571,10 +557,7 @@ def calibrate_gate_command(
     try:
         module = importlib.import_module("eval.answers")
     except ImportError as exc:
-        _err.print(
-            f"[red]error:[/red] gate calibration unavailable: {type(exc).__name__}: {escape(str(exc))}"
-        )
-        raise typer.Exit(1) from exc
+        raise _exit(f"gate calibration unavailable: {type(exc).__name__}: {escape(str(exc))}", 1) from exc
     settings = Settings().offline()
     try:
         with progress_bar("questions") as on_progress:
@@ -584,8 +567,7 @@ def calibrate_gate_command(
                 )
             )
     except EvalInputError as exc:
-        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(2) from exc
+        raise _exit(escape(str(exc)), 2) from exc
     t = report["thresholds"]
     for key in (
         "min_dense",
@@ -634,12 +616,10 @@ def answer_quality_command(
         module = importlib.import_module("eval.answers")
         gold = importlib.import_module("eval.gold")
     except ImportError as exc:
-        _err.print(f"[red]error:[/red] answer quality unavailable: {type(exc).__name__}: {escape(str(exc))}")
-        raise typer.Exit(1) from exc
+        raise _exit(f"answer quality unavailable: {type(exc).__name__}: {escape(str(exc))}", 1) from exc
     chosen = tuple(s.strip() for s in sets.split(",") if s.strip())
     if not set(chosen) <= {"pubmedqa", "ei"} or split not in ("dev", "test", "all"):
-        _err.print("[red]error:[/red] --sets takes pubmedqa,ei and --split dev, test or all")
-        raise typer.Exit(2)
+        raise _exit("--sets takes pubmedqa,ei and --split dev, test or all", 2)
     with progress_bar("questions") as on_progress:
         report = asyncio.run(
             module.run_answer_quality(
