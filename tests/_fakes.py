@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 from core import OnProgress
 from llm import LLMOutputInvalid, LLMResult, Message, TextStream
 
-__all__ = ["BrokenStream", "Reply", "ScriptedLLM", "VectorEncoder", "pieces", "sequenced"]
+__all__ = ["BrokenStream", "Reply", "ScriptedLLM", "VectorEncoder", "completion_body", "pieces", "sequenced"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -175,3 +175,29 @@ class VectorEncoder:
         self.doc_calls += 1
         self.doc_texts += len(docs)
         return self.encode_queries([f"{t} {a}" for t, a in docs])
+
+
+def completion_body(
+    content: str,
+    *,
+    model: str = "m-1",
+    prompt_tokens: int = 10,
+    completion_tokens: int = 5,
+    completion_id: str = "cmpl-1",
+) -> dict[str, Any]:
+    """An OpenAI ``chat.completion`` response with one assistant message: what the scripted
+    OpenAI-compatible servers of the tests answer."""
+    return {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }

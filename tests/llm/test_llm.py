@@ -36,6 +36,7 @@ from llm import (
     extract_json_object,
 )
 from retrieval import CometaError
+from tests._fakes import completion_body
 
 
 class Verdict(BaseModel):
@@ -52,24 +53,9 @@ Step = Callable[[dict[str, Any]], Awaitable[Response]]
 def reply(content: str, *, prompt_tokens: int = 11, completion_tokens: int = 5, model: str = "m-1") -> Step:
     async def step(body: dict[str, Any]) -> Response:
         return JSONResponse(
-            {
-                "id": "cmpl-1",
-                "object": "chat.completion",
-                "created": 0,
-                "model": model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": content},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": completion_tokens,
-                    "total_tokens": prompt_tokens + completion_tokens,
-                },
-            }
+            completion_body(
+                content, model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+            )
         )
 
     return step

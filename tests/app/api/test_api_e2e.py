@@ -19,6 +19,7 @@ import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import StreamingResponse
 
+from tests._fakes import completion_body
 from tests._procs import free_port, serve
 
 NARRATIVE = (
@@ -178,16 +179,7 @@ def _scripted_llm_app() -> FastAPI:
                 if _STREAM["words"]:
                     content = "word " * _STREAM["words"]
                 return _streamed(payload, content)
-        return {
-            "id": "scripted",
-            "object": "chat.completion",
-            "created": 0,
-            "model": payload.get("model", "scripted"),
-            "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-            ],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        }
+        return completion_body(content, model=payload.get("model", "scripted"), completion_id="scripted")
 
     return app
 

@@ -10,6 +10,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from tests._fakes import completion_body
+
 __all__ = ["FakeOpenAI"]
 
 
@@ -25,22 +27,7 @@ class FakeOpenAI:
             model = str(body.get("model"))
             self.calls.append((model, prompt))
             content = reply(model, prompt)
-            return JSONResponse(
-                {
-                    "id": "cmpl-1",
-                    "object": "chat.completion",
-                    "created": 0,
-                    "model": model,
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": {"role": "assistant", "content": content},
-                            "finish_reason": "stop",
-                        }
-                    ],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-                }
-            )
+            return JSONResponse(completion_body(content, model=model))
 
         self.app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
 
