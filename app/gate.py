@@ -104,10 +104,12 @@ class EvidenceSignals:
     absent_terms: int = 0  # rare words of the question that no document of the whole source contains
     absent_share: float = 0.0  # absent_terms over the question's coverage units (0..1)
     absent_phrases: int = 0  # phrases whose words the evidence has, but no document of the source together
+    # The best single document's coverage (0..1); None: not measured (records from before the signal).
+    doc_coverage: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
-        for key in ("dense_top", "rerank_top", "coverage", "absent_share"):
+        for key in ("dense_top", "rerank_top", "coverage", "absent_share", "doc_coverage"):
             if out[key] is not None:
                 out[key] = round(float(out[key]), 4)
         return out
@@ -289,13 +291,7 @@ def evidence_signals(
     scores = [s for pmid, s in dense if pmid in pmids]
     rerank = [p.scores["rerank"] for p in (context.passages if context else ()) if "rerank" in p.scores]
     units = coverage_units(question, concepts, lay_words)
-    if units and docs:
-        seen: set[str] = set()
-        for doc in docs[:top_docs]:
-            seen |= _doc_stems(doc)
-        coverage = sum(1 for unit in units if unit & seen) / len(units)
-    else:
-        coverage = 1.0 if docs else 0.0
+    coverage, doc_coverage = _coverages(units, [_doc_stems(d) for d in docs[:top_docs]])
     return EvidenceSignals(
         documents=len(docs),
         dense_top=max(scores) if scores else None,
@@ -305,7 +301,20 @@ def evidence_signals(
         absent_terms=absent_terms,
         absent_share=min(1.0, absent_terms / len(units)) if units and absent_terms else 0.0,
         absent_phrases=absent_phrases,
+        doc_coverage=doc_coverage,
     )
+
+
+def _coverages(units: Sequence[frozenset[str]], docs: Sequence[set[str]]) -> tuple[float, float]:
+    """The share of ``units`` the documents' stems (``docs``) mention together, and the best share one
+    document mentions alone: a question whose words are everywhere but never in one study (a procedure
+    nobody studied, named with common words) scores high on the first and low on the second."""
+    if not units or not docs:
+        return (1.0, 1.0) if docs else (0.0, 0.0)
+    seen: set[str] = set().union(*docs)
+    together = sum(1 for unit in units if unit & seen) / len(units)
+    alone = max(sum(1 for unit in units if unit & stems) for stems in docs) / len(units)
+    return together, alone
 
 
 def text_signals(
@@ -319,11 +328,9 @@ def text_signals(
     """The signals of a source that has only texts (an institutional collection, a federated node's
     evidence): coverage of the question by its top ``texts``; no dense similarity, no Boolean tier."""
     units = coverage_units(question, concepts, lay_words)
-    seen: set[str] = set()
-    for text in texts[:top_docs]:
-        seen |= {light_stem(w) for w in words(text) if w.isalpha()}
-    coverage = sum(1 for u in units if u & seen) / len(units) if units and texts else (1.0 if texts else 0.0)
-    return EvidenceSignals(len(texts), None, None, "unknown", coverage)
+    stems = [{light_stem(w) for w in words(text) if w.isalpha()} for text in texts[:top_docs]]
+    coverage, doc_coverage = _coverages(units, stems)
+    return EvidenceSignals(len(texts), None, None, "unknown", coverage, doc_coverage=doc_coverage)
 
 
 _Check = Callable[[EvidenceSignals, GateSettings], str | None]
@@ -342,6 +349,13 @@ def _dense_floor(signals: EvidenceSignals, settings: GateSettings) -> str | None
 def _coverage(signals: EvidenceSignals, settings: GateSettings) -> str | None:
     if signals.coverage < settings.min_coverage:
         return f"the studies mention {signals.coverage:.0%} of the question's words"
+    return None
+
+
+def _doc_coverage(signals: EvidenceSignals, settings: GateSettings) -> str | None:
+    best = signals.doc_coverage
+    if best is not None and best < settings.min_doc_coverage:
+        return f"no single study mentions more than {best:.0%} of the question's words"
     return None
 
 
@@ -384,6 +398,7 @@ def _rerank(signals: EvidenceSignals, settings: GateSettings) -> str | None:
 _CHECKS: tuple[tuple[str, tuple[str, ...], _Check], ...] = (
     ("dense", ("min_dense", "min_dense_strict"), _dense_floor),
     ("coverage", ("min_coverage",), _coverage),
+    ("doc_coverage", ("min_doc_coverage",), _doc_coverage),
     ("generic", ("min_dense_generic",), _generic_tier),
     ("absent_words", ("absent_max_dense", "absent_min_share"), _absent_words),
     ("absent_phrases", ("absent_phrase_max_dense",), _absent_phrases),

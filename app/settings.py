@@ -158,6 +158,13 @@ class GateSettings(BaseModel):
         description="A question phrase no document contains (its words found apart): abstain unless the "
         "best similarity reaches this; -1: off.",
     )
+    min_doc_coverage: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Abstain when no single study of the top coverage_documents mentions this share of the "
+        "question's concepts and content words (its words found only spread over several studies); 0: off.",
+    )
 
 
 class ApiSettings(BaseModel):

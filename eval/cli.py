@@ -588,6 +588,13 @@ def calibrate_gate_command(
             f"abstain precision {m['abstain_precision']:.1%} recall {m['abstain_recall']:.1%}",
             markup=False,
         )
+    for split, batches in report["unanswerable_by_batch"].items():
+        for batch, b in batches.items():
+            _out.print(
+                f"{split} {batch}: off-topic abstain {b['off_topic_abstain']:.1%} (n {b['n_off_topic']}), "
+                f"out-of-world abstain {b['out_of_world_abstain']:.1%} (n {b['n_out_of_world']})",
+                markup=False,
+            )
     _out.print(f"wrote {out / 'report.json'}", markup=False)
 
 

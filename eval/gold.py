@@ -580,7 +580,10 @@ def unanswerable_set(
     rows = _read_fixture("unanswerable.jsonl", fixture_dir or FIXTURE_DIR)
     by_kind: dict[str, list[str]] = {}
     for r in rows:
-        by_kind.setdefault(r["kind"], []).append(r["id"])
+        # A later batch is split on its own, so adding questions never moves an earlier item between splits
+        # (a test item that became dev would leak what was held out).
+        batch = int(r.get("batch", 1))
+        by_kind.setdefault(r["kind"] if batch == 1 else f"{r['kind']}#batch{batch}", []).append(r["id"])
     splits = _stratified_splits(by_kind, seed=seed, salt="unanswerable")
     terms = (t for r in rows for t in r.get("absent_terms", []))
     hits = _world_hits(shared, terms) if shared is not None else None
@@ -599,6 +602,7 @@ def unanswerable_set(
                 "id": r["id"],
                 "split": splits[r["id"]],
                 "kind": r["kind"],
+                "batch": int(r.get("batch", 1)),
                 "category": category,
                 "question": r["question"],
                 "pmids": [],

@@ -2,6 +2,7 @@
 
 from ._gate import (
     GateRecord,
+    abstain_by_batch,
     calibrate,
     collect_records,
     gate_report,
@@ -12,6 +13,7 @@ from ._quality import contains, contains_in_study_line, label_left, run_answer_q
 
 __all__ = [
     "GateRecord",
+    "abstain_by_batch",
     "calibrate",
     "collect_records",
     "contains",

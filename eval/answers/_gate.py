@@ -17,6 +17,7 @@ environment).
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -54,6 +55,7 @@ class GateRecord:
     gold_cited: bool  # a gold PMID among the answer's citations (before the gate)
     cited: list[str]
     answer: str
+    batch: int = 1  # the unanswerable set's batch (eval/data/gold/README.md); answerable sets are batch 1
 
     def evidence_signals(self) -> EvidenceSignals | None:
         return EvidenceSignals(**self.signals) if self.signals is not None else None
@@ -109,6 +111,7 @@ async def collect_records(
                     gold_cited=bool(gold & set(cited)),
                     cited=cited,
                     answer=text,
+                    batch=int(item.get("batch") or 1),
                 )
             )
             if on_item is not None:
@@ -155,6 +158,28 @@ def kept_and_abstained(records: Sequence[GateRecord], gate: GateSettings, split:
     }
 
 
+def abstain_by_batch(records: Sequence[GateRecord], gate: GateSettings) -> dict[str, dict[str, Any]]:
+    """Per split and unanswerable batch: off-topic and out-of-world abstention shares and counts (a later
+    batch was written blind to the earlier one's results, so its test rows are a fresh held-out estimate)."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in records:
+        if r.category not in ("off_topic", "out_of_world"):
+            continue
+        row = out.setdefault(r.split, {}).setdefault(
+            f"batch{r.batch}", {"off_topic": [0, 0], "out_of_world": [0, 0]}
+        )
+        row[r.category][0] += _abstains(r, gate)
+        row[r.category][1] += 1
+    return {
+        split: {
+            batch: {f"{cat}_abstain": hit / n if n else 0.0 for cat, (hit, n) in counts.items()}
+            | {f"n_{cat}": n for cat, (_, n) in counts.items()}
+            for batch, counts in sorted(batches.items())
+        }
+        for split, batches in sorted(out.items())
+    }
+
+
 # The grid, one list of values per threshold, searched in this order, lowest first (the tie-break);
 # "generic" and "strict" couple to min_dense (see _point).
 _GRID: dict[str, list[float]] = {
@@ -165,12 +190,16 @@ _GRID: dict[str, list[float]] = {
     "strict": [0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 1.0],  # min_dense_strict = min(strict, min_dense)
     "absent_min_share": [0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 2.0],  # 2: off
     "absent_phrase_max_dense": [-1.0, 0.4, 0.42, 0.44, 0.46, 0.48, 0.5, 0.55, 0.6],  # -1: off
+    "min_doc_coverage": [round(0.05 * i, 2) for i in range(13)],  # 0 (off) .. 0.60
 }
 
 
-def _point(d: float, c: float, gen: float, a: float, st: float, share: float, ph: float) -> dict[str, float]:
+def _point(
+    d: float, c: float, gen: float, a: float, st: float, share: float, ph: float, dc: float
+) -> dict[str, float]:
     """One grid point as GateSettings fields."""
     return {
+        "min_doc_coverage": dc,
         "min_dense": d,
         "min_coverage": c,
         "min_dense_generic": max(d, gen),
@@ -234,13 +263,13 @@ def calibrate(records: Sequence[GateRecord], base: GateSettings, *, keep: float 
     answerable ones' gold citations at ``keep`` of before; ties: more kept, then the lowest thresholds
     (``_GRID``'s order).
 
-    Two stages: the similarity, coverage, tier and absent-word thresholds with the share and phrase checks
-    off, then those two on top of them. One joint search fits the 19 dev out-of-world questions with
-    weaker base thresholds (coverage 0.05) that abstain less on new questions; each added check must earn
-    its abstentions on top of the base gate instead."""
+    Two stages: the similarity, coverage, tier and absent-word thresholds with the share, phrase and
+    single-study coverage checks off, then those three on top of them. One joint search fits the 19 dev
+    out-of-world questions with weaker base thresholds (coverage 0.05) that abstain less on new questions;
+    each added check must earn its abstentions on top of the base gate instead."""
     base = base.model_copy(update={"enabled": True})
     masks = _DevMasks(records, base)
-    off = {"absent_min_share": [2.0], "absent_phrase_max_dense": [-1.0]}
+    off = {"absent_min_share": [2.0], "absent_phrase_max_dense": [-1.0], "min_doc_coverage": [0.0]}
     first = _search(masks, {**_GRID, **off}, keep)
     if first is None:
         return base
@@ -268,8 +297,12 @@ def _search(masks: _DevMasks, g: dict[str, list[float]], keep: float) -> dict[st
     best: tuple[float, float, dict[str, float]] | None = None
     rerank = masks.always | mask("rerank", {})
     for d in g["min_dense"]:
-        for c in g["min_coverage"]:
-            m_c = rerank | mask("coverage", {"min_coverage": c})
+        for c, dc in itertools.product(g["min_coverage"], g["min_doc_coverage"]):
+            m_c = (
+                rerank
+                | mask("coverage", {"min_coverage": c})
+                | mask("doc_coverage", {"min_doc_coverage": dc})
+            )
             for gen in g["generic"]:
                 m_g = m_c | mask("generic", {"min_dense_generic": max(d, gen)})
                 for a in g["absent_max_dense"]:
@@ -283,7 +316,7 @@ def _search(masks: _DevMasks, g: dict[str, list[float]], keep: float) -> dict[st
                                 abstain, kept = masks.score(abstained)
                                 if kept < keep or (best is not None and (abstain, kept) <= best[:2]):
                                     continue
-                                best = (abstain, kept, _point(d, c, gen, a, st, share, ph))
+                                best = (abstain, kept, _point(d, c, gen, a, st, share, ph, dc))
     return best[2] if best is not None else None
 
 
@@ -295,6 +328,7 @@ def gate_report(records: Sequence[GateRecord], gate: GateSettings) -> dict[str, 
         "dev": kept_and_abstained(records, gate, "dev"),
         "test": kept_and_abstained(records, gate, "test"),
         "test_without_gate": kept_and_abstained(records, off, "test"),
+        "unanswerable_by_batch": abstain_by_batch(records, gate),
         "scope_out_of_scope": sum(1 for r in records if r.scope is not None),
     }
 

@@ -437,3 +437,16 @@ def test_every_shared_data_set_is_found_through_the_one_resolver(
     (data / "mirage" / "benchmark.json").write_text("{}")
     assert find_shared_data() == data and find_claims_dir() == data / "claims"
     assert find_pubmedrs() == data / "pubmedrs200" and find_benchmark() == data / "mirage" / "benchmark.json"
+
+
+def test_a_later_unanswerable_batch_leaves_earlier_splits_alone(tmp_path: Path) -> None:
+    rows = [json.loads(line) for line in (FIXTURE_DIR / "unanswerable.jsonl").read_text().splitlines()]
+    first = [r for r in rows if int(r.get("batch", 1)) == 1]
+    (tmp_path / "unanswerable.jsonl").write_text("".join(json.dumps(r) + "\n" for r in first))
+    before = {i["id"]: i["split"] for i in unanswerable_set(fixture_dir=tmp_path)[0]}
+    extra = [{**first[0], "id": f"new-{n:02d}", "batch": 7, "question": f"question {n}"} for n in range(9)]
+    (tmp_path / "unanswerable.jsonl").write_text("".join(json.dumps(r) + "\n" for r in first + extra))
+    items = unanswerable_set(fixture_dir=tmp_path)[0]
+    assert {i["id"]: i["split"] for i in items if i["batch"] == 1} == before
+    # The new batch is split on its own: a third of it in dev.
+    assert Counter(i["split"] for i in items if i["batch"] == 7) == {"dev": 3, "test": 6}

@@ -91,3 +91,24 @@ def test_contained_in_the_gold_studys_own_line_only() -> None:
     assert not contains_in_study_line(answer, gold, ["1"])
     assert contains_in_study_line(answer, gold, ["2"])
     assert not contains_in_study_line(answer, gold, ["22"])  # PMID:2 is not PMID:22
+
+
+def test_report_counts_unanswerable_batches_apart() -> None:
+    import dataclasses
+
+    from eval.answers import abstain_by_batch
+
+    later = [
+        dataclasses.replace(record("out_of_world", "test", 0.9, 0.9), id="b2-pass", batch=2),
+        dataclasses.replace(record("out_of_world", "test", 0.2, 0.0), id="b2-stop", batch=2),
+    ]
+    by_batch = abstain_by_batch([*RECORDS, *later], GateSettings())
+    first = by_batch["test"]["batch1"]
+    assert first["out_of_world_abstain"] == 1.0 and first["n_out_of_world"] == 5 and first["n_off_topic"] == 1
+    assert by_batch["test"]["batch2"] == {
+        "off_topic_abstain": 0.0,
+        "out_of_world_abstain": 0.5,
+        "n_off_topic": 0,
+        "n_out_of_world": 2,
+    }
+    assert "batch2" not in by_batch["dev"]
