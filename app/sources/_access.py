@@ -153,6 +153,16 @@ class _Trusted:
     algorithms: tuple[str, ...]
 
 
+def claimed_issuer(token: str, what: str) -> str | None:
+    """The ``iss`` a token claims, read WITHOUT verification: only to pick the key that then verifies it
+    (never trust it before that). A token that is not a JWT at all: :class:`InvalidToken` naming ``what``."""
+    try:
+        claimed = jwt.decode(token, options={"verify_signature": False}).get("iss")
+    except jwt.PyJWTError as exc:
+        raise InvalidToken(f"invalid {what} ({type(exc).__name__})") from exc
+    return claimed if isinstance(claimed, str) else None
+
+
 def _trusted(issuer: str | None, keys: JwtKeySettings) -> _Trusted:
     try:
         jwks = jwt.PyJWKSet.from_json(keys.jwks_file.read_text()) if keys.jwks_file is not None else None
@@ -187,11 +197,8 @@ class TokenVerifier:
     def _trusted_for(self, token: str) -> _Trusted:
         if not self._issuers:
             raise InvalidToken("bearer tokens are not accepted here: no verification key is configured")
-        try:
-            claimed = jwt.decode(token, options={"verify_signature": False}).get("iss")
-        except jwt.PyJWTError as exc:
-            raise InvalidToken(f"invalid token ({type(exc).__name__})") from exc
-        trusted = self._issuers.get(claimed) if isinstance(claimed, str) else None
+        claimed = claimed_issuer(token, "token")
+        trusted = self._issuers.get(claimed) if claimed is not None else None
         if trusted is None:
             # The legacy key answers for tokens of no configured issuer only when it checks none itself.
             trusted = self._issuers.get(None)

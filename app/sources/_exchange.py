@@ -33,7 +33,15 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from app.settings import AccessSettings, FederationSettings
 
-from ._access import InvalidToken, PolicyError, Subject, TokenVerifier, _attributes, decode_jwt
+from ._access import (
+    InvalidToken,
+    PolicyError,
+    Subject,
+    TokenVerifier,
+    _attributes,
+    claimed_issuer,
+    decode_jwt,
+)
 
 __all__ = ["ASSERTION_TYP", "AssertionSigner", "AssertionVerifier", "CallerVerifier"]
 
@@ -130,11 +138,8 @@ class AssertionVerifier:
         self._lock = threading.Lock()
 
     def verify(self, token: str) -> Subject:
-        try:
-            claimed = jwt.decode(token, options={"verify_signature": False}).get("iss")
-        except jwt.PyJWTError as exc:
-            raise InvalidToken(f"invalid assertion ({type(exc).__name__})") from exc
-        peer = self._peers.get(claimed) if isinstance(claimed, str) else None
+        claimed = claimed_issuer(token, "assertion")
+        peer = self._peers.get(claimed) if claimed is not None else None
         if peer is None:
             raise InvalidToken("assertion from a node this node does not trust")
         if self.audience is None:  # settings refuse to start so; kept for direct construction
