@@ -105,6 +105,7 @@ class EvidenceSignals:
     absent_share: float = 0.0  # absent_terms over the question's coverage units (0..1)
     absent_phrases: int = 0  # phrases whose words the evidence has, but no document of the source together
     # The best single document's coverage (0..1); None: not measured (records from before the signal).
+    absent_technical: int = 0  # of absent_terms, those that are not English words (a drug name, a procedure)
     doc_coverage: float | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -281,6 +282,7 @@ def evidence_signals(
     lay_words: frozenset[str] = frozenset(),
     absent_terms: int = 0,
     absent_phrases: int = 0,
+    absent_technical: int = 0,
 ) -> EvidenceSignals:
     """The signals of ``docs`` (ranked) for ``question``. ``dense``: (pmid, similarity) of the dense arm;
     ``adapte``: the Boolean arm's result; ``context``: passages carrying a ``rerank`` score; ``concepts``:
@@ -302,6 +304,7 @@ def evidence_signals(
         absent_share=min(1.0, absent_terms / len(units)) if units and absent_terms else 0.0,
         absent_phrases=absent_phrases,
         doc_coverage=doc_coverage,
+        absent_technical=absent_technical,
     )
 
 
@@ -377,6 +380,15 @@ def _absent_words(signals: EvidenceSignals, settings: GateSettings) -> str | Non
     return None
 
 
+def _absent_technical(signals: EvidenceSignals, settings: GateSettings) -> str | None:
+    # A technical term (not an English word) that no study of the whole source uses is what the question is
+    # about (an unknown drug compared with a known one): close evidence about the known one does not answer.
+    dense, limit = signals.dense_top, settings.absent_technical_max_dense
+    if signals.absent_technical and limit > -1 and (dense is None or dense < limit):
+        return f"{signals.absent_technical} term(s) of the question appear in no study at all"
+    return None
+
+
 def _absent_phrases(signals: EvidenceSignals, settings: GateSettings) -> str | None:
     # Only weighed against a similarity: without one, a lay phrase the literature words differently
     # ("pancreas mass" for "pancreatic mass") is no reason to abstain.
@@ -401,6 +413,7 @@ _CHECKS: tuple[tuple[str, tuple[str, ...], _Check], ...] = (
     ("doc_coverage", ("min_doc_coverage",), _doc_coverage),
     ("generic", ("min_dense_generic",), _generic_tier),
     ("absent_words", ("absent_max_dense", "absent_min_share"), _absent_words),
+    ("absent_technical", ("absent_technical_max_dense",), _absent_technical),
     ("absent_phrases", ("absent_phrase_max_dense",), _absent_phrases),
     ("rerank", ("min_rerank",), _rerank),
 )

@@ -193,6 +193,7 @@ class SearchOutcome:
     eutils: EutilsDegradation | None = None
     absent_terms: int = 0  # rare question words no record contains (the evidence gate's signal)
     absent_phrases: int = 0  # question phrases whose words the evidence has, but no record together
+    absent_technical: int = 0  # of absent_terms, those that are not English words (a drug name, a procedure)
 
     @property
     def pmids(self) -> list[str]:
@@ -222,6 +223,7 @@ class SearchOutcome:
             lay_words=lay_words,
             absent_terms=self.absent_terms,
             absent_phrases=self.absent_phrases,
+            absent_technical=self.absent_technical,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -649,9 +651,8 @@ class Pipeline:
         if evidence.docs and await self.passage_retriever() is not None:
             timings["passages"] = (time.perf_counter() - t3) * 1000
         outcome = SearchOutcome(understanding, boolean, dense, fused, evidence, context, warnings, timings)
-        outcome.absent_terms, outcome.absent_phrases = await self._absent(
-            understanding, evidence, dense, api_key, gate_documents
-        )
+        absent = await self._absent(understanding, evidence, dense, api_key, gate_documents)
+        outcome.absent_terms, outcome.absent_technical, outcome.absent_phrases = absent
         return outcome
 
     def _everyday_words(self) -> tuple[frozenset[str], frozenset[str]]:
@@ -673,9 +674,10 @@ class Pipeline:
         dense: Sequence[DenseHit],
         api_key: str | None,
         gate_documents: int | None = None,
-    ) -> tuple[int, int]:
-        """Rare words of the question that not one PubMed record contains, and phrases of the question whose
-        words the evidence contains but not one record together (the evidence gate's signals).
+    ) -> tuple[int, int, int]:
+        """Rare words of the question that not one PubMed record contains, those of them that are not English
+        (technical terms), and phrases of the question whose words the evidence contains but not one record
+        together (the evidence gate's signals).
 
         A word or phrase the fetched evidence already contains needs no lookup; only the others cost one
         count-only ESearch each, so an answerable question usually adds no E-utilities call (issue 17's
@@ -689,7 +691,7 @@ class Pipeline:
         rewriter = self.understander.rewriter
         plain, everyday = self._everyday_words()
         if not plain:
-            return 0, 0  # fail closed: without everyday English, common first names would count as rare
+            return 0, 0, 0  # fail closed: without everyday English, common first names would count as rare
         question = understanding.plan.corrected_question
         checks = gate.absent_term_checks
         terms = rare_words(question, rewriter.is_known_word, limit=checks) if checks else []
@@ -702,12 +704,13 @@ class Pipeline:
                     question, rewriter.is_known_word, everyday, limit=gate.absent_phrase_checks
                 )
         if not terms and not phrases:
-            return 0, 0  # most questions: every word is known, so the documents need not be read
+            return 0, 0, 0  # most questions: every word is known, so the documents need not be read
         # Reading every full text is CPU work: off the event loop.
         terms, queries = await asyncio.to_thread(_unseen, evidence.docs, terms, phrases)
         # A name starts with no everyday word: "my doctor suggests risedronate" names no doctor "Suggests".
         checked = (understanding.phi, scrub_any_case(question, plain, rewriter.is_known_word))
-        term_queries = [q for q in (f'"{t}"[tiab]' for t in terms) if _may_leave(q, checked)]
+        leaving = [t for t in terms if _may_leave(f'"{t}"[tiab]', checked)]
+        term_queries = [f'"{t}"[tiab]' for t in leaving]
         queries = [q for q in queries if _may_leave(q, checked)]
 
         async def count(query: str) -> int:
@@ -718,7 +721,9 @@ class Pipeline:
 
         counts = await asyncio.gather(*(count(q) for q in term_queries), *(count(q) for q in queries))
         n = len(term_queries)
-        return sum(1 for c in counts[:n] if c == 0), sum(1 for c in counts[n:] if c == 0)
+        absent = [t for t, c in zip(leaving, counts[:n], strict=True) if c == 0]
+        technical = sum(1 for t in absent if not rewriter.is_english_word(t))
+        return len(absent), technical, sum(1 for c in counts[n:] if c == 0)
 
 
 def _unseen(docs: Sequence[EvidenceDoc], terms: list[str], phrases: list[str]) -> tuple[list[str], list[str]]:

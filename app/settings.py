@@ -158,6 +158,13 @@ class GateSettings(BaseModel):
         description="A question phrase no document contains (its words found apart): abstain unless the "
         "best similarity reaches this; -1: off.",
     )
+    absent_technical_max_dense: float = Field(
+        default=-1.0,
+        ge=-1,
+        le=2,
+        description="A question word that is not English (a drug or procedure name) and that no study of the "
+        "whole source contains: abstain unless the best similarity reaches this; 2: always; -1: off.",
+    )
     min_doc_coverage: float = Field(
         default=0.0,
         ge=0,

@@ -191,14 +191,16 @@ _GRID: dict[str, list[float]] = {
     "absent_min_share": [0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 2.0],  # 2: off
     "absent_phrase_max_dense": [-1.0, 0.4, 0.42, 0.44, 0.46, 0.48, 0.5, 0.55, 0.6],  # -1: off
     "min_doc_coverage": [round(0.05 * i, 2) for i in range(13)],  # 0 (off) .. 0.60
+    "absent_technical_max_dense": [-1.0, 0.6, 0.65, 0.7, 0.75, 0.8, 2.0],  # -1: off; 2: always
 }
 
 
 def _point(
-    d: float, c: float, gen: float, a: float, st: float, share: float, ph: float, dc: float
+    d: float, c: float, gen: float, a: float, st: float, share: float, ph: float, dc: float, tech: float
 ) -> dict[str, float]:
     """One grid point as GateSettings fields."""
     return {
+        "absent_technical_max_dense": tech,
         "min_doc_coverage": dc,
         "min_dense": d,
         "min_coverage": c,
@@ -263,13 +265,18 @@ def calibrate(records: Sequence[GateRecord], base: GateSettings, *, keep: float 
     answerable ones' gold citations at ``keep`` of before; ties: more kept, then the lowest thresholds
     (``_GRID``'s order).
 
-    Two stages: the similarity, coverage, tier and absent-word thresholds with the share, phrase and
-    single-study coverage checks off, then those three on top of them. One joint search fits the 19 dev
-    out-of-world questions with weaker base thresholds (coverage 0.05) that abstain less on new questions;
-    each added check must earn its abstentions on top of the base gate instead."""
+    Two stages: the similarity, coverage, tier and absent-word thresholds with the share, phrase,
+    technical-term and single-study coverage checks off, then those four on top of them. One joint search
+    fitted the first 19 dev out-of-world questions with weaker base thresholds (coverage 0.05) that abstained
+    less on new questions; each added check must earn its abstentions on top of the base gate instead."""
     base = base.model_copy(update={"enabled": True})
     masks = _DevMasks(records, base)
-    off = {"absent_min_share": [2.0], "absent_phrase_max_dense": [-1.0], "min_doc_coverage": [0.0]}
+    off = {
+        "absent_min_share": [2.0],
+        "absent_phrase_max_dense": [-1.0],
+        "min_doc_coverage": [0.0],
+        "absent_technical_max_dense": [-1.0],
+    }
     first = _search(masks, {**_GRID, **off}, keep)
     if first is None:
         return base
@@ -308,15 +315,18 @@ def _search(masks: _DevMasks, g: dict[str, list[float]], keep: float) -> dict[st
                 for a in g["absent_max_dense"]:
                     for st in g["strict"]:
                         m_s = m_g | mask("dense", {"min_dense": d, "min_dense_strict": min(st, d)})
-                        for share in g["absent_min_share"]:
+                        for share, tech in itertools.product(
+                            g["absent_min_share"], g["absent_technical_max_dense"]
+                        ):
                             words = {"absent_max_dense": a, "absent_min_share": share}
                             m_a = m_s | mask("absent_words", words)
+                            m_a |= mask("absent_technical", {"absent_technical_max_dense": tech})
                             for ph in g["absent_phrase_max_dense"]:
                                 abstained = m_a | mask("absent_phrases", {"absent_phrase_max_dense": ph})
                                 abstain, kept = masks.score(abstained)
                                 if kept < keep or (best is not None and (abstain, kept) <= best[:2]):
                                     continue
-                                best = (abstain, kept, _point(d, c, gen, a, st, share, ph, dc))
+                                best = (abstain, kept, _point(d, c, gen, a, st, share, ph, dc, tech))
     return best[2] if best is not None else None
 
 

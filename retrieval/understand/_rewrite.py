@@ -431,6 +431,11 @@ class DeterministicRewriter:
         gibberish."""
         return self._speller.is_known(word)
 
+    def is_english_word(self, word: str) -> bool:
+        """A (lower-case) word of everyday English or an inflection of one (the speller's English list):
+        what the evidence gate tells apart from technical terms (a drug name) among absent words."""
+        return self._speller.is_english(word)
+
     def spell_correct(self, text: str) -> str:
         """``text`` with misspelled words replaced by the closest vocabulary word; everything else kept.
 

@@ -213,10 +213,24 @@ def test_every_abstention_reason_comes_from_a_named_check() -> None:
     fields = {f for _, fs, _ in gate_checks() for f in fs}
     assert fields <= set(GateSettings.model_fields)
     low = EvidenceSignals(
-        5, 0.1, -5.0, "generic", 0.0, absent_terms=1, absent_share=1.0, absent_phrases=1, doc_coverage=0.1
+        5,
+        0.1,
+        -5.0,
+        "generic",
+        0.0,
+        absent_terms=1,
+        absent_share=1.0,
+        absent_phrases=1,
+        doc_coverage=0.1,
+        absent_technical=1,
     )
     gate = GATE.model_copy(
-        update={"min_rerank": 0.0, "absent_phrase_max_dense": 0.5, "min_doc_coverage": 0.2}
+        update={
+            "min_rerank": 0.0,
+            "absent_phrase_max_dense": 0.5,
+            "min_doc_coverage": 0.2,
+            "absent_technical_max_dense": 0.7,
+        }
     )
     reasons = [check(low, gate) for _, _, check in gate_checks()]
     assert all(reasons) and assess_evidence(low, gate).reasons == tuple(reasons)
@@ -265,3 +279,20 @@ def test_single_study_coverage_abstains_when_the_words_are_only_spread_apart() -
     # Records from before the signal (None) are never stopped by it.
     old = EvidenceSignals(5, 0.9, None, "strict", 1.0)
     assert not assess_evidence(old, gate).abstain
+
+
+def test_an_absent_technical_term_abstains_even_beside_a_close_comparator() -> None:
+    # "Is zelmoprazole better than omeprazole?": the real comparator makes the evidence close (0.76).
+    drug = EvidenceSignals(
+        5, 0.76, None, "strict", 0.67, absent_terms=1, absent_share=1 / 6, absent_technical=1
+    )
+    lay = EvidenceSignals(5, 0.76, None, "strict", 0.67, absent_terms=1, absent_share=1 / 6)  # "stuffy"
+    gate = GATE.model_copy(update={"absent_technical_max_dense": 2.0, "absent_max_dense": 0.6})
+    verdict = assess_evidence(drug, gate)
+    assert verdict.abstain and verdict.reasons == ("1 term(s) of the question appear in no study at all",)
+    assert not assess_evidence(lay, gate).abstain
+    assert not assess_evidence(drug, gate.model_copy(update={"absent_technical_max_dense": 0.7})).abstain
+    off = gate.model_copy(update={"absent_technical_max_dense": -1.0})
+    assert not assess_evidence(drug, off).abstain
+    undense = EvidenceSignals(5, None, None, "strict", 0.67, absent_technical=1)
+    assert not assess_evidence(undense, off).abstain and assess_evidence(undense, gate).abstain

@@ -261,6 +261,7 @@ async def test_only_the_clinical_rare_word_is_counted_after_i_am(pipeline: Pipel
         assert not leaked, (question, queries)
         # The rare-word count still runs for the clinical word: the only rare word that leaves.
         assert '"quintaflozamide"[tiab]' in queries and outcome.absent_terms == 1, (question, queries)
+        assert outcome.absent_technical == 1  # not an English word: a drug name nobody studied
 
 
 async def test_no_count_query_leaves_without_the_everyday_words(
@@ -280,7 +281,7 @@ async def test_no_count_query_leaves_without_the_everyday_words(
     monkeypatch.setattr(module, "common_english", frozenset)
     pipeline._everyday = None
     got = await pipeline._absent(outcome.understanding, outcome.evidence, outcome.dense, None, 5)
-    assert got == (0, 0) and not queries
+    assert got == (0, 0, 0) and not queries
 
 
 def test_a_count_query_passes_the_ladders_phi_check_in_any_casing() -> None:
@@ -326,16 +327,17 @@ async def test_phrases_are_counted_on_the_documents_the_gate_will_see(pipeline: 
         everything = await pipeline._absent(outcome.understanding, outcome.evidence, dense, None, None)
     finally:
         module._unseen = unseen
-    assert shown == (outcome.absent_terms, 1)  # counted: it decides the verdict on those five documents
-    assert everything == (outcome.absent_terms, 0)  # a close document among those weighed: not needed
+    terms = (outcome.absent_terms, outcome.absent_technical)
+    assert shown == (*terms, 1)  # counted: it decides the verdict on those five documents
+    assert everything == (*terms, 0)  # a close document among those weighed: not needed
     # Dense hits, but none among the documents the gate weighs: it has no similarity and never abstains
     # on phrases, so no phrase count is sent for nothing.
     sent = spy_esearch(pipeline)
     elsewhere = [DenseHit(docs[6].pmid, threshold - 0.1, 1)]
-    assert (await pipeline._absent(outcome.understanding, outcome.evidence, elsewhere, None, 5))[1] == 0
+    assert (await pipeline._absent(outcome.understanding, outcome.evidence, elsewhere, None, 5))[2] == 0
     assert not [q for q in sent if "*" in q or " " in q], sent
     # Full texts are read off the event loop.
     assert threads and threading.main_thread().name not in threads
-    outcome.dense, outcome.absent_phrases = dense, shown[1]
+    outcome.dense, outcome.absent_phrases = dense, shown[2]
     verdict = assess_evidence(pipeline.gate_signals(outcome, docs[:5]), pipeline.settings.gate)
     assert verdict.abstain and any("phrase(s)" in r for r in verdict.reasons)
