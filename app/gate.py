@@ -104,13 +104,11 @@ class EvidenceSignals:
     absent_terms: int = 0  # rare words of the question that no document of the whole source contains
     absent_share: float = 0.0  # absent_terms over the question's coverage units (0..1)
     absent_phrases: int = 0  # phrases whose words the evidence has, but no document of the source together
-    # The best single document's coverage (0..1); None: not measured (records from before the signal).
     absent_technical: int = 0  # of absent_terms, those that are not English words (a drug name, a procedure)
-    doc_coverage: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
-        for key in ("dense_top", "rerank_top", "coverage", "absent_share", "doc_coverage"):
+        for key in ("dense_top", "rerank_top", "coverage", "absent_share"):
             if out[key] is not None:
                 out[key] = round(float(out[key]), 4)
         return out
@@ -293,7 +291,7 @@ def evidence_signals(
     scores = [s for pmid, s in dense if pmid in pmids]
     rerank = [p.scores["rerank"] for p in (context.passages if context else ()) if "rerank" in p.scores]
     units = coverage_units(question, concepts, lay_words)
-    coverage, doc_coverage = _coverages(units, [_doc_stems(d) for d in docs[:top_docs]])
+    coverage = _coverage_share(units, [_doc_stems(d) for d in docs[:top_docs]])
     return EvidenceSignals(
         documents=len(docs),
         dense_top=max(scores) if scores else None,
@@ -303,21 +301,17 @@ def evidence_signals(
         absent_terms=absent_terms,
         absent_share=min(1.0, absent_terms / len(units)) if units and absent_terms else 0.0,
         absent_phrases=absent_phrases,
-        doc_coverage=doc_coverage,
         absent_technical=absent_technical,
     )
 
 
-def _coverages(units: Sequence[frozenset[str]], docs: Sequence[set[str]]) -> tuple[float, float]:
-    """The share of ``units`` the documents' stems (``docs``) mention together, and the best share one
-    document mentions alone: a question whose words are everywhere but never in one study (a procedure
-    nobody studied, named with common words) scores high on the first and low on the second."""
+def _coverage_share(units: Sequence[frozenset[str]], docs: Sequence[set[str]]) -> float:
+    """The share of ``units`` the documents' stems (``docs``) mention together; 1.0 with nothing to look
+    for, 0.0 without documents."""
     if not units or not docs:
-        return (1.0, 1.0) if docs else (0.0, 0.0)
+        return 1.0 if docs else 0.0
     seen: set[str] = set().union(*docs)
-    together = sum(1 for unit in units if unit & seen) / len(units)
-    alone = max(sum(1 for unit in units if unit & stems) for stems in docs) / len(units)
-    return together, alone
+    return sum(1 for unit in units if unit & seen) / len(units)
 
 
 def text_signals(
@@ -332,8 +326,7 @@ def text_signals(
     evidence): coverage of the question by its top ``texts``; no dense similarity, no Boolean tier."""
     units = coverage_units(question, concepts, lay_words)
     stems = [{light_stem(w) for w in words(text) if w.isalpha()} for text in texts[:top_docs]]
-    coverage, doc_coverage = _coverages(units, stems)
-    return EvidenceSignals(len(texts), None, None, "unknown", coverage, doc_coverage=doc_coverage)
+    return EvidenceSignals(len(texts), None, None, "unknown", _coverage_share(units, stems))
 
 
 _Check = Callable[[EvidenceSignals, GateSettings], str | None]
@@ -352,13 +345,6 @@ def _dense_floor(signals: EvidenceSignals, settings: GateSettings) -> str | None
 def _coverage(signals: EvidenceSignals, settings: GateSettings) -> str | None:
     if signals.coverage < settings.min_coverage:
         return f"the studies mention {signals.coverage:.0%} of the question's words"
-    return None
-
-
-def _doc_coverage(signals: EvidenceSignals, settings: GateSettings) -> str | None:
-    best = signals.doc_coverage
-    if best is not None and best < settings.min_doc_coverage:
-        return f"no single study mentions more than {best:.0%} of the question's words"
     return None
 
 
@@ -410,7 +396,6 @@ def _rerank(signals: EvidenceSignals, settings: GateSettings) -> str | None:
 _CHECKS: tuple[tuple[str, tuple[str, ...], _Check], ...] = (
     ("dense", ("min_dense", "min_dense_strict"), _dense_floor),
     ("coverage", ("min_coverage",), _coverage),
-    ("doc_coverage", ("min_doc_coverage",), _doc_coverage),
     ("generic", ("min_dense_generic",), _generic_tier),
     ("absent_words", ("absent_max_dense", "absent_min_share"), _absent_words),
     ("absent_technical", ("absent_technical_max_dense",), _absent_technical),

@@ -84,26 +84,26 @@ class GateSettings(BaseModel):
 
     enabled: bool = Field(default=True, description="Off: every non-empty evidence set is answered (weak).")
     min_dense: float = Field(
-        default=0.38,
+        default=0.50,
         ge=-1,
         le=1,
         description="Abstain below this best dense similarity (question vs document).",
     )
     min_dense_strict: float = Field(
-        default=0.38,
+        default=0.30,
         ge=-1,
         le=1,
         description="When a strict Boolean query (every concept of the question, AND-ed) matched: abstain "
         "below this similarity instead of min_dense (a general encoder can miss what the concepts prove).",
     )
     min_dense_generic: float = Field(
-        default=0.38,
+        default=0.60,
         ge=-1,
         le=1,
         description="When only the generic last-resort Boolean query matched: abstain below this similarity.",
     )
     min_coverage: float = Field(
-        default=0.30,
+        default=0.40,
         ge=0,
         le=1,
         description="Abstain below this share of the question's words in the top studies.",
@@ -113,7 +113,7 @@ class GateSettings(BaseModel):
         description="With a cross-encoder: abstain below this best passage score (None: unused).",
     )
     absent_max_dense: float = Field(
-        default=0.6,
+        default=0.5,
         ge=-1,
         le=2,
         description="A question word no document contains: abstain unless the best similarity reaches this "
@@ -152,25 +152,18 @@ class GateSettings(BaseModel):
         "absent_phrase_max_dense); 0: off.",
     )
     absent_phrase_max_dense: float = Field(
-        default=0.44,
+        default=0.5,
         ge=-1,
         le=2,
         description="A question phrase no document contains (its words found apart): abstain unless the "
         "best similarity reaches this; -1: off.",
     )
     absent_technical_max_dense: float = Field(
-        default=-1.0,
+        default=2.0,
         ge=-1,
         le=2,
         description="A question word that is not English (a drug or procedure name) and that no study of the "
         "whole source contains: abstain unless the best similarity reaches this; 2: always; -1: off.",
-    )
-    min_doc_coverage: float = Field(
-        default=0.0,
-        ge=0,
-        le=1,
-        description="Abstain when no single study of the top coverage_documents mentions this share of the "
-        "question's concepts and content words (its words found only spread over several studies); 0: off.",
     )
 
 

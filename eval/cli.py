@@ -542,7 +542,7 @@ def calibrate_gate_command(
     keep: Annotated[
         float,
         typer.Option("--keep", min=0.5, max=1.0, help="Answerable gold citations kept on dev, vs no gate."),
-    ] = 0.99,
+    ] = 0.98,
     no_resume: NoResumeOpt = False,
 ) -> None:
     """The evidence gate's thresholds: calibrated on the dev split of the world's gold sets, reported on test.

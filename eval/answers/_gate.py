@@ -5,11 +5,12 @@ Every question of the world's unanswerable set (off-topic and out-of-world) and 
 check, retrieval without passages, the extractive answer): one record per question with the gate's
 signals, whether the scope check stopped it, and whether a gold study is among the answer's citations. Then a
 grid search on the **dev** split picks the thresholds that abstain most on unanswerable questions while the
-answerable questions keep their gold study among the citations at least ``keep`` (default 0.99) as often as
-without the gate; the **test** split is reported with them. The search evaluates each of the gate's checks
-(:func:`app.gate.gate_checks`) once per distinct value of its own thresholds and combines the results as bit
-masks, so the grid takes seconds and every decision is still the gate's own. The printed thresholds go
-into ``COMETA_GATE__*``; recalibrate for MedCPT / your cross-encoder (``--encoder`` settings via the
+answerable questions keep their gold study among the citations at least ``keep`` as often as without the gate
+(default 0.98: with ~80 dev questions citing their gold study, 0.99 would allow no loss at all); the **test**
+split is reported with them. The search evaluates each of the gate's checks (:func:`app.gate.gate_checks`)
+once per distinct value of its own thresholds and combines the results as bit masks, so the grid takes
+seconds and every decision is still the gate's own. The printed thresholds go into ``COMETA_GATE__*``;
+recalibrate for MedCPT / your cross-encoder (``--encoder`` settings via the
 environment).
 
     COMETA_LOCAL_SERVER__CORPUS_DIR=/data/world cometa eval calibrate-gate [--out DIR] [--limit N]
@@ -180,28 +181,27 @@ def abstain_by_batch(records: Sequence[GateRecord], gate: GateSettings) -> dict[
     }
 
 
-# The grid, one list of values per threshold, searched in this order, lowest first (the tie-break);
-# "generic" and "strict" couple to min_dense (see _point).
+# The grid, one list of values per threshold, searched in this order, each from the most permissive value
+# to the strictest (the tie-break takes the last, strictest point); "generic" and "strict" couple to
+# min_dense (see _point).
 _GRID: dict[str, list[float]] = {
     "min_dense": [round(0.20 + 0.02 * i, 2) for i in range(16)],  # 0.20 .. 0.50
     "min_coverage": [round(0.05 * i, 2) for i in range(13)],  # 0 .. 0.60
     "generic": [0.0, 0.4, 0.5, 0.6],  # min_dense_generic = max(min_dense, generic)
     "absent_max_dense": [-1.0, 0.5, 0.55, 0.6, 0.65, 0.7, 2.0],  # -1: only the share rule; 2: always
     "strict": [0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 1.0],  # min_dense_strict = min(strict, min_dense)
-    "absent_min_share": [0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 2.0],  # 2: off
+    "absent_min_share": [2.0, 0.5, 0.4, 0.35, 0.3, 0.25, 0.2, 0.15],  # 2: off; lower is stricter
     "absent_phrase_max_dense": [-1.0, 0.4, 0.42, 0.44, 0.46, 0.48, 0.5, 0.55, 0.6],  # -1: off
-    "min_doc_coverage": [round(0.05 * i, 2) for i in range(13)],  # 0 (off) .. 0.60
     "absent_technical_max_dense": [-1.0, 0.6, 0.65, 0.7, 0.75, 0.8, 2.0],  # -1: off; 2: always
 }
 
 
 def _point(
-    d: float, c: float, gen: float, a: float, st: float, share: float, ph: float, dc: float, tech: float
+    d: float, c: float, gen: float, a: float, st: float, share: float, ph: float, tech: float
 ) -> dict[str, float]:
     """One grid point as GateSettings fields."""
     return {
         "absent_technical_max_dense": tech,
-        "min_doc_coverage": dc,
         "min_dense": d,
         "min_coverage": c,
         "min_dense_generic": max(d, gen),
@@ -260,13 +260,16 @@ class _DevMasks:
         return abstain, kept
 
 
-def calibrate(records: Sequence[GateRecord], base: GateSettings, *, keep: float = 0.99) -> GateSettings:
+def calibrate(records: Sequence[GateRecord], base: GateSettings, *, keep: float = 0.98) -> GateSettings:
     """The thresholds that abstain most on the dev split's unanswerable questions while keeping the
-    answerable ones' gold citations at ``keep`` of before; ties: more kept, then the lowest thresholds
-    (``_GRID``'s order).
+    answerable ones' gold citations at ``keep`` of before; ties: more kept, then the strictest thresholds
+    (the last in ``_GRID``'s order). Dev rarely tells thresholds apart near its optimum; new questions
+    are farther from dev than dev is from itself, and on dev itself, calibrating on one unanswerable batch
+    and checking on the other, the strictest tie generalised better than the most permissive one
+    (docs/answers.md, "A blind second batch").
 
-    Two stages: the similarity, coverage, tier and absent-word thresholds with the share, phrase,
-    technical-term and single-study coverage checks off, then those four on top of them. One joint search
+    Two stages: the similarity, coverage, tier and absent-word thresholds with the share, phrase and
+    technical-term checks off, then those three on top of them. One joint search
     fitted the first 19 dev out-of-world questions with weaker base thresholds (coverage 0.05) that abstained
     less on new questions; each added check must earn its abstentions on top of the base gate instead."""
     base = base.model_copy(update={"enabled": True})
@@ -274,7 +277,6 @@ def calibrate(records: Sequence[GateRecord], base: GateSettings, *, keep: float 
     off = {
         "absent_min_share": [2.0],
         "absent_phrase_max_dense": [-1.0],
-        "min_doc_coverage": [0.0],
         "absent_technical_max_dense": [-1.0],
     }
     first = _search(masks, {**_GRID, **off}, keep)
@@ -304,12 +306,8 @@ def _search(masks: _DevMasks, g: dict[str, list[float]], keep: float) -> dict[st
     best: tuple[float, float, dict[str, float]] | None = None
     rerank = masks.always | mask("rerank", {})
     for d in g["min_dense"]:
-        for c, dc in itertools.product(g["min_coverage"], g["min_doc_coverage"]):
-            m_c = (
-                rerank
-                | mask("coverage", {"min_coverage": c})
-                | mask("doc_coverage", {"min_doc_coverage": dc})
-            )
+        for c in g["min_coverage"]:
+            m_c = rerank | mask("coverage", {"min_coverage": c})
             for gen in g["generic"]:
                 m_g = m_c | mask("generic", {"min_dense_generic": max(d, gen)})
                 for a in g["absent_max_dense"]:
@@ -324,9 +322,9 @@ def _search(masks: _DevMasks, g: dict[str, list[float]], keep: float) -> dict[st
                             for ph in g["absent_phrase_max_dense"]:
                                 abstained = m_a | mask("absent_phrases", {"absent_phrase_max_dense": ph})
                                 abstain, kept = masks.score(abstained)
-                                if kept < keep or (best is not None and (abstain, kept) <= best[:2]):
+                                if kept < keep or (best is not None and (abstain, kept) < best[:2]):
                                     continue
-                                best = (abstain, kept, _point(d, c, gen, a, st, share, ph, dc, tech))
+                                best = (abstain, kept, _point(d, c, gen, a, st, share, ph, tech))
     return best[2] if best is not None else None
 
 
@@ -348,7 +346,7 @@ async def run_calibrate_gate(
     out_dir: Path,
     *,
     limit: int | None = None,
-    keep: float = 0.99,
+    keep: float = 0.98,
     reuse: bool = True,
     on_item: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:

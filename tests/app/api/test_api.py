@@ -286,7 +286,11 @@ async def test_partial_eutils_failure_degrades_with_a_warning(
         async with serve(app) as c:
             r = await c.post("/ask", json={"question": NARRATIVE})
     assert r.status_code == 200, r.text
-    assert any(w.startswith("degraded:") for w in r.json()["warnings"]) and r.json()["citations"]
+    body = r.json()
+    assert any(w.startswith("degraded:") for w in body["warnings"])
+    # The other search still brought evidence; whether it is close enough to answer is the gate's call
+    # (without the strict search's match the README question's best similarity, 0.41, is under the floor).
+    assert body["evidence"] and (body["citations"] or body["mode"] == "insufficient_evidence")
 
 
 async def test_unexpected_exception_is_a_generic_500_json(settings: Settings, pipeline: Pipeline) -> None:
