@@ -8,6 +8,7 @@ from eval.answers import (
     calibrate,
     contains,
     contains_in_study_line,
+    gold_first,
     kept_and_abstained,
     label_left,
 )
@@ -91,3 +92,9 @@ def test_contained_in_the_gold_studys_own_line_only() -> None:
     assert not contains_in_study_line(answer, gold, ["1"])
     assert contains_in_study_line(answer, gold, ["2"])
     assert not contains_in_study_line(answer, gold, ["22"])  # PMID:2 is not PMID:22
+
+
+def test_gold_first_reads_only_the_answers_first_line() -> None:
+    answer = "\n2015 meta-analysis: exercise helps. [PMID:2]\n2010 trial: exercise helps. [PMID:1]"
+    assert gold_first(answer, ["2"]) and gold_first(answer, ["9", "2"])
+    assert not gold_first(answer, ["1"]) and not gold_first(answer, ["22"]) and not gold_first("", ["2"])
