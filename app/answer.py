@@ -150,9 +150,8 @@ class EvidenceContext:
     citations: Mapping[str, Citation]  # every PMID present in the blocks (none for collection evidence)
     studies: Mapping[str, StudyGrade] = field(default_factory=dict)  # design, year, size per PMID
     abstracts: Mapping[str, str] = field(default_factory=dict)  # each cited study's abstract (extractive)
-    relevance: Mapping[str, float] = field(
-        default_factory=dict
-    )  # each study's dense similarity to the question
+    # Each study's dense similarity to the question (:func:`study_relevance`; the extractive answer).
+    relevance: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def text(self) -> str:

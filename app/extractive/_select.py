@@ -259,9 +259,9 @@ def _study_answer(
     study an answer about a pancreatic mass, nor "placebo" alone a trial of another drug an answer about
     this one. With ``min_relevance`` (0: off), a study whose similarity to the question
     (``evidence.relevance``) is below that share of the most similar one's is left out
-    (:func:`close_to_best`). The study that answers
-    best (:func:`lead_study`) comes first and quotes :data:`TOP_STUDY_EXTRA` sentences more than the others;
-    the others follow strongest design first, then most recent."""
+    (:func:`close_to_best`). The study that answers best (:func:`lead_study`) comes first and quotes
+    :data:`TOP_STUDY_EXTRA` sentences more than the others; the others follow strongest design first, then
+    most recent."""
     anchors = _anchors(concepts)
     # Doses and counts ("400 mg", "3 weeks") name an arm, and match the methods sentence that restates it.
     wanted = {t for t in content_terms(" ".join([question, *concepts])) - _FRAME if not t.isdigit()}
