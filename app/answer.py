@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import math
 import re
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
@@ -45,6 +46,7 @@ from prompts import load_prompt
 from retrieval.collections import InstEvidence
 from retrieval.evidence import EvidenceDoc
 from retrieval.passages import PassageContext
+from retrieval.search import DENSE_ARM
 
 from .extractive import NOT_ADDRESSED, content_terms, extractive_answer, has_words
 from .gate import INSUFFICIENT_EVIDENCE_TEXT, EvidenceVerdict, StudyGrade, grade_study
@@ -66,6 +68,7 @@ __all__ = [
     "insufficient_text",
     "parse_citation_ids",
     "strip_reasoning",
+    "study_relevance",
     "verify_citations",
 ]
 
@@ -80,8 +83,8 @@ WARN_EXTRACTIVE = (
     "no language model wrote this: it quotes, from each of the {n} studies that passed the relevance check, "
     "the "
     "sentences sharing most words with the question, its rarer words counting more (results, conclusions "
-    "and reported effects preferred), strongest design and most recent first; quotes can miss context, so "
-    "read the studies and discuss them with your care team"
+    "and reported effects preferred), the study that answers best first, then strongest design and most "
+    "recent first; quotes can miss context, so read the studies and discuss them with your care team"
 )
 WARN_EXTRACTIVE_UNMATCHED = (
     "no language model wrote this, and no sentence of the evidence shares the question's words: these are "
@@ -147,6 +150,8 @@ class EvidenceContext:
     citations: Mapping[str, Citation]  # every PMID present in the blocks (none for collection evidence)
     studies: Mapping[str, StudyGrade] = field(default_factory=dict)  # design, year, size per PMID
     abstracts: Mapping[str, str] = field(default_factory=dict)  # each cited study's abstract (extractive)
+    # Each study's dense similarity to the question (:func:`study_relevance`; the extractive answer).
+    relevance: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def text(self) -> str:
@@ -289,7 +294,24 @@ def build_evidence_context(
     by_pmid = {d.pmid: d for d in docs}
     studies = {b.key: grade_study(by_pmid[b.key]) for b in blocks if b.key in by_pmid}
     abstracts = {k: text for k in studies for label, text in [_abstract(by_pmid[k])] if label != "Title"}
-    return EvidenceContext(blocks, _pubmed_citations(blocks, by_pmid, studies, context), studies, abstracts)
+    citations = _pubmed_citations(blocks, by_pmid, studies, context)
+    return EvidenceContext(blocks, citations, studies, abstracts, study_relevance(docs, context))
+
+
+def study_relevance(docs: Sequence[EvidenceDoc], context: PassageContext | None) -> dict[str, float]:
+    """Each document's similarity to the question, as retrieval measured it: its score in the dense arm,
+    else the best dense score of its passages (the same bi-encoder); a document with neither (found only by
+    the Boolean search, no passage scored) is left out: its relevance is unknown."""
+    out: dict[str, float] = {}
+    for doc in docs:
+        dense = [p.score for p in doc.provenance if p.arm == DENSE_ARM and p.score is not None]
+        if dense:
+            out[doc.pmid] = float(max(dense))
+    from_passages: dict[str, float] = {}
+    for p in context.passages if context else ():
+        if p.pmid not in out and "dense" in p.scores:
+            from_passages[p.pmid] = max(from_passages.get(p.pmid, -math.inf), float(p.scores["dense"]))
+    return out | from_passages
 
 
 # --- citations ----------------------------------------------------------------------------------------
@@ -593,8 +615,10 @@ class Answerer:
         verdict: EvidenceVerdict | None = None,
         concepts: Sequence[str] = (),
     ) -> Answer:
-        """One line per study that answers the question (what it was, then its best sentences), strongest
-        design and most recent first; the round-robin top sentences when no sentence matches the question."""
+        """One line per study that answers the question (what it was, then its best sentences), studies far
+        less similar to the question than the best one left out (``extractive_min_relevance``), the study
+        that answers best first, then strongest design and most recent first; the round-robin top sentences
+        when no sentence matches the question."""
         studies = self.settings.extractive_studies
         year = self._today().year
         text, cited = extractive_answer(
@@ -607,6 +631,7 @@ class Answerer:
             # studies that share only everyday words with it.
             concepts=concepts,
             old_after=self.settings.old_evidence_years,
+            min_relevance=self.settings.extractive_min_relevance,
         )
         how = WARN_EXTRACTIVE.format(n=len(cited))
         if text == NOT_ADDRESSED:

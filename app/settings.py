@@ -69,6 +69,16 @@ class AnswerSettings(BaseModel):
     extractive_studies: int = Field(
         default=5, ge=1, le=50, description="Studies quoted by the extractive answer (no LLM), one line each."
     )
+    extractive_min_relevance: float = Field(
+        default=0.8,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "The extractive answer leaves out a study whose dense similarity to the question is below this "
+            "share of the most similar answering study's (0: off). Calibrated on the dev split for the "
+            "offline MiniLM model (docs/answers.md); recalibrate for MedCPT."
+        ),
+    )
 
 
 class GateSettings(BaseModel):

@@ -644,7 +644,8 @@ def answer_quality_command(
         _out.print(
             f"{name}: n={m['n']}, gold contained {m['contains_gold']:.1%} (of {m['gold_known']} with a known "
             f"gold; in the gold study's own line {m['contains_gold_in_study_line']:.1%}), "
-            f"gold cited {m['cited_gold']:.1%}, answers with section labels "
+            f"gold cited {m['cited_gold']:.1%}, gold study first {m['gold_first']:.1%}, "
+            f"{m['studies_per_answer']:.2f} studies per extractive answer, answers with section labels "
             f"{m['with_section_labels']}, modes {m['modes']}",
             markup=False,
         )

@@ -14,7 +14,14 @@ from segmentation import INTRO_SECTIONS, RESULT_SECTIONS, labelled_sentences
 if TYPE_CHECKING:
     from app.gate import StudyGrade
 
-__all__ = ["NOT_ADDRESSED", "content_terms", "extractive_answer", "has_words"]
+__all__ = [
+    "NOT_ADDRESSED",
+    "close_to_best",
+    "content_terms",
+    "extractive_answer",
+    "has_words",
+    "lead_study",
+]
 
 # What a source's own answer says when it does not address the question (prompt ``answer_per_source``).
 NOT_ADDRESSED = "NOT ADDRESSED: This source does not contain information on this topic."
@@ -106,6 +113,8 @@ _METHOD_SECTIONS = (
 )
 EFFECT_BONUS = 1.0
 SETUP_PENALTY = 1.5
+# The study that leads (first line, one sentence more) has a relevance within this share of the best's.
+LEAD_NEAR = 0.9
 
 
 class _Block(Protocol):
@@ -126,6 +135,8 @@ class _Evidence(Protocol):
     def studies(self) -> Mapping[str, StudyGrade]: ...
     @property
     def abstracts(self) -> Mapping[str, str]: ...
+    @property
+    def relevance(self) -> Mapping[str, float]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +222,28 @@ def _anchors(concepts: Sequence[str]) -> set[str]:
     return set().union(*specific) if specific else set().union(*own) if own else set()
 
 
+def close_to_best(keys: Sequence[str], relevance: Mapping[str, float], ratio: float) -> list[str]:
+    """``keys`` (in order) without the studies far less similar to the question than the most similar of
+    them: below ``ratio`` times the best one's ``relevance``. A study of unknown relevance stays (nothing
+    says it is off the point), and so does every study when the best relevance is not positive or ``ratio``
+    is 0 (off)."""
+    top = max((relevance[k] for k in keys if k in relevance), default=0.0)
+    if top <= 0 or ratio <= 0:
+        return list(keys)
+    return [k for k in keys if k not in relevance or relevance[k] >= ratio * top]
+
+
+def lead_study(ranked: Sequence[str], relevance: Mapping[str, float]) -> str:
+    """The study that answers best: of ``ranked`` (best-matching sentences first), the first whose relevance
+    is within :data:`LEAD_NEAR` of the most similar study's. A study that shares more of the question's
+    words but is clearly less similar to the question (a pancreas retransplantation series asked about a
+    Whipple) does not lead. ``ranked[0]`` when no relevance is known."""
+    top = max((relevance[k] for k in ranked if k in relevance), default=0.0)
+    if top <= 0:
+        return ranked[0]
+    return next(k for k in ranked if relevance.get(k, top) >= LEAD_NEAR * top)
+
+
 def _study_answer(
     evidence: _Evidence,
     question: str,
@@ -218,12 +251,17 @@ def _study_answer(
     current_year: int | None,
     concepts: Sequence[str] = (),
     old_after: int = 10,
+    min_relevance: float = 0.0,
 ) -> tuple[str, tuple[str, ...]]:
     """One line per study that answers the question: what the study was, then its best sentences. With
     ``concepts`` (the question's recognised clinical concepts), the study must name one of them, a comparator
     such as "placebo" only when there is no other: "high" and "mass" alone never make a sleeve-gastrectomy
     study an answer about a pancreatic mass, nor "placebo" alone a trial of another drug an answer about
-    this one. The best-matching study quotes :data:`TOP_STUDY_EXTRA` sentences more than the others."""
+    this one. With ``min_relevance`` (0: off), a study whose similarity to the question
+    (``evidence.relevance``) is below that share of the most similar one's is left out
+    (:func:`close_to_best`). The study that answers best (:func:`lead_study`) comes first and quotes
+    :data:`TOP_STUDY_EXTRA` sentences more than the others; the others follow strongest design first, then
+    most recent."""
     anchors = _anchors(concepts)
     # Doses and counts ("400 mg", "3 weeks") name an arm, and match the methods sentence that restates it.
     wanted = {t for t in content_terms(" ".join([question, *concepts])) - _FRAME if not t.isdigit()}
@@ -261,19 +299,23 @@ def _study_answer(
     best = {k: max(score for score, _o, _t in found) for k, found in picked.items()}
     # The most relevant studies (best sentence, then retrieval rank) ...
     ranked = sorted(picked, key=lambda k: (-best[k], first_seen[k]))
+    # Sharing the question's words is not being about it: a study retrieval found far less similar to the
+    # question than the best one is left out, however many of its words it repeats.
+    ranked = close_to_best(ranked, evidence.relevance, min_relevance)
     relevant = ranked[:max_studies]
+    lead = lead_study(relevant, evidence.relevance)
 
-    # ... presented strongest design first, then most recent.
-    def strength(key: str) -> tuple[int, int, int]:
+    # ... the one that answers best first, the others strongest design first, then most recent.
+    def strength(key: str) -> tuple[bool, int, int, int]:
         grade = evidence.studies.get(key)
         if grade is None:
-            return (99, 0, first_seen[key])
-        return (grade.rank, -(grade.year or 0), first_seen[key])
+            return (key != lead, 99, 0, first_seen[key])
+        return (key != lead, grade.rank, -(grade.year or 0), first_seen[key])
 
     cites = {b.key: b.cite for b in evidence.blocks}
     lines: list[str] = []
     for key in sorted(relevant, key=strength):
-        many = PER_STUDY + (TOP_STUDY_EXTRA if key == ranked[0] else 0)
+        many = PER_STUDY + (TOP_STUDY_EXTRA if key == lead else 0)
         chosen = sorted(picked[key], key=lambda t: (-t[0], t[1]))[:many]
         quoted = " ".join(text for _s, _o, text in sorted(chosen, key=lambda t: t[1]))
         grade = evidence.studies.get(key)
@@ -293,6 +335,7 @@ def extractive_answer(
     current_year: int | None = None,
     concepts: Sequence[str] = (),
     old_after: int = 10,
+    min_relevance: float = 0.0,
 ) -> tuple[str, tuple[str, ...]]:
     """Evidence sentences quoted, each followed by its block's citation: (text, keys of the blocks quoted).
     Structured-abstract section labels ("METHODS:") are never quoted.
@@ -301,8 +344,10 @@ def extractive_answer(
     what the study was (year, design, number of patients, from ``evidence.studies``), then its
     :data:`PER_STUDY` best sentences (:func:`sentence_score`: the question's and its ``concepts``' words,
     rarer ones weighing more, results and reported effects preferred, a conclusion outside trials), from
-    studies that name one of the ``concepts`` when they are given; studies ordered by strength of design,
-    then recency; :data:`NOT_ADDRESSED` when no sentence matches.
+    studies that name one of the ``concepts`` when they are given and, with ``min_relevance`` (0: off),
+    whose similarity to the question is at least that share of the most similar one's; the study that answers
+    best first, the others ordered by strength of design, then recency; :data:`NOT_ADDRESSED` when no
+    sentence matches.
 
     Without ``question``: the top sentences of at least three words, round-robin over the blocks (best
     block first) so that several sources show; ``""`` when there are none. With ``question`` only: the
@@ -311,7 +356,7 @@ def extractive_answer(
     does not speak to the question says so.
     """
     if question is not None and studies is not None:
-        return _study_answer(evidence, question, studies, current_year, concepts, old_after)
+        return _study_answer(evidence, question, studies, current_year, concepts, old_after, min_relevance)
     picked: list[tuple[str, _Block]] = []
     if question is None:
         per_block = [

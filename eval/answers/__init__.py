@@ -9,7 +9,7 @@ from ._gate import (
     kept_and_abstained,
     run_calibrate_gate,
 )
-from ._quality import contains, contains_in_study_line, label_left, run_answer_quality
+from ._quality import contains, contains_in_study_line, gold_first, label_left, run_answer_quality
 
 __all__ = [
     "GateRecord",
@@ -19,6 +19,7 @@ __all__ = [
     "contains",
     "contains_in_study_line",
     "gate_report",
+    "gold_first",
     "kept_and_abstained",
     "label_left",
     "run_answer_quality",

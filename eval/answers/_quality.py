@@ -11,8 +11,9 @@ gate, the extractive answer; no LLM), as ``POST /ask`` answers it offline:
 A gold text counts as *contained* when at least half of its content words (:func:`app.answer.content_terms`)
 are in the answer, and as *contained in its study's line* when they are in the one line of the answer that
 cites the gold study (stricter: the answer's other studies cannot supply the words). Also: how often the
-gold study is cited, the answer modes, and structured-abstract section labels left in answers (there must
-be none).
+gold study is cited, how often it leads (the answer's first line cites it), the studies an extractive
+answer quotes, the answer modes, and structured-abstract section labels left in answers (there must be
+none).
 
     COMETA_LOCAL_SERVER__CORPUS_DIR=/data/world cometa eval answer-quality [--split dev] [--limit N]
 
@@ -36,7 +37,7 @@ from app.schemas import AskRequest
 from app.settings import Settings
 from eval.gold import default_gold_dir
 
-__all__ = ["contains", "contains_in_study_line", "label_left", "run_answer_quality"]
+__all__ = ["contains", "contains_in_study_line", "gold_first", "label_left", "run_answer_quality"]
 
 NARRATIVES = Path(__file__).resolve().parents[1] / "fixtures" / "pubmedqa_cancer_narratives.jsonl"
 _LABEL = re.compile(
@@ -54,6 +55,12 @@ def contains_in_study_line(answer: str, gold: str, pmids: Sequence[str]) -> bool
     """:func:`contains`, within a line of ``answer`` that cites one of ``pmids`` (``[PMID:n]``)."""
     cites = tuple(f"PMID:{p}]" for p in pmids)
     return any(contains(line, gold) for line in answer.splitlines() if any(c in line for c in cites))
+
+
+def gold_first(answer: str, pmids: Sequence[str]) -> bool:
+    """The first line of ``answer`` cites one of ``pmids``: the gold study leads."""
+    lines = [line for line in answer.splitlines() if line.strip()]
+    return bool(lines) and any(f"PMID:{p}]" in lines[0] for p in pmids)
 
 
 def label_left(answer: str) -> bool:
@@ -115,6 +122,8 @@ async def run_answer_quality(
                         "contains_gold": bool(gold) and contains(response.answer, gold),
                         "contains_gold_in_study_line": bool(gold)
                         and contains_in_study_line(response.answer, gold, item["pmids"]),
+                        "gold_first": gold_first(response.answer, item["pmids"]),
+                        "studies": len(cited),
                         "labels": label_left(response.answer),
                         "gold_known": bool(gold),
                     }
@@ -122,6 +131,7 @@ async def run_answer_quality(
                 if on_item is not None:
                     on_item(n, len(items))
             known = [r for r in rows if r["gold_known"]]
+            extractive = [r for r in rows if r["mode"] == "extractive"]
             report[name] = {
                 "n": len(rows),
                 "gold_known": len(known),
@@ -130,6 +140,10 @@ async def run_answer_quality(
                     sum(r["contains_gold_in_study_line"] for r in known) / len(known) if known else 0.0
                 ),
                 "cited_gold": sum(r["cited_gold"] for r in rows) / len(rows) if rows else 0.0,
+                "gold_first": sum(r["gold_first"] for r in rows) / len(rows) if rows else 0.0,
+                "studies_per_answer": (
+                    sum(r["studies"] for r in extractive) / len(extractive) if extractive else 0.0
+                ),
                 "with_section_labels": sum(r["labels"] for r in rows),
                 "modes": dict(Counter(r["mode"] for r in rows)),
                 "rows": rows,

@@ -3,9 +3,11 @@ Boolean and dense arms."""
 
 from ._adapte import AdaptE, AdaptEResult, TierResult, union_query
 from ._config import AdaptESettings
-from ._fusion import ArmHit, FusedHit, Provenance, boolean_hits, dense_hits, fuse, rrf
+from ._fusion import BOOLEAN_ARM, DENSE_ARM, ArmHit, FusedHit, Provenance, boolean_hits, dense_hits, fuse, rrf
 
 __all__ = [
+    "BOOLEAN_ARM",
+    "DENSE_ARM",
     "AdaptE",
     "AdaptEResult",
     "AdaptESettings",

@@ -69,6 +69,11 @@ async def test_a_real_question_gets_a_verdict_and_graded_citations(client: httpx
     assert "METHODS:" not in body["answer"] and "INTRODUCTION:" not in body["answer"]
     first = body["answer"].splitlines()[0]
     assert first[:4].isdigit() and "[PMID:" in first  # "2009 study, 344 patients: … [PMID:…]"
+    # The on-point study ("Very high serum CA 19-9 levels: a contraindication to pancreaticoduodenectomy?")
+    # leads; the pancreas retransplantation series and the gallbladder-polyp study, which share only broad
+    # words with the question and are far less similar to it, are no longer quoted.
+    assert first.endswith("[PMID:19459018]")
+    assert not {"23222920", "19398929"} & {c["pmid"] for c in body["citations"]}
     assert any(w.startswith("no language model wrote this") for w in body["warnings"])
 
 

@@ -1,5 +1,6 @@
 """The extractive answer's choice: a trial's result sentence, the conclusion elsewhere, no studies let in by a
-generic concept, no section labels, strongest design and most recent first, concepts kept by fallbacks."""
+generic concept, no section labels, the best-matching study first and the others strongest design and
+most recent first, concepts kept by fallbacks."""
 
 from __future__ import annotations
 
@@ -82,7 +83,7 @@ def test_a_comparator_concept_alone_does_not_admit_trials_of_other_drugs() -> No
     assert set(everyone) == {"10", "11", "12", "13", "14"}
 
 
-def test_studies_come_strongest_design_first_then_most_recent_and_labels_never_show() -> None:
+def test_the_best_matching_study_leads_the_others_strongest_design_first_then_most_recent() -> None:
     docs = [
         make_doc(
             "21", "RESULTS: Exercise reduced fatigue in chemotherapy (p = 0.02).", year=2010, types=TRIAL
@@ -97,14 +98,18 @@ def test_studies_come_strongest_design_first_then_most_recent_and_labels_never_s
         make_doc(
             "23", "RESULTS: Exercise reduced fatigue during chemotherapy (p = 0.04).", year=2020, types=TRIAL
         ),
+        make_doc(
+            "24", "RESULTS: Exercise reduced fatigue in chemotherapy (p = 0.03).", year=2018, types=TRIAL
+        ),
     ]
     text, cited = answer(docs, "Does exercise reduce fatigue during chemotherapy?")
     lines = text.splitlines()
-    assert [line.rsplit("[PMID:", 1)[1].rstrip("]") for line in lines] == ["22", "23", "21"]
-    assert lines[0].startswith("2015 meta-analysis")
-    assert lines[1].startswith("2020 randomised trial") and lines[2].startswith("2010 randomised trial")
+    # 23 matches best ("during"): it leads; then the meta-analysis, then the trials, most recent first.
+    assert [line.rsplit("[PMID:", 1)[1].rstrip("]") for line in lines] == ["23", "22", "24", "21"]
+    assert lines[0].startswith("2020 randomised trial") and lines[1].startswith("2015 meta-analysis")
+    assert lines[2].startswith("2018 randomised trial") and lines[3].startswith("2010 randomised trial")
     assert "CONCLUSIONS" not in text and "RESULTS" not in text  # a label in mid-line is cut too
-    assert set(cited) == {"21", "22", "23"}
+    assert set(cited) == {"21", "22", "23", "24"}
 
 
 def test_the_best_matching_study_quotes_one_sentence_more_than_the_others() -> None:

@@ -8,6 +8,7 @@ from eval.answers import (
     calibrate,
     contains,
     contains_in_study_line,
+    gold_first,
     kept_and_abstained,
     label_left,
 )
@@ -115,3 +116,9 @@ def test_report_counts_unanswerable_batches_apart() -> None:
         "n_out_of_world": 2,
     }
     assert "batch2" not in by_batch["dev"]
+
+
+def test_gold_first_reads_only_the_answers_first_line() -> None:
+    answer = "\n2015 meta-analysis: exercise helps. [PMID:2]\n2010 trial: exercise helps. [PMID:1]"
+    assert gold_first(answer, ["2"]) and gold_first(answer, ["9", "2"])
+    assert not gold_first(answer, ["1"]) and not gold_first(answer, ["22"]) and not gold_first("", ["2"])
