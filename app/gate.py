@@ -249,9 +249,16 @@ def _doc_stems(doc: EvidenceDoc) -> set[str]:
     return {light_stem(w) for w in words(text) if w.isalpha()}
 
 
-def _tier(adapte: AdaptEResult | None) -> Tier:
+def _tier(adapte: AdaptEResult | None, health: bool = True) -> Tier:
     if adapte is None:
         return "unknown"
+    tier = _matched_tier(adapte)
+    # "Strict" vouches for a question whose clinical concepts all matched; a question with no health
+    # concept or word at all ("how do I fix my bike's brakes") AND-s plain words, which proves nothing.
+    return "relaxed" if tier == "strict" and not health else tier
+
+
+def _matched_tier(adapte: AdaptEResult) -> Tier:
     used = [t for t in adapte.tiers if t.used and t.count > 0 and t.error is None]
     if not used:
         return "none"
@@ -281,12 +288,14 @@ def evidence_signals(
     absent_terms: int = 0,
     absent_phrases: int = 0,
     absent_technical: int = 0,
+    health: bool = True,
 ) -> EvidenceSignals:
     """The signals of ``docs`` (ranked) for ``question``. ``dense``: (pmid, similarity) of the dense arm;
     ``adapte``: the Boolean arm's result; ``context``: passages carrying a ``rerank`` score; ``concepts``:
     the plan's recognised (text, MeSH) concepts and ``lay_words`` for :func:`coverage_units`;
     ``absent_terms`` / ``absent_phrases``: the source-wide counts (:func:`rare_words`,
-    :func:`phrase_candidates`)."""
+    :func:`phrase_candidates`); ``health``: whether the scope check found a health concept or word in the
+    question (``Scope.health``)."""
     pmids = {d.pmid for d in docs}
     scores = [s for pmid, s in dense if pmid in pmids]
     rerank = [p.scores["rerank"] for p in (context.passages if context else ()) if "rerank" in p.scores]
@@ -296,7 +305,7 @@ def evidence_signals(
         documents=len(docs),
         dense_top=max(scores) if scores else None,
         rerank_top=max(rerank) if rerank else None,
-        tier=_tier(adapte),
+        tier=_tier(adapte, health),
         coverage=coverage,
         absent_terms=absent_terms,
         absent_share=min(1.0, absent_terms / len(units)) if units and absent_terms else 0.0,

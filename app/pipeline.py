@@ -224,6 +224,7 @@ class SearchOutcome:
             absent_terms=self.absent_terms,
             absent_phrases=self.absent_phrases,
             absent_technical=self.absent_technical,
+            health=self.understanding.scope.health,
         )
 
     def to_json(self) -> dict[str, Any]:

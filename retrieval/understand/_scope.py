@@ -101,6 +101,9 @@ class Scope:
     in_scope: bool
     reason: ScopeReason | None = None
     language: str = "en"  # ISO 639-1 of the question
+    # In scope only because nothing said otherwise (no recognised concept, no health word): the evidence
+    # gate then trusts a Boolean match of the question's plain words less (app.gate).
+    health: bool = True
 
     @property
     def message(self) -> str:
@@ -162,4 +165,4 @@ def assess_scope(
     if _IMPERATIVE.search(question):
         return Scope(False, "non_medical")
     # Nothing here says health, but nothing says otherwise either: the evidence gate decides.
-    return Scope(True)
+    return Scope(True, health=False)

@@ -63,6 +63,10 @@ def test_union_strategy_tier_is_the_strictest_tier_matched_locally() -> None:
             strictest_local=local,
         )
         assert evidence_signals("Does tamoxifen prevent recurrence?", docs, adapte=result).tier == tier
+        # A question the scope check let through only because nothing said otherwise (no health concept or
+        # word): its AND-ed plain words prove nothing, so a strict match counts as relaxed.
+        unvouched = evidence_signals("Does tamoxifen prevent recurrence?", docs, adapte=result, health=False)
+        assert unvouched.tier == "relaxed"
 
 
 def test_cross_encoder_threshold_applies_only_when_set() -> None:
