@@ -94,7 +94,7 @@ class GateSettings(BaseModel):
 
     enabled: bool = Field(default=True, description="Off: every non-empty evidence set is answered (weak).")
     min_dense: float = Field(
-        default=0.50,
+        default=0.46,
         ge=-1,
         le=1,
         description="Abstain below this best dense similarity (question vs document).",

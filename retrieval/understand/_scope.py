@@ -131,6 +131,7 @@ def assess_scope(
     plan: QueryPlan,
     is_known: Callable[[str], bool] | None = None,
     rewrite: Callable[[str], QueryPlan] | None = None,
+    is_english: Callable[[str], bool] | None = None,
 ) -> Scope:
     """Out of scope when the text is gibberish, small talk, a bare instruction or a request that is clearly
     not about health (an imperative with no health word). A question with no recognised health word but no
@@ -139,7 +140,10 @@ def assess_scope(
     ``plan``: the deterministic rewriter's plan of ``question`` (its recognised concepts); ``is_known``:
     whether
     a word is a real word, for the gibberish test (None: every word counts as known); ``rewrite``: the
-    deterministic rewriter, to find the health question left once injected instructions are set aside.
+    deterministic rewriter, to find the health question left once injected instructions are set aside;
+    ``is_english``: whether a word is everyday English, to tell a technical word (a drug or procedure name the
+    cancer-only offline vocabulary lacks: "gabapentin", "laparoscopic") that vouches for health (None: none
+    does).
     """
     tokens = [w for w in words(question) if w.isalpha() and len(w) >= 2]
     content = [w for w in tokens if w not in STOPWORDS]
@@ -164,5 +168,11 @@ def assess_scope(
         return Scope(False, "gibberish")
     if _IMPERATIVE.search(question):
         return Scope(False, "non_medical")
-    # Nothing here says health, but nothing says otherwise either: the evidence gate decides.
-    return Scope(True, health=False)
+    # Nothing here says health, but nothing says otherwise either: the evidence gate decides. A technical
+    # word (not everyday English, not capitalised: a capitalised unknown is more likely a name or a brand)
+    # still vouches for a health question.
+    capitalised = {w.lower() for w in words(question, lower=False) if w[:1].isupper()}
+    technical = is_english is not None and any(
+        len(w) >= 5 and w not in capitalised and not is_english(w) for w in content
+    )
+    return Scope(True, health=technical)
