@@ -94,20 +94,20 @@ class GateSettings(BaseModel):
 
     enabled: bool = Field(default=True, description="Off: every non-empty evidence set is answered (weak).")
     min_dense: float = Field(
-        default=0.46,
+        default=0.44,
         ge=-1,
         le=1,
         description="Abstain below this best dense similarity (question vs document).",
     )
     min_dense_strict: float = Field(
-        default=0.30,
+        default=0.20,
         ge=-1,
         le=1,
         description="When a strict Boolean query (every concept of the question, AND-ed) matched: abstain "
         "below this similarity instead of min_dense (a general encoder can miss what the concepts prove).",
     )
     min_dense_generic: float = Field(
-        default=0.60,
+        default=0.50,
         ge=-1,
         le=1,
         description="When only the generic last-resort Boolean query matched: abstain below this similarity.",
@@ -146,7 +146,7 @@ class GateSettings(BaseModel):
         default=5, ge=1, le=100, description="Top studies whose title and abstract the coverage looks at."
     )
     absent_min_share: float = Field(
-        default=0.2,
+        default=0.35,
         ge=0,
         le=2,
         description="Question words no document contains, as a share of the question's concepts and words: "
@@ -162,7 +162,7 @@ class GateSettings(BaseModel):
         "absent_phrase_max_dense); 0: off.",
     )
     absent_phrase_max_dense: float = Field(
-        default=0.5,
+        default=0.44,
         ge=-1,
         le=2,
         description="A question phrase no document contains (its words found apart): abstain unless the "

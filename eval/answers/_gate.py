@@ -18,8 +18,10 @@ environment).
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import json
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -182,8 +184,7 @@ def abstain_by_batch(records: Sequence[GateRecord], gate: GateSettings) -> dict[
 
 
 # The grid, one list of values per threshold, searched in this order, each from the most permissive value
-# to the strictest (the tie-break takes the last, strictest point); "generic" and "strict" couple to
-# min_dense (see _point).
+# to the strictest; "generic" and "strict" couple to min_dense (see _point).
 _GRID: dict[str, list[float]] = {
     "min_dense": [round(0.20 + 0.02 * i, 2) for i in range(16)],  # 0.20 .. 0.50
     "min_coverage": [round(0.05 * i, 2) for i in range(13)],  # 0 .. 0.60
@@ -262,11 +263,11 @@ class _DevMasks:
 
 def calibrate(records: Sequence[GateRecord], base: GateSettings, *, keep: float = 0.98) -> GateSettings:
     """The thresholds that abstain most on the dev split's unanswerable questions while keeping the
-    answerable ones' gold citations at ``keep`` of before; ties: more kept, then the strictest thresholds
-    (the last in ``_GRID``'s order). Dev rarely tells thresholds apart near its optimum; new questions
-    are farther from dev than dev is from itself, and on dev itself, calibrating on one unanswerable batch
-    and checking on the other, the strictest tie generalised better than the most permissive one
-    (docs/answers.md, "A blind second batch").
+    answerable ones' gold citations at ``keep`` of before; ties: more kept, then the centre of the tied
+    points (each threshold's median over them). Dev rarely tells thresholds apart near its optimum: the
+    most permissive tie answered new off-topic questions and the strictest abstained on new answerable
+    ones when dev was split in two (one unanswerable batch and half the answerable questions to calibrate,
+    the rest to check; docs/answers.md, "A blind second batch").
 
     Two stages: the similarity, coverage, tier and absent-word thresholds with the share, phrase and
     technical-term checks off, then those three on top of them. One joint search
@@ -303,7 +304,8 @@ def _search(masks: _DevMasks, g: dict[str, list[float]], keep: float) -> dict[st
 
     # Nested in _GRID's order; each check's mask is OR-ed in at the loop that fixes its last threshold, so
     # the innermost loop costs one OR and two popcounts.
-    best: tuple[float, float, dict[str, float]] | None = None
+    best: tuple[float, float] | None = None
+    ties: list[tuple[float, ...]] = []
     rerank = masks.always | mask("rerank", {})
     for d in g["min_dense"]:
         for c in g["min_coverage"]:
@@ -321,11 +323,26 @@ def _search(masks: _DevMasks, g: dict[str, list[float]], keep: float) -> dict[st
                             m_a |= mask("absent_technical", {"absent_technical_max_dense": tech})
                             for ph in g["absent_phrase_max_dense"]:
                                 abstained = m_a | mask("absent_phrases", {"absent_phrase_max_dense": ph})
-                                abstain, kept = masks.score(abstained)
-                                if kept < keep or (best is not None and (abstain, kept) < best[:2]):
+                                score = masks.score(abstained)
+                                if score[1] < keep or (best is not None and score < best):
                                     continue
-                                best = (abstain, kept, _point(d, c, gen, a, st, share, ph, tech))
-    return best[2] if best is not None else None
+                                if score != best:
+                                    best, ties = score, []
+                                ties.append((d, c, gen, a, st, share, ph, tech))
+    if not ties:
+        return None
+    # The centre of the tied points: each threshold's median over them, then the tied point nearest to it
+    # (grid steps differ per threshold, so distance counts positions in the sorted tied values).
+    columns = [sorted(set(col)) for col in zip(*ties, strict=True)]
+    centre = [statistics.median(col) for col in zip(*ties, strict=True)]
+
+    def distance(point: tuple[float, ...]) -> float:
+        return sum(
+            abs(bisect.bisect_left(col, v) - bisect.bisect_left(col, m))
+            for col, v, m in zip(columns, point, centre, strict=True)
+        )
+
+    return _point(*min(ties, key=distance))
 
 
 def gate_report(records: Sequence[GateRecord], gate: GateSettings) -> dict[str, Any]:
