@@ -189,7 +189,7 @@ class Speller:
                     continue
                 seen.add(cand)
                 d = _osa_distance(word, cand, max_d)
-                if d > max_d or (d == 2 and cand[0] != word[0]):
+                if d > max_d or (d == 2 and (cand[0] != word[0] or _sounds(cand) != _sounds(word))):
                     continue
                 if (stem is not None and not cand.endswith(stem)) or _prefix_swap(word, cand):
                     continue
@@ -212,6 +212,14 @@ _INFLECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 
 _SIBLINGS = ("s", "es", "d", "ed", "ing")
+
+
+def _sounds(word: str) -> str:
+    """A rough sound of ``word``: its first letter, then its consonants with "ph" read as "f", "h" dropped and
+    doubled letters once. Two edits that keep it are a misspelling ("eosinofil", "acetominiphen", "diarea");
+    two that change it make another word ("propofol" / "protocol", "melanotan" / "melanoma")."""
+    rest = re.sub(r"(.)\1+", r"\1", re.sub(r"[aeiouyh]", "", word[1:].replace("ph", "f")))
+    return word[0] + rest
 
 
 def _in_vocabulary(word: str, vocabulary: frozenset[str] | Mapping[str, int]) -> bool:

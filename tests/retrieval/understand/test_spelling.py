@@ -104,6 +104,16 @@ def test_distance_two_keeps_the_first_letter() -> None:
     assert speller.correct("aosinophil") == "eosinophil"  # one edit may still touch the first letter
 
 
+def test_two_edits_must_keep_the_words_sound() -> None:
+    speller = _speller("protocol", "melanoma", "resistant", "catenin", "eosinophil", "acetaminophen")
+    # Two edits that change the consonants make another word: a drug, a peptide, a polyphenol.
+    for word in ("propofol", "melanotan", "resistin", "catechin"):
+        assert speller.correct(word) is None, word
+    # Two edits of vowels, "ph" for "f" or a doubled letter are a misspelling.
+    assert speller.correct("eosinofil") == "eosinophil"
+    assert speller.correct("acetominiphen") == "acetaminophen"
+
+
 def test_a_prefix_swap_is_not_a_typo() -> None:
     speller = _speller("hyperbaric", "infiltration", "activated")
     assert speller.correct("hypobaric") is None
