@@ -723,7 +723,7 @@ class Pipeline:
         counts = await asyncio.gather(*(count(q) for q in term_queries), *(count(q) for q in queries))
         n = len(term_queries)
         absent = [t for t, c in zip(leaving, counts[:n], strict=True) if c == 0]
-        technical = sum(1 for t in absent if not rewriter.is_english_word(t))
+        technical = sum(1 for t in absent if rewriter.is_technical_word(t))
         return len(absent), technical, sum(1 for c in counts[n:] if c == 0)
 
 

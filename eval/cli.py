@@ -577,6 +577,7 @@ def calibrate_gate_command(
         "min_dense_strict",
         "absent_min_share",
         "absent_phrase_max_dense",
+        "absent_technical_max_dense",
     ):
         _out.print(f"COMETA_GATE__{key.upper()}={t[key]}", markup=False)
     for split in ("dev", "test", "test_without_gate"):

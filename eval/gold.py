@@ -582,7 +582,7 @@ def unanswerable_set(
     for r in rows:
         # A later batch is split on its own, so adding questions never moves an earlier item between splits
         # (a test item that became dev would leak what was held out).
-        batch = int(r.get("batch", 1))
+        batch = int(r.get("batch") or 1)
         by_kind.setdefault(r["kind"] if batch == 1 else f"{r['kind']}#batch{batch}", []).append(r["id"])
     splits = _stratified_splits(by_kind, seed=seed, salt="unanswerable")
     terms = (t for r in rows for t in r.get("absent_terms", []))
@@ -602,7 +602,7 @@ def unanswerable_set(
                 "id": r["id"],
                 "split": splits[r["id"]],
                 "kind": r["kind"],
-                "batch": int(r.get("batch", 1)),
+                "batch": int(r.get("batch") or 1),
                 "category": category,
                 "question": r["question"],
                 "pmids": [],

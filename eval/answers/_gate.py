@@ -291,7 +291,21 @@ def calibrate(records: Sequence[GateRecord], base: GateSettings, *, keep: float 
         "strict": [first["min_dense_strict"]],
     }
     second = _search(masks, {**_GRID, **fixed}, keep) or first
+    # A check added in the second stage stays on only if it earns something on dev: a tie with it off
+    # means dev has no evidence for it, and on new questions it could only cost answerable ones.
+    for name, value in off.items():
+        trial = {**second, name: value[0]}
+        if masks.score(_abstained(masks, trial)) >= masks.score(_abstained(masks, second)):
+            second = trial
     return base.model_copy(update=second)
+
+
+def _abstained(masks: _DevMasks, point: dict[str, float]) -> int:
+    """The dev records the gate abstains on with ``point``'s thresholds (the base settings' elsewhere)."""
+    out = masks.always
+    for name, fields, check in gate_checks():
+        out |= masks.check_mask(name, fields, check, point)
+    return out
 
 
 def _search(masks: _DevMasks, g: dict[str, list[float]], keep: float) -> dict[str, float] | None:
@@ -331,6 +345,8 @@ def _search(masks: _DevMasks, g: dict[str, list[float]], keep: float) -> dict[st
                                 ties.append((d, c, gen, a, st, share, ph, tech))
     if not ties:
         return None
+    # Grid points that make the same settings (generic or strict values beyond min_dense) count once.
+    ties = list({tuple(_point(*t).values()): t for t in ties}.values())
     # The centre of the tied points: each threshold's median over them, then the tied point nearest to it
     # (grid steps differ per threshold, so distance counts positions in the sorted tied values).
     columns = [sorted(set(col)) for col in zip(*ties, strict=True)]

@@ -431,10 +431,10 @@ class DeterministicRewriter:
         gibberish."""
         return self._speller.is_known(word)
 
-    def is_english_word(self, word: str) -> bool:
-        """A (lower-case) word of everyday English or an inflection of one (the speller's English list):
-        what the evidence gate tells apart from technical terms (a drug name) among absent words."""
-        return self._speller.is_english(word)
+    def is_technical_word(self, word: str) -> bool:
+        """A (lower-case) word that is neither everyday English nor a typo of it (one edit away): a drug or
+        procedure name. The evidence gate's technical absent terms and the scope check's health test."""
+        return self._speller.is_technical(word)
 
     def spell_correct(self, text: str) -> str:
         """``text`` with misspelled words replaced by the closest vocabulary word; everything else kept.

@@ -131,7 +131,7 @@ def assess_scope(
     plan: QueryPlan,
     is_known: Callable[[str], bool] | None = None,
     rewrite: Callable[[str], QueryPlan] | None = None,
-    is_english: Callable[[str], bool] | None = None,
+    is_technical: Callable[[str], bool] | None = None,
 ) -> Scope:
     """Out of scope when the text is gibberish, small talk, a bare instruction or a request that is clearly
     not about health (an imperative with no health word). A question with no recognised health word but no
@@ -141,9 +141,9 @@ def assess_scope(
     whether
     a word is a real word, for the gibberish test (None: every word counts as known); ``rewrite``: the
     deterministic rewriter, to find the health question left once injected instructions are set aside;
-    ``is_english``: whether a word is everyday English, to tell a technical word (a drug or procedure name the
-    cancer-only offline vocabulary lacks: "gabapentin", "laparoscopic") that vouches for health (None: none
-    does).
+    ``is_technical``: whether a word is neither everyday English nor a typo of it, a drug or procedure name
+    the cancer-only offline vocabulary lacks ("gabapentin", "laparoscopic"), which vouches for health (None:
+    none does).
     """
     tokens = [w for w in words(question) if w.isalpha() and len(w) >= 2]
     content = [w for w in tokens if w not in STOPWORDS]
@@ -172,7 +172,7 @@ def assess_scope(
     # word (not everyday English, not capitalised: a capitalised unknown is more likely a name or a brand)
     # still vouches for a health question.
     capitalised = {w.lower() for w in words(question, lower=False) if w[:1].isupper()}
-    technical = is_english is not None and any(
-        len(w) >= 5 and w not in capitalised and not is_english(w) for w in content
+    technical = is_technical is not None and any(
+        len(w) >= 5 and w not in capitalised and is_technical(w) for w in content
     )
     return Scope(True, health=technical)

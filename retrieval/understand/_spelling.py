@@ -170,6 +170,19 @@ class Speller:
             self._english = english_frequencies()
         return _in_vocabulary(word, self._english)
 
+    def is_technical(self, word: str) -> bool:
+        """Neither everyday English nor one edit from an English word ("metalic", "engnie", "depossit" are
+        typos, not terms): a drug or procedure name, or a coined word."""
+        if self.is_english(word):
+            return False
+        letters = "abcdefghijklmnopqrstuvwxyz"
+        splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+        edits = {a + b[1:] for a, b in splits if b}
+        edits |= {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
+        edits |= {a + c + b[1:] for a, b in splits if b for c in letters}
+        edits |= {a + c + b for a, b in splits for c in letters}
+        return not any(self.is_english(e) for e in edits if e != word and len(e) > 2)
+
     def correct(self, word: str) -> str | None:
         """Best dictionary word within the allowed distance, or None (known, English, too short or no
         candidate that could be a typo of it)."""

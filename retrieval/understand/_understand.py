@@ -160,7 +160,7 @@ class QueryUnderstander:
                 fallback,
                 self.rewriter.is_known_word,
                 lambda text: self.rewriter.rewrite(text, today=today),
-                self.rewriter.is_english_word,
+                self.rewriter.is_technical_word,
             )
         if not scope.in_scope:
             return self._deterministic(fallback, qhash, found, f"out of scope: {scope.reason}", scope=scope)

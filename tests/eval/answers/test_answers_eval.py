@@ -38,6 +38,12 @@ RECORDS = [
 
 def test_calibration_abstains_on_unanswerable_and_keeps_answerable() -> None:
     gate = calibrate(RECORDS, GateSettings(), keep=1.0)
+    # No record has an absent word or phrase: the checks that would read them earn nothing and stay off.
+    assert (gate.absent_min_share, gate.absent_phrase_max_dense, gate.absent_technical_max_dense) == (
+        2.0,
+        -1.0,
+        -1.0,
+    )
     dev = kept_and_abstained(RECORDS, gate, "dev")
     assert dev["unanswerable_abstain"] == 1.0 and dev["answerable_kept_ratio"] == 1.0
     test = kept_and_abstained(RECORDS, gate, "test")

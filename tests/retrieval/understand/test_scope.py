@@ -61,11 +61,12 @@ def test_in_scope_says_whether_anything_vouched_for_health() -> None:
     assert health("CA 19 9 came back really high, is the whipple pointless?")  # concepts
     assert health("My doctor says this is fine, is it?")  # a health word
     assert not health("How do I change the brake pads on a 2012 honda civic?")  # only not refused
+
     # A technical word vouches for health (the offline vocabulary knows cancer concepts only), a capitalised
     # unknown word does not (a name, a brand).
     def technical(question: str) -> bool:
         plan = REWRITER.rewrite(question, today=TODAY)
-        return assess_scope(question, plan, REWRITER.is_known_word, None, REWRITER.is_english_word).health
+        return assess_scope(question, plan, REWRITER.is_known_word, None, REWRITER.is_technical_word).health
 
     drug = "Does risperidone compared with buspirone change hyperactivity?"
     assert technical(drug) and not health(drug)

@@ -143,3 +143,12 @@ def test_prepare_builds_the_index_and_the_english_list_before_any_question() -> 
     speller.prepare()
     assert speller._index is not None and speller._english is not None and "heal" in speller._english
     assert speller.correct("pancretic") == "pancreatic"
+
+
+def test_a_technical_word_is_neither_english_nor_a_typo_of_it() -> None:
+    speller = Speller({"zinc": 10}, frozenset({"zinc"}), english=english_frequencies())
+    for word in ("zelmoprazole", "gabapentin", "risperidone", "bexaflexamine"):
+        assert speller.is_technical(word), word
+    # English, or one edit from it: a typo the speller may not know how to fix, not a term nobody studied.
+    for word in ("metallic", "metalic", "engnie", "depossit", "stuffy"):
+        assert not speller.is_technical(word), word
