@@ -94,7 +94,7 @@ class GateSettings(BaseModel):
 
     enabled: bool = Field(default=True, description="Off: every non-empty evidence set is answered (weak).")
     min_dense: float = Field(
-        default=0.44,
+        default=0.42,
         ge=-1,
         le=1,
         description="Abstain below this best dense similarity (question vs document).",
@@ -146,7 +146,7 @@ class GateSettings(BaseModel):
         default=5, ge=1, le=100, description="Top studies whose title and abstract the coverage looks at."
     )
     absent_min_share: float = Field(
-        default=0.35,
+        default=2.0,
         ge=0,
         le=2,
         description="Question words no document contains, as a share of the question's concepts and words: "
@@ -162,7 +162,7 @@ class GateSettings(BaseModel):
         "absent_phrase_max_dense); 0: off.",
     )
     absent_phrase_max_dense: float = Field(
-        default=0.44,
+        default=-1.0,
         ge=-1,
         le=2,
         description="A question phrase no document contains (its words found apart): abstain unless the "
