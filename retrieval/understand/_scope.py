@@ -112,6 +112,9 @@ class Scope:
         return SCOPE_MESSAGES[self.reason] if self.reason is not None else ""
 
 
+_TECHNICAL_CHECKS = 12  # words of a question tested for a technical term (Scope.health)
+
+
 def looks_like_injection(text: str) -> bool:
     """The text tries to instruct the system (ignore your instructions, reveal the prompt, act as ...)."""
     return bool(_INJECTION.search(text))
@@ -172,7 +175,8 @@ def assess_scope(
     # word (not everyday English, not capitalised: a capitalised unknown is more likely a name or a brand)
     # still vouches for a health question.
     capitalised = {w.lower() for w in words(question, lower=False) if w[:1].isupper()}
-    technical = is_technical is not None and any(
-        len(w) >= 5 and w not in capitalised and is_technical(w) for w in content
-    )
+    # Distinct words, and only the first few: each test builds a word's one-edit neighbours (~10 ms), and a
+    # 4,000-character question of made-up words must not hold the event loop for seconds.
+    candidates = list(dict.fromkeys(w for w in content if len(w) >= 5 and w not in capitalised))
+    technical = is_technical is not None and any(is_technical(w) for w in candidates[:_TECHNICAL_CHECKS])
     return Scope(True, health=technical)

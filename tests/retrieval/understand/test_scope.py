@@ -85,3 +85,20 @@ async def test_out_of_scope_never_calls_the_rewriter_llm() -> None:
     assert understanding.scope.reason == "chit_chat" and understanding.path == "deterministic"
     assert understanding.fallback_reason == "out of scope: chit_chat" and llm.seen == []
     assert "health" in understanding.scope.message
+
+
+def test_the_technical_word_test_is_bounded() -> None:
+    calls: list[str] = []
+
+    def technical(word: str) -> bool:
+        calls.append(word)
+        return False
+
+    # Many distinct made-up words, one real word so it is not gibberish, nothing about health.
+    made_up = " ".join(f"zorbl{chr(97 + i % 26)}{chr(97 + i // 26)}" for i in range(300))
+    question = f"which {made_up} gives better results"
+    scope = assess_scope(
+        question, REWRITER.rewrite(question, today=TODAY), REWRITER.is_known_word, None, technical
+    )
+    assert scope.in_scope and not scope.health
+    assert 0 < len(calls) <= 12 and len(set(calls)) == len(calls)
