@@ -723,7 +723,12 @@ class Pipeline:
         counts = await asyncio.gather(*(count(q) for q in term_queries), *(count(q) for q in queries))
         n = len(term_queries)
         absent = [t for t, c in zip(leaving, counts[:n], strict=True) if c == 0]
-        technical = sum(1 for t in absent if rewriter.is_technical_word(t))
+        # Each test builds the word's one-edit neighbours: CPU work, off the event loop.
+        technical = (
+            await asyncio.to_thread(lambda: sum(1 for t in absent if rewriter.is_technical_word(t)))
+            if absent
+            else 0
+        )
         return len(absent), technical, sum(1 for c in counts[n:] if c == 0)
 
 
