@@ -78,6 +78,7 @@ def test_unanswerable_kinds_are_in_both_splits_without_shared() -> None:
     assert all(c["dev"] >= 3 and c["test"] >= 7 for c in by_kind.values()), by_kind
     assert Counter(i["split"] for i in items if i["batch"] == 1) == {"dev": 35, "test": 71}
     assert Counter(i["split"] for i in items if i["batch"] == 2) == {"dev": 41, "test": 83}
+    assert Counter(i["split"] for i in items if i["batch"] == 3) == {"dev": 35, "test": 69}
     assert items == unanswerable_set()[0]  # seeded
     assert [i["split"] for i in items] != [i["split"] for i in unanswerable_set(seed=1)[0]]
 
@@ -342,7 +343,7 @@ def test_retrieval_loads_gold_sets_and_splits(
     monkeypatch.setenv("COMETA_GOLD_DIR", str(tmp_path / "gold"))
     with pytest.raises(EvalInputError, match="build-gold"):
         load_items("ei")
-    assert len(load_items("unanswerable@dev")) == 76  # from the committed fixture, before any build
+    assert len(load_items("unanswerable@dev")) == 111  # from the committed fixture, before any build
     build_gold(shared, tmp_path / "gold", fixture_dir=fixtures)
     items = load_items("cohen-narrative")
     assert [(i.id, i.gold) for i in items] == [("cn1", ("111",)), ("cn2", ("221",))]
