@@ -389,6 +389,17 @@ class FakeLimiter:
         return None
 
 
+def send_times(now: list[float], *responses: httpx.Response) -> tuple[Handler, list[float]]:
+    """A handler answering ``responses`` in order, and the fake clock's time of each request it got."""
+    queue, sent = list(responses), []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(now[0])
+        return queue.pop(0)
+
+    return handler, sent
+
+
 def fake_time_client(
     handler: Handler, sleeps: list[float], now: list[float], **overrides: object
 ) -> EutilsClient:
@@ -432,16 +443,12 @@ async def test_retry_after_is_honoured_instead_of_the_backoff(header: str, expec
 
 
 async def test_retry_after_pauses_every_call_of_the_key_not_only_the_one_that_got_it() -> None:
-    sent: list[float] = []
     now = [0.0]
-    responses = [
+    handler, sent = send_times(
+        now,
         httpx.Response(429, content=RATE_BODY, headers={"Retry-After": "5"}),
         httpx.Response(200, content=ESEARCH_JSON),
-    ]
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        sent.append(now[0])
-        return responses.pop(0)
+    )
 
     sleeps: list[float] = []
     client = fake_time_client(handler, sleeps, now, max_attempts=1)
@@ -479,16 +486,12 @@ async def test_retry_after_as_an_http_date_and_unreadable_values() -> None:
 
 async def test_a_pause_longer_than_the_budget_ends_the_call_within_the_budget() -> None:
     # Another call got Retry-After: 10; this one (budget 3 s) must not wait the 10 s and send after all.
-    sent: list[float] = []
     now = [0.0]
-    responses = [
+    handler, sent = send_times(
+        now,
         httpx.Response(429, content=RATE_BODY, headers={"Retry-After": "10"}),
         httpx.Response(200, content=ESEARCH_JSON),
-    ]
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        sent.append(now[0])
-        return responses.pop(0)
+    )
 
     client = fake_time_client(handler, [], now, max_attempts=1, retry_budget_s=3.0, retry_after_max_s=10.0)
     with pytest.raises(RateLimited):
