@@ -52,7 +52,7 @@ LOOSE = make_doc(
 )
 
 
-def studies_cited(docs: list[EvidenceDoc], min_relevance: float) -> list[str]:
+def answer_text(docs: list[EvidenceDoc], min_relevance: float) -> str:
     text, _cited = extractive_answer(
         build_evidence_context(docs),
         3,
@@ -62,7 +62,11 @@ def studies_cited(docs: list[EvidenceDoc], min_relevance: float) -> list[str]:
         concepts=CONCEPTS,
         min_relevance=min_relevance,
     )
-    return [line.rsplit("[PMID:", 1)[1].rstrip("]") for line in text.splitlines()]
+    return text
+
+
+def studies_cited(docs: list[EvidenceDoc], min_relevance: float) -> list[str]:
+    return [line.rsplit("[PMID:", 1)[1].rstrip("]") for line in answer_text(docs, min_relevance).splitlines()]
 
 
 def test_a_study_far_less_similar_than_the_best_is_left_out_however_many_words_it_shares() -> None:
@@ -85,17 +89,7 @@ def test_the_most_similar_study_that_answers_leads_and_quotes_one_sentence_more(
     # 0.9 of the best similarity: the on-point study leads, with three sentences; the other follows.
     # With no similarity known, the loose study's sentences match more of the question: it leads.
     assert studies_cited([ON_POINT, LOOSE], 0.8) == ["23222920", "19459018"]
-    docs = [similar(ON_POINT, 0.416), similar(LOOSE, 0.36)]
-    text, _ = extractive_answer(
-        build_evidence_context(docs),
-        3,
-        question=QUESTION,
-        studies=5,
-        current_year=2026,
-        concepts=CONCEPTS,
-        min_relevance=0.8,
-    )
-    first, second = text.splitlines()
+    first, second = answer_text([similar(ON_POINT, 0.416), similar(LOOSE, 0.36)], 0.8).splitlines()
     assert first.endswith("[PMID:19459018]") and first.count(". ") == 3
     assert second.endswith("[PMID:23222920]") and second.count(". ") == 2
 
