@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ValidationError
 
+from app.settings import Settings
 from core import OnProgress
 from llm import LLMOutputInvalid, LLMResult, Message, TextStream
 
@@ -201,3 +202,13 @@ def completion_body(
             "total_tokens": prompt_tokens + completion_tokens,
         },
     }
+
+
+def boolean_only_settings(*, gate: bool = True) -> Settings:
+    """The offline settings with the dense arm off (no index build, no model): retrieval is the Boolean arm
+    alone. ``gate=False`` also turns the evidence gate off, for tests about what happens after it."""
+    settings = Settings(_env_file=None).offline()
+    update: dict[str, object] = {"dense": settings.dense.model_copy(update={"enabled": False})}
+    if not gate:
+        update["gate"] = settings.gate.model_copy(update={"enabled": False})
+    return settings.model_copy(update=update)

@@ -10,11 +10,10 @@ import pytest
 
 from app.answer import Answerer
 from app.pipeline import Pipeline
-from app.settings import Settings
 from eval import ITEMS_FILE, EvalInputError, ItemLog, RunOptions, qa, write_result
 from eval.mirage import MCQItem
 from llm import LLMSettings, LLMUnavailable
-from tests._fakes import ScriptedLLM
+from tests._fakes import ScriptedLLM, boolean_only_settings
 
 ITEM = MCQItem(
     "medqa:1", "medqa", "Which drug treats X?", {"A": "aspirin", "B": "insulin", "C": "statin"}, "B"
@@ -102,16 +101,10 @@ async def test_run_qa_three_arms_over_a_scripted_llm_and_resume(
         return "no idea"  # not JSON: unparseable
 
     llm = ScriptedLLM(script)
-    settings = Settings().offline()
     # Dense arm off (no index build) and the gate off: with the Boolean arm alone one of these MIRAGE
     # questions finds only loosely related studies (coverage 1/3) and abstains; this test is about the
     # answers' parsing and the report, the gate's own tests and calibration are elsewhere.
-    settings = settings.model_copy(
-        update={
-            "dense": settings.dense.model_copy(update={"enabled": False}),
-            "gate": settings.gate.model_copy(update={"enabled": False}),
-        }
-    )
+    settings = boolean_only_settings(gate=False)
 
     async def services(_opts: RunOptions) -> tuple[Pipeline, Answerer, Any]:
         pipeline = Pipeline(settings, llm=llm, use_dense=False, use_passages=False)  # type: ignore[arg-type]
@@ -210,8 +203,7 @@ async def test_depth_ablation_runs_one_cometa_arm_per_policy(
         return {"step_by_step_thinking": ".", "answer_choice": items[0].answer}
 
     llm = ScriptedLLM(script)
-    settings = Settings().offline()
-    settings = settings.model_copy(update={"dense": settings.dense.model_copy(update={"enabled": False})})
+    settings = boolean_only_settings()
 
     async def services(_opts: RunOptions) -> tuple[Pipeline, Answerer, Any]:
         pipeline = Pipeline(settings, llm=llm, use_dense=False, use_passages=False)  # type: ignore[arg-type]

@@ -26,7 +26,7 @@ from starlette.routing import Route
 from app.answer import INSUFFICIENT_TEXT, WARN_LLM_INTERRUPTED, Answer, Answerer
 from app.api import create_app
 from app.pipeline import Pipeline
-from app.settings import AnswerSettings, Settings
+from app.settings import AnswerSettings
 from llm import (
     LLMRequestRejected,
     LLMResult,
@@ -39,7 +39,7 @@ from llm import (
 from llm._base import _BaseLLM
 from llm._types import _Completion, _Rung
 from tests._evidence import DOCS, TODAY
-from tests._fakes import BrokenStream, ScriptedLLM, pieces
+from tests._fakes import BrokenStream, ScriptedLLM, boolean_only_settings, pieces
 from tests._procs import serve_in_thread
 
 MESSAGES = [{"role": "user", "content": "Does exercise help?"}]
@@ -493,12 +493,6 @@ DOCUMENTS = [
 ]
 
 
-def settings_without_models() -> Settings:
-    # Bundled corpus in-process, no dense model, no reranker: retrieval is the Boolean arm alone.
-    settings = Settings(_env_file=None).offline()
-    return settings.model_copy(update={"dense": settings.dense.model_copy(update={"enabled": False})})
-
-
 def sse_events(body: str) -> list[tuple[str, dict[str, Any]]]:
     events: list[tuple[str, dict[str, Any]]] = []
     for block in body.split("\n\n"):
@@ -510,7 +504,7 @@ def sse_events(body: str) -> list[tuple[str, dict[str, Any]]]:
 
 @asynccontextmanager
 async def api(llm: Any) -> AsyncIterator[httpx.AsyncClient]:
-    settings = settings_without_models()
+    settings = boolean_only_settings()
     async with Pipeline(settings, use_llm=False, use_dense=False, use_passages=False) as pipeline:
         app = create_app(settings, pipeline=pipeline, answerer=Answerer(llm))
         async with app.router.lifespan_context(app):
@@ -582,7 +576,7 @@ def test_client_disconnect_cancels_generation() -> None:
     """Over real HTTP: the client reads one token and hangs up; the LLM stream behind it is closed."""
     words = 2_000
     llm = ScriptedLLM(lambda _p: "word " * words, token_delay=0.01)
-    settings = settings_without_models()
+    settings = boolean_only_settings()
     app: FastAPI = create_app(settings, answerer=Answerer(llm))
     payload = {"question": NARRATIVE, "documents": DOCUMENTS, "documents_mode": "replace"}
     with serve_in_thread(app) as base:

@@ -10,11 +10,10 @@ import pytest
 
 from app.answer import Answerer
 from app.pipeline import Pipeline
-from app.settings import Settings
 from eval import EvalInputError, RunOptions, qa
 from eval.compare import backbone_label, run_backbones
 from llm import LLMSettings, LLMUnavailable
-from tests._fakes import ScriptedLLM
+from tests._fakes import ScriptedLLM, boolean_only_settings
 
 
 def _items() -> list[Any]:
@@ -45,16 +44,10 @@ async def test_two_backbones_one_report(tmp_path: Path, monkeypatch: pytest.Monk
         return ScriptedLLM(script)
 
     models = {"small-8b": reader(1), "big-70b": reader(2)}
-    settings = Settings().offline()
     # Dense arm off (no index build) and the gate off: with the Boolean arm alone one of these MIRAGE
     # questions finds only loosely related studies (coverage 1/3) and abstains; this test is about the
     # answers' parsing and the report, the gate's own tests and calibration are elsewhere.
-    settings = settings.model_copy(
-        update={
-            "dense": settings.dense.model_copy(update={"enabled": False}),
-            "gate": settings.gate.model_copy(update={"enabled": False}),
-        }
-    )
+    settings = boolean_only_settings(gate=False)
 
     async def services(opts: RunOptions) -> tuple[Pipeline, Answerer, Any]:
         assert opts.llm is not None
