@@ -40,7 +40,7 @@ from core import STOPWORDS, light_stem, words
 from retrieval.evidence import EvidenceDoc
 from retrieval.passages import PassageContext
 from retrieval.search import AdaptEResult
-from retrieval.understand import looks_like_injection
+from retrieval.understand import capitalised_words, looks_like_injection
 
 from .schemas import Verdict
 from .settings import GateSettings
@@ -157,12 +157,6 @@ def common_english() -> frozenset[str]:
 _PHRASE_BREAK = re.compile(r"[^\w\s'’-]+")
 
 
-def _capitalised(question: str) -> set[str]:
-    """Words written with a capital somewhere in ``question`` (lower-cased): an unknown capitalised word
-    may be a name the PHI scrubber missed, so no count query is built from it."""
-    return {w.lower() for w in words(question, lower=False) if w[:1].isupper()}
-
-
 def rare_words(
     question: str, is_known: Callable[[str], bool], *, limit: int = 4, min_length: int = 5
 ) -> list[str]:
@@ -171,7 +165,7 @@ def rare_words(
     fillers, at least ``min_length`` letters, never written with a capital (an unknown capitalised word may
     be a name the PHI scrubber missed: it is not sent out); the longest first, at most ``limit``. The caller
     still passes each query through the PHI check (the pipeline's ``_absent``)."""
-    capitalised = _capitalised(question)
+    capitalised = capitalised_words(question)
     found = {
         w
         for w in words(question)
@@ -195,7 +189,7 @@ def phrase_candidates(
     (``everyday``: the lexicon's common words) nor written with a capital; in question order, at most
     ``limit``. Instructions injected into the question are left out. The caller still passes each query
     through the PHI check (a vocabulary word can be a name: "mary")."""
-    capitalised = _capitalised(question)
+    capitalised = capitalised_words(question)
 
     def usable(w: str) -> bool:
         return (

@@ -14,7 +14,14 @@ from ._phi import (
 )
 from ._plan import MAX_LADDER, MIN_LADDER, Concept, DateLimits, Intent, Pico, QueryPlan
 from ._rewrite import DeterministicRewriter, spell_correct
-from ._scope import SCOPE_MESSAGES, Scope, ScopeReason, assess_scope, looks_like_injection
+from ._scope import (
+    SCOPE_MESSAGES,
+    Scope,
+    ScopeReason,
+    assess_scope,
+    capitalised_words,
+    looks_like_injection,
+)
 from ._understand import QueryUnderstander, Understanding, check_ladder_query
 
 __all__ = [
@@ -38,6 +45,7 @@ __all__ = [
     "Understanding",
     "assert_no_phi",
     "assess_scope",
+    "capitalised_words",
     "check_ladder_query",
     "detect_language",
     "hash_text",

@@ -115,6 +115,12 @@ class Scope:
 _TECHNICAL_CHECKS = 12  # words of a question tested for a technical term (Scope.health)
 
 
+def capitalised_words(text: str) -> set[str]:
+    """Words written with a capital somewhere in ``text`` (lower-cased): an unknown capitalised word may be
+    a name (one the PHI scrubber missed) or a brand, never taken for a clinical term."""
+    return {w.lower() for w in words(text, lower=False) if w[:1].isupper()}
+
+
 def looks_like_injection(text: str) -> bool:
     """The text tries to instruct the system (ignore your instructions, reveal the prompt, act as ...)."""
     return bool(_INJECTION.search(text))
@@ -174,7 +180,7 @@ def assess_scope(
     # Nothing here says health, but nothing says otherwise either: the evidence gate decides. A technical
     # word (not everyday English, not capitalised: a capitalised unknown is more likely a name or a brand)
     # still vouches for a health question.
-    capitalised = {w.lower() for w in words(question, lower=False) if w[:1].isupper()}
+    capitalised = capitalised_words(question)
     # Distinct words, and only the first few: each test builds a word's one-edit neighbours (~10 ms), and a
     # 4,000-character question of made-up words must not hold the event loop for seconds.
     candidates = list(dict.fromkeys(w for w in content if len(w) >= 5 and w not in capitalised))
