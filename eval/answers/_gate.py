@@ -164,23 +164,14 @@ def kept_and_abstained(records: Sequence[GateRecord], gate: GateSettings, split:
 def abstain_by_batch(records: Sequence[GateRecord], gate: GateSettings) -> dict[str, dict[str, Any]]:
     """Per split and unanswerable batch: off-topic and out-of-world abstention shares and counts (a later
     batch was written blind to the earlier one's results, so its test rows are a fresh held-out estimate)."""
+    keys = ("off_topic_abstain", "out_of_world_abstain", "n_off_topic", "n_out_of_world")
+    unanswerable = [r for r in records if r.category in ("off_topic", "out_of_world")]
     out: dict[str, dict[str, Any]] = {}
-    for r in records:
-        if r.category not in ("off_topic", "out_of_world"):
-            continue
-        row = out.setdefault(r.split, {}).setdefault(
-            f"batch{r.batch}", {"off_topic": [0, 0], "out_of_world": [0, 0]}
-        )
-        row[r.category][0] += _abstains(r, gate)
-        row[r.category][1] += 1
-    return {
-        split: {
-            batch: {f"{cat}_abstain": hit / n if n else 0.0 for cat, (hit, n) in counts.items()}
-            | {f"n_{cat}": n for cat, (_, n) in counts.items()}
-            for batch, counts in sorted(batches.items())
-        }
-        for split, batches in sorted(out.items())
-    }
+    for split, batch in sorted({(r.split, r.batch) for r in unanswerable}):
+        rows = [r for r in unanswerable if r.batch == batch]
+        measured = kept_and_abstained(rows, gate, split)
+        out.setdefault(split, {})[f"batch{batch}"] = {k: measured[k] for k in keys}
+    return out
 
 
 # The grid, one list of values per threshold, searched in this order, each from the most permissive value
