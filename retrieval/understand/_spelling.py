@@ -175,6 +175,8 @@ class Speller:
         typos, not terms): a drug or procedure name, or a coined word."""
         if self.is_english(word):
             return False
+        # The one-edit neighbours, as pyspellchecker's edit_distance_1 builds them; its method needs a live
+        # SpellChecker (its whole 160k-word list) and english_frequencies keeps only the words it needs.
         letters = "abcdefghijklmnopqrstuvwxyz"
         splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
         edits = {a + b[1:] for a, b in splits if b}
