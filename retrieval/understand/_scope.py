@@ -81,7 +81,31 @@ _INJECTION = re.compile(
     r"\bact as\b|\bpretend\b|\bjailbreak\b|\bdeveloper mode\b|\bnew instructions?\b|"
     r"\b(print|reveal|show|repeat|output|list|dump)\b.{0,40}\b(prompt|instructions?|api key|secrets?|"
     r"passwords?|configuration|contents|variables|records?|the word)\b|\byour (instructions|prompt|rules|"
-    r"system|configuration|guidelines)\b|</?[a-z_]+>",
+    r"system|configuration|guidelines)\b|</?[a-z_]+>|"
+    # A sentence that opens by telling the system to drop what it is ("forget you're a medical assistant",
+    # "disregard everything"); "I forget what my doctor said" does not open with the verb.
+    r"(?:^|[.!?;:]\s)\W*(?:please\s+|now\s+|just\s+)?(?:forget|ignore|disregard|abandon|drop)\s+(?:that\s+)?"
+    r"(?:you\b|you're|youre|you are|your\b|yourself|everything|all\b|whatever)|"
+    # Standing orders about how the system behaves from here on ("from now on you only talk like a pirate");
+    # "from now on I take it at night" is the patient's own plan.
+    r"\bfrom now on,?\s+(?:you|act|answer|respond|reply|speak|talk|only|always|never|behave|be|stop|do not|"
+    r"don't)\b|\bstay in character\b|\brole-?\s?play\b|\byou(?:'re| are) no longer\b",
+    re.IGNORECASE,
+)
+# How an instruction names the system itself ("you're a medical assistant"): no health word of a question.
+_SELF_DESCRIPTION = re.compile(
+    r"\b(?:medical|health|healthcare|clinical|doctor|nurse|medicine)\s+(?:assistant|ai|bot|chatbot|advisor|"
+    r"adviser|model|helper|app|service|expert)\b",
+    re.IGNORECASE,
+)
+# The assistant addressed as "you", and no person the question could be about (the patient, a relative):
+# "do you ever get tired of answering questions" is about the assistant, "why am I always tired" is not.
+_YOU = re.compile(r"\b(you|your|yours|yourself|u|ur)\b", re.IGNORECASE)
+_PERSON = re.compile(
+    r"\b(i|i'm|im|i've|i'd|i'll|me|my|mine|myself|we|our|ours|us|he|she|him|her|hers|his|they|them|their|"
+    r"someone|somebody|anyone|anybody|people|person|man|woman|men|women|mum|mom|mother|dad|father|son|"
+    r"daughter|wife|husband|partner|boyfriend|girlfriend|child|children|kid|kids|baby|babies|grandma|"
+    r"grandmother|grandpa|grandfather|brother|sister|aunt|uncle|friend|family|toddler|teen|teenager)\b",
     re.IGNORECASE,
 )
 # Talking to the assistant rather than asking about health ("do you like music?", "talk to me").
@@ -164,25 +188,38 @@ def assess_scope(
         rest = " ".join(
             part for part in _SENTENCES.split(question) if part.strip() and not looks_like_injection(part)
         )
-        rest_tokens = [w for w in words(rest) if w.isalpha()]
+        rest_tokens = [w for w in words(_SELF_DESCRIPTION.sub(" ", rest)) if w.isalpha()]
         health = any(w in _HEALTH_WORDS for w in rest_tokens)
         if not health and rest.strip():
             health = _clinical(rewrite(rest)) if rewrite is not None else _mentions_concept(plan, rest)
         return Scope(True) if health else Scope(False, "instruction")
-    if _clinical(plan) or any(w in _HEALTH_WORDS for w in tokens):
+    health_word = any(w in _HEALTH_WORDS for w in tokens)
+    if health_word:
         return Scope(True)
+    if _clinical(plan):
+        # The only health signal is an everyday word the lay lexicon maps ("tired" to fatigue) in a remark
+        # about the assistant itself: in scope, but the gate trusts a Boolean match of it less.
+        lay_only = not _mentions_concept(plan, question)
+        about_assistant = bool(_YOU.search(question)) and not _PERSON.search(question)
+        vouches = not (lay_only and about_assistant) or _technical(question, content, is_technical)
+        return Scope(True, health=vouches)
     if _CHIT_CHAT.search(question) or (_ADDRESSED.search(question) and len(tokens) <= 12):
         return Scope(False, "chit_chat")
     if is_known is not None and (not any(is_known(w) for w in content) or len(set(content)) == 1):
         return Scope(False, "gibberish")
     if _IMPERATIVE.search(question):
         return Scope(False, "non_medical")
-    # Nothing here says health, but nothing says otherwise either: the evidence gate decides. A technical
-    # word (not everyday English, not capitalised: a capitalised unknown is more likely a name or a brand)
-    # still vouches for a health question.
+    # Nothing here says health, but nothing says otherwise either: the evidence gate decides.
+    return Scope(True, health=_technical(question, content, is_technical))
+
+
+def _technical(question: str, content: list[str], is_technical: Callable[[str], bool] | None) -> bool:
+    """A technical word (not everyday English, not capitalised: a capitalised unknown is more likely a name
+    or a brand) vouches for a health question."""
+    if is_technical is None:
+        return False
     capitalised = capitalised_words(question)
     # Distinct words, and only the first few: each test builds a word's one-edit neighbours (~10 ms), and a
     # 4,000-character question of made-up words must not hold the event loop for seconds.
     candidates = list(dict.fromkeys(w for w in content if len(w) >= 5 and w not in capitalised))
-    technical = is_technical is not None and any(is_technical(w) for w in candidates[:_TECHNICAL_CHECKS])
-    return Scope(True, health=technical)
+    return any(is_technical(w) for w in candidates[:_TECHNICAL_CHECKS])
