@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Literal
 
 from core import STOPWORDS, words
@@ -206,20 +207,66 @@ def assess_scope(
     if _CHIT_CHAT.search(question) or (_ADDRESSED.search(question) and len(tokens) <= 12):
         return Scope(False, "chit_chat")
     if is_known is not None and (not any(is_known(w) for w in content) or len(set(content)) == 1):
-        return Scope(False, "gibberish")
+        # The offline vocabulary knows cancer concepts only: a pronounceable technical word ("pregabalin",
+        # "tracheostomy") is a term it lacks, not keyboard mashing. Made-up ones go on to the evidence gate,
+        # which abstains on a technical word that no study contains.
+        if _mashed(tokens) or not _technical(question, content, is_technical, names=True, pronounceable=True):
+            return Scope(False, "gibberish")
     if _IMPERATIVE.search(question):
         return Scope(False, "non_medical")
     # Nothing here says health, but nothing says otherwise either: the evidence gate decides.
     return Scope(True, health=_technical(question, content, is_technical))
 
 
-def _technical(question: str, content: list[str], is_technical: Callable[[str], bool] | None) -> bool:
-    """A technical word (not everyday English, not capitalised: a capitalised unknown is more likely a name
-    or a brand) vouches for a health question."""
+def _technical(
+    question: str,
+    content: list[str],
+    is_technical: Callable[[str], bool] | None,
+    *,
+    names: bool = False,
+    pronounceable: bool = False,
+) -> bool:
+    """A technical word (not everyday English, and unless ``names``, not capitalised: a capitalised unknown is
+    more likely a name or a brand) vouches for a health question; ``pronounceable``: only a word that could
+    be spoken counts ("asdkjh" is keyboard mashing)."""
     if is_technical is None:
         return False
-    capitalised = capitalised_words(question)
+    capitalised = set() if names else capitalised_words(question)
     # Distinct words, and only the first few: each test builds a word's one-edit neighbours (~10 ms), and a
     # 4,000-character question of made-up words must not hold the event loop for seconds.
-    candidates = list(dict.fromkeys(w for w in content if len(w) >= 5 and w not in capitalised))
+    candidates = list(
+        dict.fromkeys(
+            w
+            for w in content
+            if len(w) >= 5 and w not in capitalised and (not pronounceable or _pronounceable(w))
+        )
+    )
     return any(is_technical(w) for w in candidates[:_TECHNICAL_CHECKS])
+
+
+_CONSONANT_RUN = re.compile(r"[^aeiouy]{4,}|(.)\1\1")
+
+
+def _mashed(tokens: list[str]) -> bool:
+    """Signs of mashing or babble beside any real-looking word: a longer word no one could say, or words
+    repeated back to back ("bop bop ... wup wup")."""
+    repeats = sum(a == b for a, b in pairwise(tokens))
+    return repeats >= 2 or any(len(w) >= 4 and not _pronounceable(w) for w in tokens)
+
+
+_KEYBOARD = {
+    ch: (row, col)
+    for row, keys in enumerate(("qwertyuiop", "asdfghjkl", "zxcvbnm"))
+    for col, ch in enumerate(keys)
+}
+
+
+def _pronounceable(word: str) -> bool:
+    """No run of four consonants, no letter three times in a row, vowels in at least a quarter of the letters,
+    and not a walk along a keyboard row ("qwertyuiop"): a word a person could say (a drug, a procedure)."""
+    vowels = sum(ch in "aeiouy" for ch in word)
+    if vowels * 4 < len(word) or _CONSONANT_RUN.search(word):
+        return False
+    keys = [_KEYBOARD.get(ch, (-1, -9)) for ch in word]
+    walk = sum(a[0] == b[0] and abs(a[1] - b[1]) == 1 for a, b in pairwise(keys))
+    return walk * 2 < len(word) - 1
