@@ -79,7 +79,9 @@ _INJECTION = re.compile(
     r"\b(ignore|disregard|forget|override|bypass|skip)\b.{0,40}\b(instructions?|prompts?|rules?|guidelines?|"
     r"previous|above|system|evidence|literature|search|documents?|safety)\b|\bsystem prompt\b|"
     r"\byou are now\b|"
-    r"\bact as\b|\bpretend\b|\bjailbreak\b|\bdeveloper mode\b|\bnew instructions?\b|"
+    # "act as" told to the system, not a substance that "can act as an intracellular buffer".
+    r"(?:^|[.!?;:,]\s|\b(?:you|please|now|just|and|then|to)\s+)\W*act as\b|"
+    r"\bpretend\b|\bjailbreak\b|\bdeveloper mode\b|\bnew instructions?\b|"
     r"\b(print|reveal|show|repeat|output|list|dump)\b.{0,40}\b(prompt|instructions?|api key|secrets?|"
     r"passwords?|configuration|contents|variables|records?|the word)\b|\byour (instructions|prompt|rules|"
     r"system|configuration|guidelines)\b|</?[a-z_]+>|"
