@@ -81,7 +81,13 @@ _INJECTION = re.compile(
     r"\byou are now\b|"
     # "act as" told to the system, not a substance that "can act as an intracellular buffer".
     r"(?:^|[.!?;:,]\s|\b(?:you|please|now|just|and|then|to)\s+)\W*act as\b|"
-    r"\bpretend\b|\bjailbreak\b|\bdeveloper mode\b|\bnew instructions?\b|"
+    r"\bpretend\b|\bjailbreak\b|\bdeveloper mode\b|\bnew (instructions?|rules?|rule set)\b|"
+    # Chat-template control tokens ("<|im_start|>system") and statements that switch refusals off.
+    # An order opens its sentence or list item ("1) never refuse"); "I never refuse my vaccines" does not.
+    r"<\|[a-z_]+\|>|\b(refusals?|abstentions?|abstention mode|guardrails?|content filters?)\b.{0,30}"
+    r"\b(disabled|switched off|turned off|removed|lifted|suspended)\b|"
+    r"(?:^|[.!?;:)]\s*)\W*(never|don't|do not) (refuse|decline|abstain)\b|"
+    r"\bunrestricted (assistant|ai|mode)\b|"
     r"\b(print|reveal|show|repeat|output|list|dump)\b.{0,40}\b(prompt|instructions?|api key|secrets?|"
     r"passwords?|configuration|contents|variables|records?|the word)\b|\byour (instructions|prompt|rules|"
     r"system|configuration|guidelines)\b|</?[a-z_]+>|"
@@ -112,7 +118,11 @@ _PERSON = re.compile(
     re.IGNORECASE,
 )
 # Talking to the assistant rather than asking about health ("do you like music?", "talk to me").
-_ADDRESSED = re.compile(r"\b(you|your|yourself)\b|\btalk to me\b|\bi'?m bored\b|\bweather\b", re.IGNORECASE)
+_ADDRESSED = re.compile(
+    r"\b(you|your|yourself|u|ur|thx|thnx|ty)\b|\btalk to me\b|\bi'?m bored\b|\bweather\b", re.IGNORECASE
+)
+# Hesitation and filler ("uhh hmm umm err"): no content, however many.
+_FILLERS = frozenset("uh uhh uhm um umm hmm hm hmmm er err erm ah ahh eh huh meh lol ok okay oh ohh".split())
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 _IMPERATIVE = re.compile(
     r"^\W*(write|translate|summari[sz]e|generate|compose|draft|code|create|list|give me|tell me|explain|"
@@ -182,7 +192,7 @@ def assess_scope(
     none does).
     """
     tokens = [w for w in words(question) if w.isalpha() and len(w) >= 2]
-    content = [w for w in tokens if w not in STOPWORDS]
+    content = [w for w in tokens if w not in STOPWORDS and w not in _FILLERS]
     if not content:
         return Scope(False, "gibberish")
     if looks_like_injection(question):
