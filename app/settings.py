@@ -100,7 +100,7 @@ class GateSettings(BaseModel):
         description="Abstain below this best dense similarity (question vs document).",
     )
     min_dense_strict: float = Field(
-        default=0.20,
+        default=0.40,
         ge=-1,
         le=1,
         description="When a strict Boolean query (every concept of the question, AND-ed) matched: abstain "
@@ -113,7 +113,7 @@ class GateSettings(BaseModel):
         description="When only the generic last-resort Boolean query matched: abstain below this similarity.",
     )
     min_coverage: float = Field(
-        default=0.40,
+        default=0.30,
         ge=0,
         le=1,
         description="Abstain below this share of the question's words in the top studies.",
@@ -123,7 +123,7 @@ class GateSettings(BaseModel):
         description="With a cross-encoder: abstain below this best passage score (None: unused).",
     )
     absent_max_dense: float = Field(
-        default=0.5,
+        default=0.55,
         ge=-1,
         le=2,
         description="A question word no document contains: abstain unless the best similarity reaches this "

@@ -181,7 +181,7 @@ _GRID: dict[str, list[float]] = {
     "min_coverage": [round(0.05 * i, 2) for i in range(13)],  # 0 .. 0.60
     "generic": [0.0, 0.4, 0.5, 0.6],  # min_dense_generic = max(min_dense, generic)
     "absent_max_dense": [-1.0, 0.5, 0.55, 0.6, 0.65, 0.7, 2.0],  # -1: only the share rule; 2: always
-    "strict": [0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 1.0],  # min_dense_strict = min(strict, min_dense)
+    "strict": [0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 1.0],  # min_dense_strict = min(strict, min_dense)
     "absent_min_share": [2.0, 0.5, 0.4, 0.35, 0.3, 0.25, 0.2, 0.15],  # 2: off; lower is stricter
     "absent_phrase_max_dense": [-1.0, 0.4, 0.42, 0.44, 0.46, 0.48, 0.5, 0.55, 0.6],  # -1: off
     "absent_technical_max_dense": [-1.0, 0.6, 0.65, 0.7, 0.75, 0.8, 2.0],  # -1: off; 2: always
