@@ -343,7 +343,7 @@ def test_retrieval_loads_gold_sets_and_splits(
     monkeypatch.setenv("COMETA_GOLD_DIR", str(tmp_path / "gold"))
     with pytest.raises(EvalInputError, match="build-gold"):
         load_items("ei")
-    assert len(load_items("unanswerable@dev")) == 153  # from the committed fixture, before any build
+    assert len(load_items("unanswerable@dev")) == 202  # from the committed fixture, before any build
     build_gold(shared, tmp_path / "gold", fixture_dir=fixtures)
     items = load_items("cohen-narrative")
     assert [(i.id, i.gold) for i in items] == [("cn1", ("111",)), ("cn2", ("221",))]
