@@ -94,13 +94,13 @@ class GateSettings(BaseModel):
 
     enabled: bool = Field(default=True, description="Off: every non-empty evidence set is answered (weak).")
     min_dense: float = Field(
-        default=0.42,
+        default=0.40,
         ge=-1,
         le=1,
         description="Abstain below this best dense similarity (question vs document).",
     )
     min_dense_strict: float = Field(
-        default=0.40,
+        default=0.25,
         ge=-1,
         le=1,
         description="When a strict Boolean query (every concept of the question, AND-ed) matched: abstain "
@@ -162,7 +162,7 @@ class GateSettings(BaseModel):
         "absent_phrase_max_dense); 0: off.",
     )
     absent_phrase_max_dense: float = Field(
-        default=-1.0,
+        default=0.5,
         ge=-1,
         le=2,
         description="A question phrase no document contains (its words found apart): abstain unless the "

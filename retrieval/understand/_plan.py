@@ -46,6 +46,9 @@ class Concept(BaseModel):
     text: str = Field(min_length=1, max_length=120)
     mesh: str | None = Field(default=None, max_length=200)
     role: Literal["population", "intervention", "comparison", "outcome", "other"] = "other"
+    # The question's own words for it ("whipple" for pancreaticoduodenectomy); None when unknown (LLM plans).
+    # Never serialised: the API's plan stays as it was, and the patient's words stay in the service.
+    surface: str | None = Field(default=None, max_length=120, exclude=True)
 
     @property
     def recognised(self) -> bool:

@@ -431,6 +431,11 @@ class DeterministicRewriter:
         gibberish."""
         return self._speller.is_known(word)
 
+    def is_everyday_word(self, word: str) -> bool:
+        """A (lower-case) word among the most common English words ("heart", "treat", "tired"): its everyday
+        sense is as likely as a clinical one, so alone it does not make a question clinical."""
+        return self._speller.is_everyday(word)
+
     def is_technical_word(self, word: str) -> bool:
         """A (lower-case) word that is neither everyday English nor a typo of it (one edit away): a drug or
         procedure name. The evidence gate's technical absent terms and the scope check's health test."""
@@ -457,7 +462,10 @@ class DeterministicRewriter:
         intent = self._intent(stream, found)
         core = self._rank(found, intent)
         concepts = [
-            Concept(text=f.text[:120], mesh=f.mesh, role=self._role(f, found, stream)) for f in found[:12]
+            Concept(
+                text=f.text[:120], mesh=f.mesh, role=self._role(f, found, stream), surface=f.surface[:120]
+            )
+            for f in found[:12]
         ]
         pico = Pico(
             population=[c.text for c in concepts if c.role == "population"][:8],

@@ -107,14 +107,9 @@ _SELF_DESCRIPTION = re.compile(
     r"adviser|model|helper|app|service|expert)\b",
     re.IGNORECASE,
 )
-# The assistant addressed as "you", and no person the question could be about (the patient, a relative):
-# "do you ever get tired of answering questions" is about the assistant, "why am I always tired" is not.
-_YOU = re.compile(r"\b(you|your|yours|yourself|u|ur)\b", re.IGNORECASE)
-_PERSON = re.compile(
-    r"\b(i|i'm|im|i've|i'd|i'll|me|my|mine|myself|we|our|ours|us|he|she|him|her|hers|his|they|them|their|"
-    r"someone|somebody|anyone|anybody|people|person|man|woman|men|women|mum|mom|mother|dad|father|son|"
-    r"daughter|wife|husband|partner|boyfriend|girlfriend|child|children|kid|kids|baby|babies|grandma|"
-    r"grandmother|grandpa|grandfather|brother|sister|aunt|uncle|friend|family|toddler|teen|teenager)\b",
+# A short remark that opens by talking about the assistant, with no question in it.
+_REMARK = re.compile(
+    r"^\W*(?:(?:lol|haha+|ha|wow|omg|ok|okay|well|hey|aw+|man|dude)\W+)*(?:you'?re|you are|u r|ur|you)\b",
     re.IGNORECASE,
 )
 # Talking to the assistant rather than asking about health ("do you like music?", "talk to me").
@@ -138,8 +133,9 @@ class Scope:
     in_scope: bool
     reason: ScopeReason | None = None
     language: str = "en"  # ISO 639-1 of the question
-    # In scope only because nothing said otherwise (no recognised concept, no health word): the evidence
-    # gate then trusts a Boolean match of the question's plain words less (app.gate).
+    # Whether the question names something clinical by a term (a recognised concept in words outside the
+    # most common English ones, or a technical word). False: in scope only through everyday words or because
+    # nothing said otherwise; the evidence gate then trusts a strict Boolean match less (app.gate).
     health: bool = True
 
     @property
@@ -178,6 +174,7 @@ def assess_scope(
     is_known: Callable[[str], bool] | None = None,
     rewrite: Callable[[str], QueryPlan] | None = None,
     is_technical: Callable[[str], bool] | None = None,
+    is_everyday: Callable[[str], bool] | None = None,
 ) -> Scope:
     """Out of scope when the text is gibberish, small talk, a bare instruction or a request that is clearly
     not about health (an imperative with no health word). A question with no recognised health word but no
@@ -189,7 +186,8 @@ def assess_scope(
     deterministic rewriter, to find the health question left once injected instructions are set aside;
     ``is_technical``: whether a word is neither everyday English nor a typo of it, a drug or procedure name
     the cancer-only offline vocabulary lacks ("gabapentin", "laparoscopic"), which vouches for health (None:
-    none does).
+    none does); ``is_everyday``: whether a word is one of the most common English words, whose everyday
+    sense competes with a clinical one (None: every recognised concept or health word vouches for health).
     """
     tokens = [w for w in words(question) if w.isalpha() and len(w) >= 2]
     content = [w for w in tokens if w not in STOPWORDS and w not in _FILLERS]
@@ -206,16 +204,16 @@ def assess_scope(
         if not health and rest.strip():
             health = _clinical(rewrite(rest)) if rewrite is not None else _mentions_concept(plan, rest)
         return Scope(True) if health else Scope(False, "instruction")
-    health_word = any(w in _HEALTH_WORDS for w in tokens)
-    if health_word:
-        return Scope(True)
-    if _clinical(plan):
-        # The only health signal is an everyday word the lay lexicon maps ("tired" to fatigue) in a remark
-        # about the assistant itself: in scope, but the gate trusts a Boolean match of it less.
-        lay_only = not _mentions_concept(plan, question)
-        about_assistant = bool(_YOU.search(question)) and not _PERSON.search(question)
-        vouches = not (lay_only and about_assistant) or _technical(question, content, is_technical)
-        return Scope(True, health=vouches)
+    if _clinical(plan) or any(w in _HEALTH_WORDS for w in tokens):
+        if is_everyday is None:
+            return Scope(True)
+        specific = _specific(plan, is_everyday)
+        if not specific and "?" not in question and len(tokens) <= 12 and _REMARK.search(question):
+            return Scope(False, "chit_chat")  # a remark about the assistant ("lol you're faster than my GP")
+        # In scope; it vouches for a strict Boolean match (Scope.health) only through a concept named by a
+        # term rather than by one of the most common English words ("the heart of the old town", "treat a
+        # rusty pan", "tired of answering questions"), or through a technical word.
+        return Scope(True, health=specific or _technical(question, content, is_technical))
     if _CHIT_CHAT.search(question) or (_ADDRESSED.search(question) and len(tokens) <= 12):
         return Scope(False, "chit_chat")
     if is_known is not None and (not any(is_known(w) for w in content) or len(set(content)) == 1):
@@ -228,6 +226,20 @@ def assess_scope(
         return Scope(False, "non_medical")
     # Nothing here says health, but nothing says otherwise either: the evidence gate decides.
     return Scope(True, health=_technical(question, content, is_technical))
+
+
+def _specific(plan: QueryPlan, is_everyday: Callable[[str], bool]) -> bool:
+    """A recognised concept the question names with a term: a word outside the most common English ones
+    ("whipple", "lymphoma", "tamoxifen") or with a digit ("CA 19 9")."""
+    for concept in plan.concepts:
+        if not concept.recognised:
+            continue
+        surface = (concept.surface or concept.text).lower()
+        if any(ch.isdigit() for ch in surface):
+            return True
+        if any(not is_everyday(w) for w in words(surface) if w.isalpha() and w not in STOPWORDS):
+            return True
+    return False
 
 
 def _technical(

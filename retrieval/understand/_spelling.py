@@ -38,6 +38,9 @@ _ABBREVIATIONS = frozenset({"dr", "mr", "mrs", "ms", "st", "prof", "vs", "no", "
 # pyspellchecker gives every dictionary word its frequency source never saw the same floor count (103,247 of
 # its 160,572 English words, "brest" among them): only words seen more often are taken as real English.
 _ENGLISH_FLOOR = 50
+# The ~5,000 most common English words by pyspellchecker's counts ("heart", "treat", "tired", "virus",
+# "cancer"), where an everyday sense competes with the clinical one; "biopsy", "lymphoma" are far rarer.
+_EVERYDAY_FLOOR = 10_000
 
 # Drug-name stems of the WHO's "The use of stems in the selection of International Nonproprietary Names"
 # (INN stem book), the common suffix stems. An unknown word ending in one is a drug name the vocabulary
@@ -169,6 +172,12 @@ class Speller:
         if self._english is None:
             self._english = english_frequencies()
         return _in_vocabulary(word, self._english)
+
+    def is_everyday(self, word: str) -> bool:
+        """One of the most common English words (count above :data:`_EVERYDAY_FLOOR`)."""
+        if self._english is None:
+            self._english = english_frequencies()
+        return self._english.get(word, 0) > _EVERYDAY_FLOOR
 
     def is_technical(self, word: str) -> bool:
         """Neither everyday English nor one edit from an English word ("metalic", "engnie", "depossit" are

@@ -161,6 +161,7 @@ class QueryUnderstander:
                 self.rewriter.is_known_word,
                 lambda text: self.rewriter.rewrite(text, today=today),
                 self.rewriter.is_technical_word,
+                self.rewriter.is_everyday_word,
             )
         if not scope.in_scope:
             return self._deterministic(fallback, qhash, found, f"out of scope: {scope.reason}", scope=scope)

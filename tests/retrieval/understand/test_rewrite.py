@@ -395,3 +395,10 @@ def test_rewrite_is_fast_after_warmup(rewriter: DeterministicRewriter) -> None:
     per_question = (time.perf_counter() - start) / len(QUESTIONS)
     # Reported, not asserted tightly (CI machines vary); the target is < 20 ms.
     assert per_question < 1.0
+
+
+def test_concepts_keep_the_words_the_question_used(rewriter: DeterministicRewriter) -> None:
+    plan = rewriter.rewrite("CA 19 9 came back really high, is the whipple pointless?")
+    surfaces = {c.mesh: c.surface for c in plan.concepts}
+    assert surfaces["Pancreaticoduodenectomy"] == "whipple"
+    assert surfaces["CA-19-9 Antigen"] == "ca 19 9"

@@ -77,11 +77,29 @@ def test_in_scope_says_whether_anything_vouched_for_health() -> None:
     assert health("CA 19 9 came back really high, is the whipple pointless?")  # concepts
     assert health("My doctor says this is fine, is it?")  # a health word
     assert not health("How do I change the brake pads on a 2012 honda civic?")  # only not refused
-    # An everyday word the lay lexicon maps ("tired" to fatigue) in a remark about the assistant vouches for
-    # nothing; about a person, or beside a clinical term, it does.
-    assert not health("are you ever tired of all these questions?")
-    assert health("why am I always tired?")
-    assert health("can you get tired from tamoxifen?")
+
+    # With the everyday-word test, only a concept named by a term vouches: one of the most common English
+    # words ("tired", "heart", "treat", "eat") does not, whatever it maps to.
+    def specific(question: str) -> bool:
+        plan = REWRITER.rewrite(question, today=TODAY)
+        scope = assess_scope(
+            question,
+            plan,
+            REWRITER.is_known_word,
+            None,
+            REWRITER.is_technical_word,
+            REWRITER.is_everyday_word,
+        )
+        assert scope.in_scope
+        return scope.health
+
+    assert specific("CA 19 9 came back really high, is the whipple pointless?")  # a digit, a rare word
+    assert specific("can you get tired from tamoxifen?")
+    assert specific("my mum's lymphoma is back, what now?")
+    assert not specific("are you ever tired of all these questions?")
+    assert not specific("Any tips for cheap places to eat right in the heart of the old town?")
+    assert not specific("how to treat a cast iron pan that got rusty")
+    assert health("are you ever tired of all these questions?")  # without the test: any concept vouches
 
     # A technical word vouches for health (the offline vocabulary knows cancer concepts only), a capitalised
     # unknown word does not (a name, a brand).
@@ -93,6 +111,25 @@ def test_in_scope_says_whether_anything_vouched_for_health() -> None:
     assert technical(drug) and not health(drug)
     assert not technical("How do I change the brake pads on a 2012 honda civic?")
     assert not technical("Is Zanzibar nicer than Lisbon in winter?")
+
+
+def test_a_remark_about_the_assistant_is_small_talk() -> None:
+    def reason(question: str) -> str | None:
+        plan = REWRITER.rewrite(question, today=TODAY)
+        return assess_scope(
+            question,
+            plan,
+            REWRITER.is_known_word,
+            None,
+            REWRITER.is_technical_word,
+            REWRITER.is_everyday_word,
+        ).reason
+
+    assert reason("lol you're quicker than my doctor") == "chit_chat"
+    assert reason("you are the best, my pain is gone") == "chit_chat"
+    # A question, or a clinical term, is not a remark.
+    assert reason("you're sure my pain is from the chemo?") is None
+    assert reason("you said tamoxifen helps with that") is None
 
 
 def test_a_sayable_term_the_vocabulary_lacks_is_no_gibberish() -> None:

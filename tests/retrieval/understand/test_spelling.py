@@ -152,3 +152,10 @@ def test_a_technical_word_is_neither_english_nor_a_typo_of_it() -> None:
     # English, or one edit from it: a typo the speller may not know how to fix, not a term nobody studied.
     for word in ("metallic", "metalic", "engnie", "depossit", "stuffy"):
         assert not speller.is_technical(word), word
+
+
+def test_everyday_words_are_the_common_ones() -> None:
+    speller = Speller({}, frozenset())
+    # Words whose everyday sense competes with a clinical one, against terms a person uses for the clinic.
+    assert all(speller.is_everyday(w) for w in ("heart", "treat", "tired", "eat", "virus"))
+    assert not any(speller.is_everyday(w) for w in ("lymphoma", "biopsy", "whipple", "tamoxifen", "zzxq"))
