@@ -220,7 +220,9 @@ def assess_scope(
         # The offline vocabulary knows cancer concepts only: a pronounceable technical word ("pregabalin",
         # "tracheostomy") is a term it lacks, not keyboard mashing. Made-up ones go on to the evidence gate,
         # which abstains on a technical word that no study contains.
-        if _mashed(tokens) or not _technical(question, content, is_technical, names=True, pronounceable=True):
+        if _mashed(tokens, question) or not _technical(
+            question, content, is_technical, names=True, pronounceable=True
+        ):
             return Scope(False, "gibberish")
     if _IMPERATIVE.search(question):
         return Scope(False, "non_medical")
@@ -271,11 +273,12 @@ def _technical(
 _CONSONANT_RUN = re.compile(r"[^aeiouy]{4,}|(.)\1\1")
 
 
-def _mashed(tokens: list[str]) -> bool:
-    """Signs of mashing or babble beside any real-looking word: a longer word no one could say, or words
-    repeated back to back ("bop bop ... wup wup")."""
+def _mashed(tokens: list[str], question: str) -> bool:
+    """Signs of mashing or babble beside any real-looking word: a longer word no one could say (an acronym
+    written with capitals, "csDMARD", is not mashing), or words repeated back to back ("bop bop ... wup")."""
     repeats = sum(a == b for a, b in pairwise(tokens))
-    return repeats >= 2 or any(len(w) >= 4 and not _pronounceable(w) for w in tokens)
+    acronyms = {w.lower() for w in words(question, lower=False) if any(ch.isupper() for ch in w)}
+    return repeats >= 2 or any(len(w) >= 4 and w not in acronyms and not _pronounceable(w) for w in tokens)
 
 
 _KEYBOARD = {

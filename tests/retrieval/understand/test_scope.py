@@ -141,6 +141,7 @@ def test_a_sayable_term_the_vocabulary_lacks_is_no_gibberish() -> None:
     assert reason("Gabapentin or pregabalin for shingles?") is None
     assert reason("Is atenolol metabolized by CYP2D6?") is None
     assert reason("What is hypochlorhydria?") is None
+    assert reason("Is tocilizumab a csDMARD?") is None  # an acronym in capitals is no mashing
     # Keyboard runs, unsayable words beside a sayable one, and babble stay gibberish.
     assert reason("qwertyuiop poiuytrewq") == "gibberish"
     assert reason("asdkjh qwpeoiru zmxncb") == "gibberish"
