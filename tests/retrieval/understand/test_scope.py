@@ -6,11 +6,30 @@ import datetime
 
 import pytest
 
-from retrieval.understand import DeterministicRewriter, QueryUnderstander, assess_scope, looks_like_injection
+from retrieval.understand import (
+    DeterministicRewriter,
+    QueryUnderstander,
+    Scope,
+    assess_scope,
+    looks_like_injection,
+)
 from tests._fakes import ScriptedLLM
 
 REWRITER = DeterministicRewriter()
 TODAY = datetime.date(2026, 1, 1)
+
+
+def full_scope(question: str) -> Scope:
+    """The scope check with every test the service gives it (QueryUnderstander)."""
+    plan = REWRITER.rewrite(question, today=TODAY)
+    return assess_scope(
+        question,
+        plan,
+        REWRITER.is_known_word,
+        lambda text: REWRITER.rewrite(text, today=TODAY),
+        REWRITER.is_technical_word,
+        REWRITER.is_everyday_word,
+    )
 
 
 def scope_of(question: str) -> str | None:
@@ -81,15 +100,7 @@ def test_in_scope_says_whether_anything_vouched_for_health() -> None:
     # With the everyday-word test, only a concept named by a term vouches: one of the most common English
     # words ("tired", "heart", "treat", "eat") does not, whatever it maps to.
     def specific(question: str) -> bool:
-        plan = REWRITER.rewrite(question, today=TODAY)
-        scope = assess_scope(
-            question,
-            plan,
-            REWRITER.is_known_word,
-            None,
-            REWRITER.is_technical_word,
-            REWRITER.is_everyday_word,
-        )
+        scope = full_scope(question)
         assert scope.in_scope
         return scope.health
 
@@ -115,15 +126,7 @@ def test_in_scope_says_whether_anything_vouched_for_health() -> None:
 
 def test_a_remark_about_the_assistant_is_small_talk() -> None:
     def reason(question: str) -> str | None:
-        plan = REWRITER.rewrite(question, today=TODAY)
-        return assess_scope(
-            question,
-            plan,
-            REWRITER.is_known_word,
-            None,
-            REWRITER.is_technical_word,
-            REWRITER.is_everyday_word,
-        ).reason
+        return full_scope(question).reason
 
     assert reason("lol you're quicker than my doctor") == "chit_chat"
     assert reason("you are the best, my pain is gone") == "chit_chat"
@@ -134,8 +137,7 @@ def test_a_remark_about_the_assistant_is_small_talk() -> None:
 
 def test_a_sayable_term_the_vocabulary_lacks_is_no_gibberish() -> None:
     def reason(question: str) -> str | None:
-        plan = REWRITER.rewrite(question, today=TODAY)
-        return assess_scope(question, plan, REWRITER.is_known_word, None, REWRITER.is_technical_word).reason
+        return full_scope(question).reason
 
     # Drug and anatomy words outside the cancer-only offline vocabulary: the evidence gate judges them.
     assert reason("Gabapentin or pregabalin for shingles?") is None
