@@ -183,3 +183,16 @@ def test_the_technical_word_test_is_bounded() -> None:
     )
     assert scope.in_scope and not scope.health
     assert 0 < len(calls) <= 12 and len(set(calls)) == len(calls)
+
+
+async def test_the_service_gives_the_scope_check_every_test() -> None:
+    understander = QueryUnderstander(llm=None)
+    # The everyday-word test (Scope.health) and the technical-word rescue from gibberish are wired in.
+    everyday = await understander.understand(
+        "Any tips for cheap places to eat right in the heart of the old town?"
+    )
+    assert everyday.scope.in_scope and not everyday.scope.health
+    drug = await understander.understand("Gabapentin or pregabalin for shingles?")
+    assert drug.scope.in_scope and drug.scope.health
+    remark = await understander.understand("lol you're quicker than my doctor")
+    assert remark.scope.reason == "chit_chat"
