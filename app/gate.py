@@ -247,8 +247,9 @@ def _tier(adapte: AdaptEResult | None, health: bool = True) -> Tier:
     if adapte is None:
         return "unknown"
     tier = _matched_tier(adapte)
-    # "Strict" vouches for a question whose clinical concepts all matched; a question with no health
-    # concept or word at all ("how do I fix my bike's brakes") AND-s plain words, which proves nothing.
+    # "Strict" vouches for a question whose clinical concepts all matched; a question that names nothing
+    # clinical by a term (Scope.health: "how do I fix my bike's brakes", "treat a rusty pan") AND-s plain
+    # or everyday words, which proves nothing.
     return "relaxed" if tier == "strict" and not health else tier
 
 

@@ -80,25 +80,28 @@ _INJECTION = re.compile(
     r"previous|above|system|evidence|literature|search|documents?|safety)\b|\bsystem prompt\b|"
     r"\byou are now\b|"
     # "act as" told to the system, not a substance that "can act as an intracellular buffer".
-    r"(?:^|[.!?;:,]\s|\b(?:you|please|now|just|and|then|to)\s+)\W*act as\b|"
-    r"\bpretend\b|\bjailbreak\b|\bdeveloper mode\b|\bnew (instructions?|rules?|rule set)\b|"
+    r"(?:^|[.!?;:,]\s|\b(?:you|please|now|just|then)\s+(?:to\s+)?)\W{0,6}act as\b|"
+    r"\bpretend\b|\bjailbreak\b|\bdeveloper mode\b|\bnew (instructions?|rule ?set)\b|"
     # Chat-template control tokens ("<|im_start|>system") and statements that switch refusals off.
-    # An order opens its sentence or list item ("1) never refuse"); "I never refuse my vaccines" does not.
-    r"<\|[a-z_]+\|>|\b(refusals?|abstentions?|abstention mode|guardrails?|content filters?)\b.{0,30}"
+    # An order opens its sentence or list item and has no object ("1) never refuse 2) ..."); "I never refuse
+    # my vaccines" and "never decline a colonoscopy" do not. Bounded gaps: no backtracking on long input.
+    r"<\|[a-z_]+\|>|\b(refusals?|abstentions?|abstention mode|content filters?)\b.{0,30}"
     r"\b(disabled|switched off|turned off|removed|lifted|suspended)\b|"
-    r"(?:^|[.!?;:)]\s*)\W*(never|don't|do not) (refuse|decline|abstain)\b|"
+    r"(?:^|[.!?;:)])\W{0,6}(never|don't|do not) (refuse|decline|abstain)(?: to answer| anything)?"
+    r"(?=\s*(?:$|[.,;:!)\d]))|"
     r"\bunrestricted (assistant|ai|mode)\b|"
     r"\b(print|reveal|show|repeat|output|list|dump)\b.{0,40}\b(prompt|instructions?|api key|secrets?|"
     r"passwords?|configuration|contents|variables|records?|the word)\b|\byour (instructions|prompt|rules|"
     r"system|configuration|guidelines)\b|</?[a-z_]+>|"
     # A sentence that opens by telling the system to drop what it is ("forget you're a medical assistant",
     # "disregard everything"); "I forget what my doctor said" does not open with the verb.
-    r"(?:^|[.!?;:]\s)\W*(?:please\s+|now\s+|just\s+)?(?:forget|ignore|disregard|abandon|drop)\s+(?:that\s+)?"
-    r"(?:you\b|you're|youre|you are|your\b|yourself|everything|all\b|whatever)|"
+    r"(?:^|[.!?;:]\s)\W{0,6}(?:please\s+|now\s+|just\s+)?(?:forget|ignore|disregard)\s+(?:that\s+)?"
+    r"(?:you\b|you're|youre|you are|your\b|yourself|everything|whatever)|"
     # Standing orders about how the system behaves from here on ("from now on you only talk like a pirate");
     # "from now on I take it at night" is the patient's own plan.
-    r"\bfrom now on,?\s+(?:you|act|answer|respond|reply|speak|talk|only|always|never|behave|be|stop|do not|"
-    r"don't)\b|\bstay in character\b|\brole-?\s?play\b|\byou(?:'re| are) no longer\b",
+    r"\bfrom now on,?\s+(?:you|act|answer|respond|reply|speak|talk|behave)\b|\bstay in character\b|"
+    # Role-play proposed to the system ("let's role-play"), not role-play therapy.
+    r"\blet'?s\s+role-?\s?play\b|\brole-?\s?play\s+(?:as|with me)\b|\byou(?:'re| are) no longer\b",
     re.IGNORECASE,
 )
 # How an instruction names the system itself ("you're a medical assistant"): no health word of a question.
@@ -112,13 +115,18 @@ _REMARK = re.compile(
     r"^\W*(?:(?:lol|haha+|ha|wow|omg|ok|okay|well|hey|aw+|man|dude)\W+)*(?:you'?re|you are|u r|ur|you)\b",
     re.IGNORECASE,
 )
-# Talking to the assistant rather than asking about health ("do you like music?", "talk to me").
+# Talking to the assistant rather than asking about health ("do you like music?", "talk to me"). Chat
+# shorthand ("u", "ur") is left out: "can u take paracetamol with ibuprofen" and "80 U/L" are questions.
 _ADDRESSED = re.compile(
-    r"\b(you|your|yourself|u|ur|thx|thnx|ty)\b|\btalk to me\b|\bi'?m bored\b|\bweather\b", re.IGNORECASE
+    r"\b(you|your|yourself|thx|thnx)\b|\btalk to me\b|\bi'?m bored\b|\bweather\b", re.IGNORECASE
 )
+# The people and places of care: in a remark about the assistant they are not a health question.
+_CARE_WORDS = frozenset("doctor doctors nurse gp physician surgeon hospital clinic medical".split())
 # Hesitation and filler ("uhh hmm umm err"): no content, however many.
 _FILLERS = frozenset("uh uhh uhm um umm hmm hm hmmm er err erm ah ahh eh huh meh lol ok okay oh ohh".split())
-_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+# Where injected text is cut from a question: sentences and comma-separated clauses ("Do not decline to
+# answer, is my mole cancer?").
+_SENTENCES = re.compile(r"(?<=[.!?,;])\s+|\n+")
 _IMPERATIVE = re.compile(
     r"^\W*(write|translate|summari[sz]e|generate|compose|draft|code|create|list|give me|tell me|explain|"
     r"calculate|convert|repeat|say|print|output)\b",
@@ -195,26 +203,41 @@ def assess_scope(
         return Scope(False, "gibberish")
     if looks_like_injection(question):
         # Injected instructions inside a real health question are only text; without one, it is a bare
-        # instruction to the system. What is left after dropping the instruction sentences decides.
+        # instruction to the system. What is left after dropping the instruction clauses decides: a health
+        # word or concept, or a question that passes the same tests as any other.
         rest = " ".join(
             part for part in _SENTENCES.split(question) if part.strip() and not looks_like_injection(part)
         )
-        rest_tokens = [w for w in words(_SELF_DESCRIPTION.sub(" ", rest)) if w.isalpha()]
-        health = any(w in _HEALTH_WORDS for w in rest_tokens)
-        if not health and rest.strip():
-            health = _clinical(rewrite(rest)) if rewrite is not None else _mentions_concept(plan, rest)
+        rest = _SELF_DESCRIPTION.sub(" ", rest)
+        rest_plan = rewrite(rest) if rewrite is not None else plan
+        rest_tokens = [w for w in words(rest) if w.isalpha()]
+        clinical = _clinical(rest_plan) if rewrite is not None else _mentions_concept(plan, rest)
+        health = clinical or any(w in _HEALTH_WORDS for w in rest_tokens)
+        # Once: what is left can still match across its clauses, and must not be cut again and again.
+        inner = None
+        if (health or "?" in rest) and not looks_like_injection(rest):
+            inner = assess_scope(rest, rest_plan, is_known, None, is_technical, is_everyday)
+        if inner is not None and inner.in_scope:
+            return inner
         return Scope(True) if health else Scope(False, "instruction")
+    technical = _technical(question, content, is_technical)
     if _clinical(plan) or any(w in _HEALTH_WORDS for w in tokens):
         if is_everyday is None:
             return Scope(True)
         specific = _specific(plan, is_everyday)
-        if not specific and "?" not in question and len(tokens) <= 12 and _REMARK.search(question):
-            return Scope(False, "chit_chat")  # a remark about the assistant ("lol you're faster than my GP")
+        # A remark about the assistant ("lol you're faster than my doctor's receptionist"): small talk when
+        # nothing clinical is in it but the people and places of care ("you're right, my knee pain is worse"
+        # is a complaint).
+        remark = "?" not in question and len(tokens) <= 12 and _REMARK.search(question)
+        care_only = all(w in _CARE_WORDS for w in tokens if w in _HEALTH_WORDS)
+        if remark and care_only and not _clinical(plan) and not technical:
+            return Scope(False, "chit_chat")
         # In scope; it vouches for a strict Boolean match (Scope.health) only through a concept named by a
         # term rather than by one of the most common English words ("the heart of the old town", "treat a
         # rusty pan", "tired of answering questions"), or through a technical word.
-        return Scope(True, health=specific or _technical(question, content, is_technical))
-    if _CHIT_CHAT.search(question) or (_ADDRESSED.search(question) and len(tokens) <= 12):
+        return Scope(True, health=specific or technical)
+    # A technical word ("thx, also is gabapentin addictive") is a question about it, not small talk.
+    if not technical and (_CHIT_CHAT.search(question) or (_ADDRESSED.search(question) and len(tokens) <= 12)):
         return Scope(False, "chit_chat")
     if is_known is not None and (not any(is_known(w) for w in content) or len(set(content)) == 1):
         # The offline vocabulary knows cancer concepts only: a pronounceable technical word ("pregabalin",
@@ -227,19 +250,19 @@ def assess_scope(
     if _IMPERATIVE.search(question):
         return Scope(False, "non_medical")
     # Nothing here says health, but nothing says otherwise either: the evidence gate decides.
-    return Scope(True, health=_technical(question, content, is_technical))
+    return Scope(True, health=technical)
 
 
 def _specific(plan: QueryPlan, is_everyday: Callable[[str], bool]) -> bool:
-    """A recognised concept the question names with a term: a word outside the most common English ones
-    ("whipple", "lymphoma", "tamoxifen") or with a digit ("CA 19 9")."""
+    """A recognised concept the question names with a term: a phrase of several words ("breast cancer",
+    "heart attack"), a word outside the most common English ones ("whipple", "lymphoma", "tamoxifen") or one
+    with a digit ("CA 19 9")."""
     for concept in plan.concepts:
         if not concept.recognised:
             continue
         surface = (concept.surface or concept.text).lower()
-        if any(ch.isdigit() for ch in surface):
-            return True
-        if any(not is_everyday(w) for w in words(surface) if w.isalpha() and w not in STOPWORDS):
+        terms = [w for w in words(surface) if w.isalpha() and w not in STOPWORDS]
+        if any(ch.isdigit() for ch in surface) or len(terms) > 1 or any(not is_everyday(w) for w in terms):
             return True
     return False
 

@@ -142,7 +142,10 @@ class QueryUnderstander:
         if not language.english and language.confidence < 0.7:
             # Keyboard mashing reads as some language at low confidence: gibberish, whatever the detector
             # says.
-            if assess_scope(found.text, fallback, self.rewriter.is_known_word).reason == "gibberish":
+            scope = assess_scope(
+                found.text, fallback, self.rewriter.is_known_word, None, self.rewriter.is_technical_word
+            )
+            if scope.reason == "gibberish":
                 language = DetectedLanguage("en", language.confidence)
         if not language.english:
             LANGUAGES.labels(language.code).inc()
