@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from prometheus_client import Counter
 
-from core import CometaError, SlidingWindow
+from core import CometaError, KeyedWindows
 from retrieval.eutils import LoopBoundRedis
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ class SlidingWindowLimiter:
         self.limit = limit
         self.window_s = window_s
         self._clock = clock
-        self._hits: dict[str, SlidingWindow] = {}
+        self._hits = KeyedWindows(clock=clock)  # bounded: many distinct clients cannot grow memory
 
     async def check(self, key: str) -> float | None:
         return self.check_now(key)
@@ -109,14 +109,11 @@ class SlidingWindowLimiter:
         if self.limit <= 0:
             return None
         now = self._clock()
-        hits = self._hits.setdefault(key, SlidingWindow(self.limit, self.window_s, self._clock))
-        hits.limit, hits.window_s = self.limit, self.window_s  # settings may change between checks
+        hits = self._hits.get(key, self.limit, self.window_s)  # settings may change between checks
         wait = hits.wait(now)
         if wait > 0:
             return max(wait, _MIN_RETRY_S)
         hits.add(now)
-        if len(self._hits) > 10_000:  # keep memory bounded under many distinct clients
-            self._hits = {k: v for k, v in self._hits.items() if v.active(now)}
         return None
 
     async def aclose(self) -> None:

@@ -11,13 +11,14 @@ from ._cache import SizedLRU, approx_size
 from ._errors import CometaError
 from ._protocols import Encoder, FloatArray, OnProgress, Reranker, RerankerKind, TokenCounter
 from ._text import STOPWORDS, content_words, fold_accents, light_stem, words
-from ._window import SlidingWindow
+from ._window import KeyedWindows, SlidingWindow
 
 __all__ = [
     "STOPWORDS",
     "CometaError",
     "Encoder",
     "FloatArray",
+    "KeyedWindows",
     "OnProgress",
     "Reranker",
     "RerankerKind",

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 
-__all__ = ["SlidingWindow"]
+__all__ = ["KeyedWindows", "SlidingWindow"]
 
 
 class SlidingWindow:
@@ -51,3 +51,32 @@ class SlidingWindow:
     def active(self, now: float | None = None) -> bool:
         """Whether any event is still in the window (an idle window can be forgotten)."""
         return self.count(now) > 0
+
+
+class KeyedWindows:
+    """One :class:`SlidingWindow` per key (a client, an API key), at most ``max_keys`` of them.
+
+    A caller who sends each request under a new key must not grow memory without bound, nor make every
+    request rescan the table: beyond ``max_keys`` the least recently used key is forgotten in O(1). A
+    forgotten key starts again with an empty window, which gives it nothing a new key would not get.
+    """
+
+    def __init__(self, max_keys: int = 10_000, clock: Callable[[], float] = time.monotonic) -> None:
+        self.max_keys = max_keys
+        self._clock = clock
+        self._windows: OrderedDict[str, SlidingWindow] = OrderedDict()
+
+    def get(self, key: str, limit: int, window_s: float) -> SlidingWindow:
+        """``key``'s window with the current ``limit`` and ``window_s`` (they may change between calls)."""
+        window = self._windows.get(key)
+        if window is None:
+            window = self._windows[key] = SlidingWindow(limit, window_s, self._clock)
+            while len(self._windows) > self.max_keys:
+                self._windows.popitem(last=False)
+        else:
+            self._windows.move_to_end(key)
+            window.limit, window.window_s = limit, window_s
+        return window
+
+    def __len__(self) -> int:
+        return len(self._windows)

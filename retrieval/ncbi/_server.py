@@ -50,7 +50,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from core import SlidingWindow
+from core import KeyedWindows
 from retrieval.query import QuerySyntaxError
 
 from ._config import LocalServerSettings
@@ -246,8 +246,9 @@ class _HistoryError(Exception):
 
 class _RateLimiter:
     def __init__(self) -> None:
-        self._accepted: dict[str, SlidingWindow] = {}
-        self._attempts: dict[str, SlidingWindow] = {}
+        # Bounded: a caller sending each request under a new api_key cannot grow memory.
+        self._accepted = KeyedWindows()
+        self._attempts = KeyedWindows()
 
     def hit(self, key: str, rate: float, now: float) -> tuple[bool, int, int]:
         """Register one request; returns (allowed, requests seen in the window, remaining)."""
@@ -255,10 +256,8 @@ class _RateLimiter:
         # (2.5/s -> 2 in any 1 s) never lets a second hold more than it, as n / rate alone (0.8 s) would.
         n = max(1, math.floor(rate))
         window = max(n / rate, 1.0)
-        accepted = self._accepted.setdefault(key, SlidingWindow(n, window))
-        attempts = self._attempts.setdefault(key, SlidingWindow(n, window))
-        for w in (accepted, attempts):
-            w.limit, w.window_s = n, window
+        accepted = self._accepted.get(key, n, window)
+        attempts = self._attempts.get(key, n, window)
         seen = attempts.count(now) + 1
         attempts.add(now)
         if accepted.wait(now) > 0:
