@@ -9,6 +9,7 @@ Prompt-injection text inside a real health question is not out of scope: it is a
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -220,7 +221,8 @@ def assess_scope(
         if inner is not None and inner.in_scope:
             return inner
         return Scope(True) if health else Scope(False, "instruction")
-    technical = _technical(question, content, is_technical)
+    # Asked only where it decides: each test builds a word's one-edit neighbours (CPU on the event loop).
+    technical = functools.cache(lambda: _technical(question, content, is_technical))
     if _clinical(plan) or any(w in _HEALTH_WORDS for w in tokens):
         if is_everyday is None:
             return Scope(True)
@@ -230,14 +232,15 @@ def assess_scope(
         # is a complaint).
         remark = "?" not in question and len(tokens) <= 12 and _REMARK.search(question)
         care_only = all(w in _CARE_WORDS for w in tokens if w in _HEALTH_WORDS)
-        if remark and care_only and not _clinical(plan) and not technical:
+        if remark and care_only and not _clinical(plan) and not technical():
             return Scope(False, "chit_chat")
         # In scope; it vouches for a strict Boolean match (Scope.health) only through a concept named by a
         # term rather than by one of the most common English words ("the heart of the old town", "treat a
         # rusty pan", "tired of answering questions"), or through a technical word.
-        return Scope(True, health=specific or technical)
+        return Scope(True, health=specific or technical())
     # A technical word ("thx, also is gabapentin addictive") is a question about it, not small talk.
-    if not technical and (_CHIT_CHAT.search(question) or (_ADDRESSED.search(question) and len(tokens) <= 12)):
+    small_talk = _CHIT_CHAT.search(question) or (_ADDRESSED.search(question) and len(tokens) <= 12)
+    if small_talk and not technical():
         return Scope(False, "chit_chat")
     if is_known is not None and (not any(is_known(w) for w in content) or len(set(content)) == 1):
         # The offline vocabulary knows cancer concepts only: a pronounceable technical word ("pregabalin",
@@ -250,7 +253,7 @@ def assess_scope(
     if _IMPERATIVE.search(question):
         return Scope(False, "non_medical")
     # Nothing here says health, but nothing says otherwise either: the evidence gate decides.
-    return Scope(True, health=technical)
+    return Scope(True, health=technical())
 
 
 def _specific(plan: QueryPlan, is_everyday: Callable[[str], bool]) -> bool:

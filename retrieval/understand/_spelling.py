@@ -126,10 +126,15 @@ class Speller:
     def prepare(self) -> None:
         """Load the English list and build the delete index now (~0.8 s together) rather than on the first
         question with an unknown word: the service's start-up warm-up calls this."""
-        if self._english is None:
-            self._english = english_frequencies()
+        self._english_counts()
         if self._index is None:
             self._index = self._build()
+
+    def _english_counts(self) -> Mapping[str, int]:
+        """Everyday English with its counts, loaded on first use (``english`` given at construction wins)."""
+        if self._english is None:
+            self._english = english_frequencies()
+        return self._english
 
     @staticmethod
     def _max_distance(word: str) -> int:
@@ -169,15 +174,11 @@ class Speller:
     def is_english(self, word: str) -> bool:
         """A word of everyday English, or an inflection of one ("heal", "beaches"): never a typo, though the
         clinical dictionary (:meth:`is_known`) may lack it."""
-        if self._english is None:
-            self._english = english_frequencies()
-        return _in_vocabulary(word, self._english)
+        return _in_vocabulary(word, self._english_counts())
 
     def is_everyday(self, word: str) -> bool:
         """One of the most common English words (count above :data:`_EVERYDAY_FLOOR`)."""
-        if self._english is None:
-            self._english = english_frequencies()
-        return self._english.get(word, 0) > _EVERYDAY_FLOOR
+        return self._english_counts().get(word, 0) > _EVERYDAY_FLOOR
 
     def is_technical(self, word: str) -> bool:
         """Neither everyday English nor one edit from an English word ("metalic", "engnie", "depossit" are
