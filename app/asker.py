@@ -37,12 +37,20 @@ from app.schemas import (
     QueryOut,
     UserDocument,
 )
-from app.sources import InvalidToken, SourcesService, Subject, bearer_token, parse_sources, response_json
+from app.sources import (
+    InvalidToken,
+    SourceRef,
+    SourcesService,
+    Subject,
+    bearer_token,
+    parse_sources,
+    response_json,
+)
 from core import CometaError
 from retrieval.evidence import DROP_RETRACTED, EvidenceDoc, TextUnit, pubmed_url
 from retrieval.passages import PassageContext
 from retrieval.search import Provenance
-from retrieval.understand import LANGUAGE_NAMES, Scope, hash_text
+from retrieval.understand import LANGUAGE_NAMES, Scope, Understanding, hash_text
 
 from .answer import Answer, Answerer
 from .gate import EvidenceVerdict, assess_evidence
@@ -169,16 +177,12 @@ class Asker:
         sources: SourcesService | None = None,
         authorization: str | None = None,
     ) -> AskResponse:
-        """The final response. Sources beyond PubMed need ``sources`` (this node's collections, access and
-        federation) and the caller's ``Authorization`` header; they raise
+        """The final response of :meth:`events`. Sources beyond PubMed need ``sources`` (this node's
+        collections, access and federation) and the caller's ``Authorization`` header; they raise
         :class:`~app.sources.UnknownSource`, :class:`InvalidToken` (or :class:`TokenRequired`) and
         :class:`SourceDenied` for what the API answers with 422, 401 and 403."""
-        if req.across_sources:
-            if sources is None:
-                raise ValueError("asking beyond PubMed needs the sources service")
-            return await self._ask_across(req, request_id, sources, authorization)
         result: dict[str, Any] = {}
-        async for name, data in self.events(req, request_id):
+        async for name, data in self.events(req, request_id, sources=sources, authorization=authorization):
             if name == "result":
                 result = data
         return AskResponse.model_validate(result)
@@ -199,12 +203,26 @@ class Asker:
         return await judge.judge(asked, list(await asyncio.gather(*(one(a) for a in answers))))
 
     async def events(
-        self, req: AskRequest, request_id: str, *, stream_tokens: bool = False
+        self,
+        req: AskRequest,
+        request_id: str,
+        *,
+        stream_tokens: bool = False,
+        sources: SourcesService | None = None,
+        authorization: str | None = None,
     ) -> AsyncGenerator[AskEvent, None]:
-        """The PubMed answer as events, ``result`` last. ``stream_tokens``: the model's deltas as ``token``
-        events; closing this generator (client gone) closes the answer stream and the LLM generation."""
+        """The question flow as events, ``result`` last, for every source combination: the caller is
+        checked (sources beyond PubMed), the question understood once, its scope and language decided
+        once; only then is any source searched. ``stream_tokens``: the model's deltas as ``token`` events
+        (PubMed only); closing this generator (client gone) closes the answer stream and the LLM call."""
+        refs: list[SourceRef] | None = None
+        subject: Subject | None = None
         if req.across_sources:
-            raise ValueError("several sources are answered by Asker.ask, not streamed")
+            if sources is None:
+                raise ValueError("asking beyond PubMed needs the sources service")
+            refs = parse_sources(req.sources)  # names that exist or not are answered alike
+            # Authentication before anything else: a bad token is refused whatever the question.
+            subject = caller_of(sources, authorization, needed=any(r.kind != "pubmed" for r in refs))
         pipeline = self.pipeline
         timings: dict[str, float] = {}
         warnings: list[str] = []
@@ -241,11 +259,18 @@ class Asker:
                     + ("; the answer is asked for in that language" if understanding.scope.in_scope else "")
                 )
             if not understanding.scope.in_scope:
-                # Not a health question: no retrieval, no LLM call, a short helpful reply.
+                # Not a health question: no source searched, no LLM call, a short helpful reply.
                 scope_events = self._out_of_scope(
                     request_id, understanding.scope, timings, warnings, stream_tokens=stream_tokens
                 )
                 async for event in scope_events:
+                    yield event
+                return
+            if refs is not None and subject is not None and sources is not None:
+                across = self._across(
+                    req, request_id, sources, refs, subject, understanding, timings, warnings
+                )
+                async for event in across:
                     yield event
                 return
             yield _stage("retrieve", "started")
@@ -443,20 +468,30 @@ class Asker:
         )
         yield "result", response.model_dump(mode="json")
 
-    async def _ask_across(
-        self, req: AskRequest, request_id: str, service: SourcesService, authorization: str | None
-    ) -> AskResponse:
-        refs = parse_sources(req.sources)  # names that exist or not are answered alike: nothing to look up
-        subject = caller_of(service, authorization, needed=any(r.kind != "pubmed" for r in refs))
+    async def _across(
+        self,
+        req: AskRequest,
+        request_id: str,
+        service: SourcesService,
+        refs: list[SourceRef],
+        subject: Subject,
+        understanding: Understanding,
+        timings: dict[str, float],
+        warnings: list[str],
+    ) -> AsyncGenerator[AskEvent, None]:
+        """The retrieve, answer and judge steps over several sources (after the flow's scope check)."""
+        yield _stage("retrieve", "started")
         outcome = await service.ask(
             req.question,
             refs,
             subject=subject,
             answerer=self.answerer,
             judge=self.judge,
+            understanding=understanding,
             req=req,
             request_id=request_id,
         )
+        yield _stage("retrieve", "finished")
         log.info(
             json.dumps(
                 {
@@ -470,5 +505,8 @@ class Asker:
         )
         if len(refs) == 1 and outcome.sources and all(o.status.status == "denied" for o in outcome.sources):
             raise SourceDenied("; ".join(f"{o.name}: {o.status.reason}" for o in outcome.sources))
+        outcome.timings_ms = {**{k: round(v, 2) for k, v in timings.items()}, **outcome.timings_ms}
+        outcome.warnings = list(dict.fromkeys([*warnings, *outcome.warnings]))
         body = response_json(outcome, request_id, service.settings.sources.excerpt_chars)
-        return AskResponse.model_validate(body)
+        body["language"] = understanding.language
+        yield "result", body

@@ -485,12 +485,18 @@ async def _in_process(
             raise EvalInputError(f"COMETA_EVAL_BEARER: {exc}") from exc
         with progress(len(todo), "audit") as advance:
             for q in todo:
+                understanding = await pipeline.understander.understand(q.question)
+                if not understanding.scope.in_scope:  # as on /ask: nothing is searched or judged
+                    log.append(_record(q, {}))
+                    advance(1)
+                    continue
                 out = await service.ask(
                     q.question,
                     refs,
                     subject=subject,
                     answerer=answerer,
                     judge=judge,
+                    understanding=understanding,
                     reader=reader_llm,
                 )
                 for stage, ms in out.timings_ms.items():

@@ -355,6 +355,9 @@ class SourceResultOut(BaseModel):
     absent: bool | None = None  # the answer says the source does not address the question
     evidence: list[SourceEvidenceOut] = Field(default_factory=list)
     citations: list[CitationOut] = Field(default_factory=list)  # PubMed only: PMIDs with metadata
+    evidence_verdict: EvidenceVerdictOut | None = Field(
+        default=None, description="the evidence gate's verdict on this source's evidence (None: not weighed)"
+    )
 
 
 class ErrorResponse(BaseModel):

@@ -25,6 +25,7 @@ from ._federation import (
 from ._service import (
     AcrossOutcome,
     SourceOutcome,
+    SourceRef,
     SourcesService,
     UnknownSource,
     parse_sources,
@@ -45,6 +46,7 @@ __all__ = [
     "InvalidToken",
     "PolicyError",
     "SourceOutcome",
+    "SourceRef",
     "SourceStatus",
     "SourcesService",
     "Subject",

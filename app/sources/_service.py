@@ -48,6 +48,7 @@ from app.schemas import (
     AskRequest,
     AskResponse,
     CitationOut,
+    EvidenceVerdictOut,
     FusedEvidenceOut,
     JudgeReportOut,
     SourceEvidenceOut,
@@ -71,7 +72,7 @@ from retrieval.collections import (
 from retrieval.evidence import EvidenceDoc
 from retrieval.ncbi import EutilsError
 from retrieval.passages import PassageContext
-from retrieval.understand import hash_text, scrub
+from retrieval.understand import Understanding, hash_text, scrub
 
 from ._access import (
     ANONYMOUS,
@@ -425,13 +426,14 @@ class SourcesService:
 
     # --- asking ---
 
-    async def _pubmed(self, question: str, req: AskRequest | None) -> SourceOutcome:
+    async def _pubmed(self, understanding: Understanding, req: AskRequest | None) -> SourceOutcome:
         started = time.perf_counter()
         api_key = req.ncbi_api_key.get_secret_value() if req and req.ncbi_api_key else None
         limit = req.max_documents if req else 10
         try:
-            outcome = await self.pipeline.search(
-                question,
+            # The question flow's own understanding: one plan, one scope decision for every source.
+            outcome = await self.pipeline.retrieve(
+                understanding,
                 mindate=req.mindate if req else None,
                 maxdate=req.maxdate if req else None,
                 api_key=api_key,
@@ -574,15 +576,20 @@ class SourcesService:
         subject: Subject,
         answerer: Answerer,
         judge: CrossSourceJudge | None,
+        understanding: Understanding,
         req: AskRequest | None = None,
         request_id: str | None = None,
         reader: LLMClient | None = None,
     ) -> AcrossOutcome:
-        """Retrieve, answer and judge every source; the in-process core of ``/ask`` with ``sources``.
+        """Retrieve, answer and judge every source: the across-sources steps of the question flow
+        (:meth:`app.asker.Asker.events` has understood the question and passed its scope check).
 
+        ``understanding`` is that flow's: PubMed is searched from its plan, never understood again.
         ``subject`` is the verified caller: other nodes get a signed assertion of it, never their token.
         ``reader`` writes the per-source answers when given (the evaluation audit keeps its judge apart from
         the reader); by default the judge's LLM does, as on ``/ask``."""
+        if not understanding.scope.in_scope:  # the flow answers these itself: never search for them
+            raise ValueError("an out-of-scope question reached the sources")
         cfg = self.settings.sources
         timings: dict[str, float] = {}
         warnings: list[str] = []
@@ -590,7 +597,7 @@ class SourcesService:
         tasks: list[Any] = []
         for ref in refs:
             if ref.kind == "pubmed":
-                tasks.append(self._pubmed(question, req))
+                tasks.append(self._pubmed(understanding, req))
             elif ref.kind == "collection":
                 tasks.append(self._local(ref.name, question, subject, cfg.top_docs))
         remote = [r for r in refs if r.kind == "remote"]
@@ -724,6 +731,9 @@ def response_json(outcome: AcrossOutcome, request_id: str, excerpt_chars: int) -
             absent=None if o.answer is None or o.answer.error else o.answer.absent,
             evidence=[SourceEvidenceOut.of(i, e, excerpt_chars) for i, e in enumerate(o.evidence, 1)],
             citations=[CitationOut.of(c) for c in o.citations],
+            evidence_verdict=None
+            if o.verdict is None
+            else EvidenceVerdictOut.model_validate(o.verdict.to_json()),
         )
         for o in outcome.sources
     ]

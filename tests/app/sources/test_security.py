@@ -311,6 +311,7 @@ async def test_a_long_handbook_is_not_cut_into_a_false_not_addressed(
         subject=svc.subject(None),
         answerer=Answerer(None),
         judge=CrossSourceJudge(llm),
+        understanding=await svc.pipeline.understander.understand(QUESTION),
     )
     west = out.sources[0]
     # Before: route "whole", the model shown the first 24k characters, no travel section: NOT ADDRESSED.

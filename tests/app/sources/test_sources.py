@@ -167,7 +167,14 @@ async def test_scripted_judge_over_the_handbooks(root: Path, pipeline: Pipeline)
     llm = handbook_llm()
     judge = CrossSourceJudge(llm, max_sources=8)
     refs = parse_sources(ORDER, local=svc.local_names(), nodes=[])
-    out = await svc.ask(QUESTION, refs, subject=svc.subject(None), answerer=Answerer(None), judge=judge)
+    out = await svc.ask(
+        QUESTION,
+        refs,
+        understanding=await svc.pipeline.understander.understand(QUESTION),
+        subject=svc.subject(None),
+        answerer=Answerer(None),
+        judge=judge,
+    )
     assert [o.name for o in out.sources] == ORDER
     assert all(o.status.status == "ok" for o in out.sources)
     by = {o.name: o for o in out.sources}
@@ -226,7 +233,14 @@ async def test_offline_answers_are_extractive_and_the_judge_is_skipped(
 ) -> None:
     svc = service(root, pipeline)
     refs = parse_sources(["riverside", "hillcrest", "lakeshore"], local=svc.local_names(), nodes=[])
-    out = await svc.ask(QUESTION, refs, subject=svc.subject(None), answerer=Answerer(None), judge=None)
+    out = await svc.ask(
+        QUESTION,
+        refs,
+        understanding=await svc.pipeline.understander.understand(QUESTION),
+        subject=svc.subject(None),
+        answerer=Answerer(None),
+        judge=None,
+    )
     by = {o.name: o for o in out.sources}
     assert by["riverside"].answer_mode == "extractive" and by["lakeshore"].answer_mode == "extractive"
     assert "6 months" in (by["riverside"].answer.text if by["riverside"].answer else "")
@@ -252,7 +266,14 @@ async def test_pubmed_beside_a_handbook(root: Path, pipeline: Pipeline) -> None:
     svc = service(root, pipeline)
     refs = parse_sources(["eastgate", "pubmed"], local=svc.local_names(), nodes=[])
     judge = CrossSourceJudge(ScriptedLLM(script))
-    out = await svc.ask(QUESTION, refs, subject=svc.subject(None), answerer=Answerer(None), judge=judge)
+    out = await svc.ask(
+        QUESTION,
+        refs,
+        understanding=await svc.pipeline.understander.understand(QUESTION),
+        subject=svc.subject(None),
+        answerer=Answerer(None),
+        judge=judge,
+    )
     pubmed = out.sources[1]
     assert pubmed.kind == "pubmed" and pubmed.status.status == "ok" and pubmed.docs
     assert pubmed.citations and pubmed.answer_mode == "llm"
@@ -263,7 +284,14 @@ async def test_pubmed_beside_a_handbook(root: Path, pipeline: Pipeline) -> None:
     )
     assert any(f["source"] == "pubmed" and f["cite"].startswith("[PMID:") for f in out.fused)
     # Offline, PubMed's answer is the pipeline's extractive one, with its PMID citations.
-    offline = await svc.ask(QUESTION, refs, subject=svc.subject(None), answerer=Answerer(None), judge=None)
+    offline = await svc.ask(
+        QUESTION,
+        refs,
+        understanding=await svc.pipeline.understander.understand(QUESTION),
+        subject=svc.subject(None),
+        answerer=Answerer(None),
+        judge=None,
+    )
     pm = offline.sources[1]
     assert pm.answer_mode == "extractive" and pm.answer is not None and "[PMID:" in pm.answer.text
     assert pm.citations and all(c.pmid in pm.answer.text for c in pm.citations)
@@ -481,7 +509,12 @@ async def test_remote_sources_through_an_in_process_node(root: Path, pipeline: P
         )
         judge = CrossSourceJudge(handbook_llm(), max_sources=8)
         out = await svc_a.ask(
-            QUESTION, refs, subject=svc_a.subject(None), answerer=Answerer(None), judge=judge
+            QUESTION,
+            refs,
+            subject=svc_a.subject(None),
+            answerer=Answerer(None),
+            judge=judge,
+            understanding=await svc_a.pipeline.understander.understand(QUESTION),
         )
     by = {o.name: o for o in out.sources}
     assert [o.name for o in out.sources] == ["riverside", "b/lakeshore", "b/hillcrest"]
@@ -555,7 +588,14 @@ async def test_remote_nodes_get_the_question_scrubbed(root: Path, pipeline: Pipe
     svc = SourcesService(node_settings(root), pipeline, encoder=BowEncoder(), reranker=None, federation=fed)
     narrative = "Hi I'm Linda Parker (linda.parker@example.com, 555-123-4567). " + QUESTION
     refs = parse_sources(["b/x"], local=[], nodes=["b"])
-    out = await svc.ask(narrative, refs, subject=svc.subject(None), answerer=Answerer(None), judge=None)
+    out = await svc.ask(
+        narrative,
+        refs,
+        understanding=await svc.pipeline.understander.understand(narrative),
+        subject=svc.subject(None),
+        answerer=Answerer(None),
+        judge=None,
+    )
     assert out.sources[0].status.status == "ok" and out.sources[0].answer_mode == "not_addressed"
     sent = bodies[0]["question"]
     assert "travel abroad" in sent
@@ -621,7 +661,14 @@ async def test_a_failed_answer_is_reported_not_judged(root: Path, pipeline: Pipe
     svc = service(root, pipeline)
     refs = parse_sources(["northbridge", "riverside", "eastgate"], local=svc.local_names(), nodes=[])
     judge = CrossSourceJudge(ScriptedLLM(script))
-    out = await svc.ask(QUESTION, refs, subject=svc.subject(None), answerer=Answerer(None), judge=judge)
+    out = await svc.ask(
+        QUESTION,
+        refs,
+        understanding=await svc.pipeline.understander.understand(QUESTION),
+        subject=svc.subject(None),
+        answerer=Answerer(None),
+        judge=judge,
+    )
     river = out.sources[1]
     assert river.answer_mode == "error" and river.answer is not None and river.answer.error
     assert "riverside: answer failed (LLMTimeout)" in out.warnings

@@ -147,7 +147,14 @@ def node_a(
 async def ask_b(svc: SourcesService, token: str | None) -> Any:
     subject = svc.subject(None if token is None else f"Bearer {token}")
     refs = parse_sources(["b/riverside"], local=[], nodes=["b"])
-    out = await svc.ask(QUESTION, refs, subject=subject, answerer=Answerer(None), judge=None)
+    out = await svc.ask(
+        QUESTION,
+        refs,
+        understanding=await svc.pipeline.understander.understand(QUESTION),
+        subject=subject,
+        answerer=Answerer(None),
+        judge=None,
+    )
     return out.sources[0]
 
 
