@@ -39,7 +39,6 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from app.schemas import AnswerMode
 from app.settings import AnswerSettings
 from llm import LLMClient, LLMError, LLMOutputInvalid, LLMResult, Message
 from prompts import load_prompt
@@ -71,6 +70,12 @@ __all__ = [
     "study_relevance",
     "verify_citations",
 ]
+
+# How an answer was made: by the model, by quoting the evidence (no model, or it failed), or not at all
+# (no evidence; a source that does not address the question; a per-source call that failed).
+# "out_of_scope": the question is not a health question the service answers (gibberish, small talk, an
+# instruction to the system, not about health), or not in a language it reads without a language model.
+AnswerMode = Literal["llm", "extractive", "insufficient_evidence", "not_addressed", "error", "out_of_scope"]
 
 INSUFFICIENT_TEXT = (
     "No published evidence was found for this question, so no answer can be given from the literature. "

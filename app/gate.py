@@ -42,8 +42,10 @@ from retrieval.passages import PassageContext
 from retrieval.search import AdaptEResult
 from retrieval.understand import capitalised_words, looks_like_injection
 
-from .schemas import Verdict
 from .settings import GateSettings
+
+# How well the evidence answers the question: "none" means the service abstained.
+Verdict = Literal["strong", "moderate", "weak", "none"]
 
 log = logging.getLogger("cometa.gate")
 

@@ -42,7 +42,6 @@ from typing import Any, Literal, get_args
 from cachetools import LRUCache
 from pydantic import BaseModel, field_validator
 
-from app.schemas import Label, Significance
 from llm import LLMClient, LLMError, LLMOutputInvalid
 from prompts import load_prompt
 from retrieval.evidence import EvidenceDoc
@@ -65,6 +64,7 @@ __all__ = [
     "JudgeReport",
     "Label",
     "PairJudgement",
+    "Significance",
     "SourceAnswer",
     "SourceAnswerer",
     "has_absent_prefix",
@@ -72,6 +72,10 @@ __all__ = [
     "parse_yes_no",
     "verify_source_citations",
 ]
+
+# The judge's five relations between two sources' answers (HERO-QA), and how much a difference matters.
+Label = Literal["ABSENT", "CONSISTENT", "COMPLEMENTARY", "DIVERGENT", "CONTRADICTORY"]
+Significance = Literal["low", "medium", "high"]
 
 LABELS: tuple[Label, ...] = get_args(Label)
 

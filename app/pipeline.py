@@ -19,7 +19,6 @@ from typing import Any
 
 import httpx
 
-from app.schemas import SearchOut
 from core import CometaError, Encoder, OnProgress, Reranker, light_stem, words
 from llm import LLMClient, build_llm
 from retrieval import AdaptE, AdaptEResult, EutilsClient, MeshVocabulary, create_eutils_app, eutils_transport
@@ -226,10 +225,6 @@ class SearchOutcome:
             absent_technical=self.absent_technical,
             health=self.understanding.scope.health,
         )
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON of ``/search`` and ``cometa search --json`` (:class:`~app.schemas.SearchOut`)."""
-        return SearchOut.of(self).model_dump(mode="json")
 
 
 class Models:

@@ -22,6 +22,7 @@ from app.schemas import (
     JudgeReportOut,
     JudgeRequest,
     JudgeResponse,
+    SearchOut,
     SearchRequest,
     SearchResponse,
 )
@@ -141,7 +142,7 @@ def _install_routes(app: FastAPI, settings: Settings) -> None:
         outcome = await pipeline.search(
             req.question, mindate=req.mindate, maxdate=req.maxdate, api_key=api_key
         )
-        return JSONResponse({"request_id": request_id, **outcome.to_json()})
+        return JSONResponse({"request_id": request_id, **SearchOut.of(outcome).model_dump(mode="json")})
 
     @app.post("/judge", tags=["judge"], responses={200: {"model": JudgeResponse}})
     async def judge_answers(

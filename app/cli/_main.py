@@ -20,7 +20,7 @@ from rich.table import Table
 from app import __version__, progress_bar
 from app.container import Container
 from app.pipeline import SearchOutcome, build_eutils_client, build_eutils_transport
-from app.schemas import AskRequest, AskResponse
+from app.schemas import AskRequest, AskResponse, SearchOut
 from app.settings import Settings, get_settings
 from core import OnProgress
 from retrieval import CometaError, EutilsError, PubmedRecord
@@ -208,7 +208,7 @@ def search(
     except CometaError as exc:
         raise _fail(exc) from exc
     if as_json:
-        sys.stdout.write(json.dumps(outcome.to_json(), indent=2) + "\n")
+        sys.stdout.write(json.dumps(SearchOut.of(outcome).model_dump(mode="json"), indent=2) + "\n")
         return
     u, a = outcome.understanding, outcome.adapte
     plan = u.plan

@@ -5,27 +5,27 @@ Each model is built from the stage's own object by a constructor (``EvidenceDocO
 OpenAPI (``/docs``) documents every field. Field order is the JSON key order. Node-to-node evidence
 (``POST /collections/search``) is written and read with :class:`CollectionEvidenceOut`.
 
-The vocabulary every layer shares lives here too: :data:`AnswerMode` (how an answer was made) and the
-judge's :data:`Label` and :data:`Significance`.
-
-Kept light (it sits below every other app module): the collection stack is imported only where collection
-evidence is rebuilt.
+The wire schema sits above the stages it shows (answer, judge, pipeline, gate) and below the question flow
+that answers with it (sources, the Asker): the stages own their vocabulary (:data:`~app.answer.AnswerMode`,
+the judge's :data:`~app.judge.Label` and :data:`~app.judge.Significance`, the gate's
+:data:`~app.gate.Verdict`), re-exported here for the wire, and never import the schema.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from app.answer import AnswerMode
+from app.judge import Label, Significance
 from retrieval.evidence import Depth, DocClass
 from retrieval.understand import QueryPlan
 
 if TYPE_CHECKING:
     from app.judge import JudgeReport
     from app.pipeline import SearchOutcome
-    from app.sources import FusedItem
     from retrieval.collections import InstEvidence, SectionRef
     from retrieval.evidence import EvidenceDoc
     from retrieval.passages import Passage, PassageContext
@@ -56,15 +56,6 @@ __all__ = [
     "TierOut",
     "TokenCountsOut",
 ]
-
-# How an answer was made: by the model, by quoting the evidence (no model, or it failed), or not at all
-# (no evidence; a source that does not address the question; a per-source call that failed).
-# "out_of_scope": the question is not a health question the service answers (gibberish, small talk, an
-# instruction to the system, not about health), or not in a language it reads without a language model.
-AnswerMode = Literal["llm", "extractive", "insufficient_evidence", "not_addressed", "error", "out_of_scope"]
-# The judge's five relations between two sources' answers (HERO-QA), and how much a difference matters.
-Label = Literal["ABSENT", "CONSISTENT", "COMPLEMENTARY", "DIVERGENT", "CONTRADICTORY"]
-Significance = Literal["low", "medium", "high"]
 
 
 # --- PubMed evidence ------------------------------------------------------------------------------------
@@ -524,6 +515,22 @@ class SourceEvidenceOut(BaseModel):
         )
 
 
+class Fused(Protocol):
+    """One item of a fusion over sources (``app.sources.FusedItem``), by shape: the sources sit above
+    the wire schema."""
+
+    @property
+    def rank(self) -> int: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def source_rank(self) -> int: ...
+    @property
+    def rrf_score(self) -> float: ...
+    @property
+    def item(self) -> tuple[str, str, str]: ...
+
+
 class FusedEvidenceOut(BaseModel):
     """One item of the evidence of all sources, merged by reciprocal rank fusion over each source's own
     ranks (``/ask`` with ``sources``)."""
@@ -537,7 +544,7 @@ class FusedEvidenceOut(BaseModel):
     cite: str
 
     @classmethod
-    def of(cls, f: FusedItem[tuple[str, str, str]]) -> FusedEvidenceOut:
+    def of(cls, f: Fused) -> FusedEvidenceOut:
         """``f.item``: (id, title, citation)."""
         doc_id, title, cite = f.item
         return cls(

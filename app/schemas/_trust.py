@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-__all__ = ["EvidenceVerdictOut", "Verdict"]
+from app.gate import Verdict
 
-# How well the evidence answers the question (app.gate): "none" means the service abstained.
-Verdict = Literal["strong", "moderate", "weak", "none"]
+__all__ = ["EvidenceVerdictOut", "Verdict"]
 
 
 class EvidenceVerdictOut(BaseModel):

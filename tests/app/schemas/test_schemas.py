@@ -241,7 +241,7 @@ def current() -> dict[str, Any]:
         "passages": [p.model_dump(mode="json") for p in PassageOut.of_context(CONTEXT)],
         "no_passages": [p.model_dump(mode="json") for p in PassageOut.of_context(None)],
         "query": QueryOut.of(outcome(CONTEXT)).model_dump(mode="json"),
-        "search": outcome(CONTEXT).to_json(),
+        "search": SearchOut.of(outcome(CONTEXT)).model_dump(mode="json"),
         "search_no_context": SearchOut.of(outcome(None)).model_dump(mode="json"),
         "judge": JudgeReportOut.of(REPORT).model_dump(mode="json"),
         "collection_evidence": [evidence_to_json(e) for e in INST],
