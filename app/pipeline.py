@@ -33,14 +33,8 @@ from retrieval.embed import (
 )
 from retrieval.eutils import LOCAL_BASE_URL, CacheStore, EutilsDegradation, RateLimiter, track_degradation
 from retrieval.evidence import EvidenceBuilder, EvidenceDoc, EvidenceSet, classify, depth_for
-from retrieval.ncbi import (
-    BUNDLED_CORPUS_DIR,
-    EutilsError,
-    PubmedRecord,
-    SimilarArticles,
-    corpus_vocabulary,
-    load_corpus,
-)
+from retrieval.localncbi import SimilarArticles
+from retrieval.ncbi import BUNDLED_CORPUS_DIR, EutilsError, PubmedRecord, corpus_vocabulary, load_corpus
 from retrieval.passages import PASSAGE_STORE_FILE, PassageContext, PassageRetriever
 from retrieval.search import FusedHit, fuse
 from retrieval.understand import (

@@ -20,7 +20,7 @@ from pydantic import SecretStr
 from eval.retrieval import load_items
 from retrieval import AdaptE, EutilsSettings, FaultSettings, LocalServerSettings, MeshVocabulary
 from retrieval.eutils import LOCAL_BASE_URL, CacheSettings, EutilsClient
-from retrieval.ncbi import create_eutils_app, eutils_transport
+from retrieval.localncbi import create_eutils_app, eutils_transport
 from retrieval.understand import QueryUnderstander
 
 

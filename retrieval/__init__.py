@@ -1,8 +1,9 @@
 """Stages 2-5 of the pipeline: from a query plan to evidence documents and passages; a subpackage per concern.
 
-Layered lowest first (the import contract in pyproject.toml enforces it): ``query`` | ``vocab`` -> ``ncbi`` ->
-``eutils`` | ``understand`` | ``embed`` -> ``search`` -> ``evidence`` -> ``passages`` | ``collections``. This
-package re-exports the names most callers need; each subpackage's ``__init__`` is its public path.
+Layered lowest first (the import contract in pyproject.toml enforces it): ``query`` | ``vocab`` -> ``ncbi``
+-> ``eutils`` | ``understand`` | ``embed`` | ``world`` | ``localncbi`` -> ``search`` -> ``evidence`` ->
+``passages`` | ``collections``. This package re-exports the names most callers need; each subpackage's
+``__init__`` is its public path.
 """
 
 from core import CometaError, Encoder
@@ -27,6 +28,7 @@ from retrieval.eutils import (
     track_degradation,
 )
 from retrieval.evidence import EvidenceBuilder, EvidenceDoc, EvidenceSet, classify
+from retrieval.localncbi import FaultSettings, LocalServerSettings, create_eutils_app, eutils_transport
 from retrieval.ncbi import (
     AbstractSection,
     BadRequest,
@@ -38,10 +40,8 @@ from retrieval.ncbi import (
     EInfoResult,
     ESearchResult,
     EutilsError,
-    FaultSettings,
     License,
     LiteratureIndex,
-    LocalServerSettings,
     MalformedResponse,
     MeshHeading,
     MeshQualifier,
@@ -54,8 +54,6 @@ from retrieval.ncbi import (
     SearchHits,
     ServerError,
     TransportError,
-    create_eutils_app,
-    eutils_transport,
     load_corpus,
     normalise_pmcid,
 )

@@ -108,7 +108,7 @@ def eutils_serve(
     import uvicorn
 
     from app.pipeline import Models, similar_articles
-    from retrieval.ncbi import create_eutils_app
+    from retrieval.localncbi import create_eutils_app
     from retrieval.understand import spell_correct
 
     settings = get_settings().local_server

@@ -3,7 +3,7 @@
 One :class:`EutilsClient` wraps one ``httpx.AsyncClient``; rate limiting is process-wide per key
 (``_ratelimit``), so any number of clients and coroutines together stay under NCBI's limit.
 The same code path serves live NCBI, a ``cometa eutils serve`` URL, or the bundled corpus in-process
-(``backend="local"``: httpx's ASGI transport into :func:`retrieval.ncbi._server.create_eutils_app`, which the
+(``backend="local"``: httpx's ASGI transport into :func:`retrieval.localncbi.create_eutils_app`, which the
 caller builds and passes in: the client never builds a server).
 
 Every request: ``tool``/``email``/``api_key`` sent, explicit ``retmode``, a timeout, retries with

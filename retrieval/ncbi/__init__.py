@@ -1,7 +1,11 @@
 """The NCBI protocol: record models, the E-utilities/PubMed/PMC parsers and writers, the protocol's errors,
-and the local NCBI-compatible server over a corpus (with its Boolean query engine)."""
+and the literature corpus with its PubMed-like Boolean query engine.
 
-from ._config import FaultSettings, LocalServerSettings
+The client side (``retrieval.eutils``) needs the parsers, models and errors; the Boolean engine also checks
+Adapt-E's tiers locally and the corpus feeds the dense index. The writers are the wire format the local
+server (``retrieval.localncbi``) answers in, and the world builder's PubMed XML. Nothing here serves HTTP.
+"""
+
 from ._corpus import (
     BUNDLED_CORPUS_DIR,
     Citation,
@@ -10,9 +14,50 @@ from ._corpus import (
     corpus_vocabulary,
     load_corpus,
 )
-from ._envelopes import parse_einfo, parse_elink_pubmed_pmc, parse_esearch
+from ._envelopes import (
+    PUBMED_FIELDS,
+    LinkSetData,
+    LinkSetDbData,
+    efetch_error_xml,
+    einfo_dbinfo_json,
+    einfo_dbinfo_xml,
+    einfo_dblist_json,
+    einfo_dblist_xml,
+    einfo_error_json,
+    einfo_error_xml,
+    elink_error_json,
+    elink_error_xml,
+    elink_json,
+    elink_xml,
+    epost_error_xml,
+    epost_xml,
+    esearch_count_json,
+    esearch_count_xml,
+    esearch_error_json,
+    esearch_error_xml,
+    esearch_json,
+    esearch_xml,
+    espell_xml,
+    parse_einfo,
+    parse_elink_pubmed_pmc,
+    parse_esearch,
+    pmfetch_html,
+    ratelimit_json,
+    server_error_html,
+)
 from ._errors import BadRequest, EutilsError, MalformedResponse, RateLimited, ServerError, TransportError
-from ._esummary import parse_esummary
+from ._esummary import (
+    DocSum,
+    docsum_from_jats,
+    docsum_from_pubmed,
+    esummary_error_json,
+    esummary_error_xml,
+    esummary_v1_xml,
+    esummary_v2_dtd,
+    esummary_v2_json,
+    esummary_v2_xml,
+    parse_esummary,
+)
 from ._index import LiteratureIndex, SearchHits
 from ._models import (
     AbstractSection,
@@ -32,7 +77,15 @@ from ._models import (
     PubmedRecord,
     normalise_pmcid,
 )
-from ._pmc import JatsContent, JatsFront, jats_content, parse_pmc_articles, read_jats_front
+from ._pmc import (
+    JatsContent,
+    JatsFront,
+    jats_content,
+    parse_pmc_articles,
+    pmc_articleset,
+    read_jats_front,
+    restrict_pmc_article,
+)
 from ._pubmed import (
     INFERRED_MARK,
     PubmedXmlExtras,
@@ -44,14 +97,15 @@ from ._pubmed import (
     pubmed_articleset,
     pubmed_medline_text,
 )
-from ._server import HistoryServer, SimilarArticles, Speller, create_eutils_app, eutils_transport
-from ._xml import PMC_RESTRICTED_COMMENT, PUBMED_ARTICLESET_PROLOG
+from ._xml import ESUMMARY_V2_DTD_DATE, PMC_RESTRICTED_COMMENT, PUBMED_ARTICLESET_PROLOG
 
 __all__ = [
     "BUNDLED_CORPUS_DIR",
+    "ESUMMARY_V2_DTD_DATE",
     "INFERRED_MARK",
     "PMC_RESTRICTED_COMMENT",
     "PUBMED_ARTICLESET_PROLOG",
+    "PUBMED_FIELDS",
     "AbstractSection",
     "BadRequest",
     "Citation",
@@ -59,17 +113,17 @@ __all__ = [
     "DbField",
     "DbInfo",
     "DbLink",
+    "DocSum",
     "DocSummary",
     "EInfoResult",
     "ESearchResult",
     "EutilsError",
-    "FaultSettings",
-    "HistoryServer",
     "JatsContent",
     "JatsFront",
     "License",
+    "LinkSetData",
+    "LinkSetDbData",
     "LiteratureIndex",
-    "LocalServerSettings",
     "MalformedResponse",
     "MeshHeading",
     "MeshQualifier",
@@ -82,13 +136,37 @@ __all__ = [
     "RateLimited",
     "SearchHits",
     "ServerError",
-    "SimilarArticles",
-    "Speller",
     "TransportError",
     "clear_corpus_cache",
     "corpus_vocabulary",
-    "create_eutils_app",
-    "eutils_transport",
+    "docsum_from_jats",
+    "docsum_from_pubmed",
+    "efetch_error_xml",
+    "einfo_dbinfo_json",
+    "einfo_dbinfo_xml",
+    "einfo_dblist_json",
+    "einfo_dblist_xml",
+    "einfo_error_json",
+    "einfo_error_xml",
+    "elink_error_json",
+    "elink_error_xml",
+    "elink_json",
+    "elink_xml",
+    "epost_error_xml",
+    "epost_xml",
+    "esearch_count_json",
+    "esearch_count_xml",
+    "esearch_error_json",
+    "esearch_error_xml",
+    "esearch_json",
+    "esearch_xml",
+    "espell_xml",
+    "esummary_error_json",
+    "esummary_error_xml",
+    "esummary_v1_xml",
+    "esummary_v2_dtd",
+    "esummary_v2_json",
+    "esummary_v2_xml",
     "iter_pubmed_articles",
     "jats_content",
     "load_corpus",
@@ -100,9 +178,14 @@ __all__ = [
     "parse_esummary",
     "parse_pmc_articles",
     "parse_pubmed_articles",
+    "pmc_articleset",
+    "pmfetch_html",
     "pubmed_abstract_text",
     "pubmed_article_xml",
     "pubmed_articleset",
     "pubmed_medline_text",
+    "ratelimit_json",
     "read_jats_front",
+    "restrict_pmc_article",
+    "server_error_html",
 ]

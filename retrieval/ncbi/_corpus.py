@@ -1,4 +1,4 @@
-"""The literature corpus behind the local E-utilities server.
+"""The literature corpus behind the local E-utilities server and the dense index.
 
 A corpus folder holds ``pubmed/`` (PubMed baseline/update files, ``*.xml`` or ``*.xml.gz``) and ``pmc/``
 (JATS articles, ``*.xml`` or ``*.nxml``, bare or in a ``pmc-articleset``). The bundled one is built by

@@ -19,8 +19,8 @@ Writing. Every builder returns ``bytes`` ready to send. Prologs (XML declaration
 recorded from NCBI in 2025 (``docs/EUTILS.md`` §5.2, §6.2, §6.4, §7.2, §8.2, §9.2); element names and
 nesting follow the recorded samples so that a client written against live NCBI parses our output
 unchanged. JSON bodies follow NCBI's envelope (``{"header": {...}, "<utility>result": ...}``) with numbers
-as strings where NCBI sends strings. The writers are pure: no I/O, no corpus access.
-:mod:`retrieval.ncbi._server` decides *what* to answer, they decide *how it looks on the wire*.
+as strings where NCBI sends strings. The writers are pure: no I/O, no corpus access. The local server
+(:mod:`retrieval.localncbi`) decides *what* to answer, they decide *how it looks on the wire*.
 """
 
 from __future__ import annotations

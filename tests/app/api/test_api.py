@@ -23,7 +23,7 @@ from app.settings import Settings
 from retrieval import EutilsSettings
 from retrieval.embed import DenseRetriever
 from retrieval.eutils import LOCAL_BASE_URL, EutilsClient
-from retrieval.ncbi import LocalServerSettings, create_eutils_app, eutils_transport
+from retrieval.localncbi import LocalServerSettings, create_eutils_app, eutils_transport
 from tests._fakes import Reply, ScriptedLLM
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -9,7 +9,8 @@ from pydantic import SecretStr
 
 from retrieval import BadRequest, EutilsSettings, FaultSettings, LocalServerSettings, MalformedResponse
 from retrieval.eutils import LOCAL_BASE_URL, CacheSettings, EutilsClient
-from retrieval.ncbi import create_eutils_app, eutils_transport, load_corpus
+from retrieval.localncbi import create_eutils_app, eutils_transport
+from retrieval.ncbi import load_corpus
 
 
 def client_for(server: LocalServerSettings, **settings: object) -> tuple[EutilsClient, object]:

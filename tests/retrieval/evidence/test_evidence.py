@@ -37,13 +37,12 @@ from retrieval.evidence import (
     classify,
     policy_table,
 )
+from retrieval.localncbi import create_eutils_app, eutils_transport
 from retrieval.ncbi import (
     AbstractSection,
     PubDate,
     PublicationType,
     PubmedRecord,
-    create_eutils_app,
-    eutils_transport,
     load_corpus,
     pubmed_article_xml,
     pubmed_articleset,

@@ -8,7 +8,7 @@ import httpx
 
 from retrieval import EutilsClient, create_eutils_app, eutils_transport
 from retrieval.eutils import LOCAL_BASE_URL, EutilsSettings
-from retrieval.ncbi import LocalServerSettings
+from retrieval.localncbi import LocalServerSettings
 from retrieval.search import AdaptE, boolean_hits, union_query
 from retrieval.understand import QueryPlan
 

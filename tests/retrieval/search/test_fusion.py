@@ -9,7 +9,7 @@ import pytest
 from retrieval import AdaptE, AdaptEResult, EutilsSettings, LocalServerSettings, QueryPlan, TierResult
 from retrieval.eutils import LOCAL_BASE_URL, EutilsClient
 from retrieval.evidence import EvidenceSettings
-from retrieval.ncbi import create_eutils_app, eutils_transport
+from retrieval.localncbi import create_eutils_app, eutils_transport
 from retrieval.search import ArmHit, FusedHit, Provenance, boolean_hits, dense_hits, fuse, rrf
 
 

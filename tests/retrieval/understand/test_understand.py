@@ -24,7 +24,7 @@ from retrieval import (
     parse_query,
 )
 from retrieval.eutils import LOCAL_BASE_URL, EutilsClient
-from retrieval.ncbi import create_eutils_app, eutils_transport
+from retrieval.localncbi import create_eutils_app, eutils_transport
 from retrieval.understand import QueryUnderstander, check_ladder_query
 from tests._fakes import ScriptedLLM, sequenced
 

@@ -348,14 +348,8 @@ def test_the_full_world_has_over_20k_records_and_validates(tmp_path: Path) -> No
 async def test_the_local_server_serves_the_world_trials_full_text_and_links(world: Path) -> None:
     import httpx
 
-    from retrieval.ncbi import (
-        LocalServerSettings,
-        create_eutils_app,
-        eutils_transport,
-        parse_elink_pubmed_pmc,
-        parse_esearch,
-        parse_pmc_articles,
-    )
+    from retrieval.localncbi import LocalServerSettings, create_eutils_app, eutils_transport
+    from retrieval.ncbi import parse_elink_pubmed_pmc, parse_esearch, parse_pmc_articles
 
     prov = _provenance(world)
     app = create_eutils_app(LocalServerSettings(corpus_dir=world))

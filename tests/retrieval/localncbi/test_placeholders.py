@@ -14,17 +14,15 @@ from pathlib import Path
 import httpx
 import pytest
 
+from retrieval.localncbi import LocalServerSettings, create_eutils_app, eutils_transport
 from retrieval.ncbi import (
     INFERRED_MARK,
     AbstractSection,
-    LocalServerSettings,
     PubDate,
     PublicationType,
     PubmedRecord,
     PubmedXmlExtras,
     clear_corpus_cache,
-    create_eutils_app,
-    eutils_transport,
     parse_esummary,
     pubmed_article_xml,
 )

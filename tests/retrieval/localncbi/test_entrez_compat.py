@@ -20,14 +20,8 @@ from urllib.request import Request
 
 import pytest
 
-from retrieval.ncbi import (
-    Corpus,
-    PubmedRecord,
-    create_eutils_app,
-    load_corpus,
-    pubmed_abstract_text,
-    pubmed_medline_text,
-)
+from retrieval.localncbi import create_eutils_app
+from retrieval.ncbi import Corpus, PubmedRecord, load_corpus, pubmed_abstract_text, pubmed_medline_text
 from retrieval.understand import spell_correct
 from tests._paths import BIOPYTHON_SAMPLES, JATS_SAMPLES, SHARED
 from tests._procs import serve_in_thread

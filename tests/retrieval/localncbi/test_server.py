@@ -15,15 +15,18 @@ import httpx
 import pytest
 from lxml import etree
 
-from retrieval.ncbi import (
-    PMC_RESTRICTED_COMMENT,
-    Corpus,
+from retrieval.localncbi import (
     FaultSettings,
     HistoryServer,
     LocalServerSettings,
-    MalformedResponse,
     create_eutils_app,
     eutils_transport,
+)
+from retrieval.localncbi._server import _RateLimiter
+from retrieval.ncbi import (
+    PMC_RESTRICTED_COMMENT,
+    Corpus,
+    MalformedResponse,
     load_corpus,
     parse_einfo,
     parse_elink_pubmed_pmc,
@@ -32,7 +35,6 @@ from retrieval.ncbi import (
     parse_pmc_articles,
     parse_pubmed_articles,
 )
-from retrieval.ncbi._server import _RateLimiter
 from tests._paths import BIOPYTHON_SAMPLES, KLORTHO_SAMPLES, SHARED
 
 BASE = "http://local/entrez/eutils/"
@@ -759,12 +761,12 @@ async def test_faults_are_seeded() -> None:
 
 
 def test_module_exports() -> None:
+    import retrieval.localncbi._server as server_mod
     import retrieval.ncbi._corpus as corpus_mod
     import retrieval.ncbi._envelopes as envelopes_mod
     import retrieval.ncbi._esummary as esummary_mod
     import retrieval.ncbi._pmc as pmc_mod
     import retrieval.ncbi._pubmed as pubmed_mod
-    import retrieval.ncbi._server as server_mod
     import retrieval.ncbi._xml as xml_mod
 
     for mod in (server_mod, corpus_mod, envelopes_mod, esummary_mod, pmc_mod, pubmed_mod, xml_mod):

@@ -3,8 +3,8 @@
 Serves ``/entrez/eutils/{einfo,esearch,esummary,efetch,elink,epost,espell}.fcgi`` and ``ecitmatch.cgi`` for
 ``db=pubmed`` and ``db=pmc``, GET and form-encoded POST alike (and the ESummary v2 DTDs under
 ``/eutils/dtd/``), so a client switches between live NCBI and this server by base URL alone (or in-process
-through :func:`eutils_transport`). Bodies come from the format modules
-(``_envelopes``, ``_esummary``, ``_pubmed``, ``_pmc``).
+through :func:`eutils_transport`). Bodies come from the protocol's writers in :mod:`retrieval.ncbi`
+(E-utilities envelopes, ESummary, PubMed, PMC).
 
 Behaviours NCBI does not document, as decided here (no recorded sample fixes them):
 
@@ -51,13 +51,16 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from core import KeyedWindows
-from retrieval.query import QuerySyntaxError
-
-from ._config import LocalServerSettings
-from ._corpus import Corpus, load_corpus
-from ._envelopes import (
+from retrieval.ncbi import (
+    ESUMMARY_V2_DTD_DATE,
+    Corpus,
+    DocSum,
+    ESearchResult,
     LinkSetData,
     LinkSetDbData,
+    PubmedRecord,
+    docsum_from_jats,
+    docsum_from_pubmed,
     efetch_error_xml,
     einfo_dbinfo_json,
     einfo_dbinfo_xml,
@@ -78,25 +81,25 @@ from ._envelopes import (
     esearch_json,
     esearch_xml,
     espell_xml,
-    pmfetch_html,
-    ratelimit_json,
-    server_error_html,
-)
-from ._esummary import (
-    DocSum,
-    docsum_from_jats,
-    docsum_from_pubmed,
     esummary_error_json,
     esummary_error_xml,
     esummary_v1_xml,
     esummary_v2_dtd,
     esummary_v2_json,
     esummary_v2_xml,
+    load_corpus,
+    pmc_articleset,
+    pmfetch_html,
+    pubmed_abstract_text,
+    pubmed_articleset,
+    pubmed_medline_text,
+    ratelimit_json,
+    restrict_pmc_article,
+    server_error_html,
 )
-from ._models import ESearchResult, PubmedRecord
-from ._pmc import pmc_articleset, restrict_pmc_article
-from ._pubmed import pubmed_abstract_text, pubmed_articleset, pubmed_medline_text
-from ._xml import ESUMMARY_V2_DTD_DATE
+from retrieval.query import QuerySyntaxError
+
+from ._config import LocalServerSettings
 
 __all__ = [
     "ENDPOINTS",
