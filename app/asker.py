@@ -1,11 +1,12 @@
 """The question flow: understand -> retrieve -> passages -> answer -> judge, one place for every caller.
 
-``POST /ask`` and ``/ask/stream``, ``cometa ask`` and the in-process evaluation suites all run an
-:class:`Asker`. :meth:`Asker.events` streams ``stage`` (understand/retrieve/answer/judge started|finished),
-``evidence``, ``token`` (provisional deltas, when streaming), ``answer`` (the checked final answer),
-``judge`` (when asked) and last ``result`` (the :class:`~app.schemas.AskResponse` JSON);
-:meth:`Asker.ask` returns that response. A request naming sources beyond PubMed is answered per source by
-:class:`~app.sources.SourcesService` (not streamed).
+``POST /ask`` and ``/ask/stream``, ``cometa ask``, the chat and MCP frontends and the in-process evaluation
+suites all run an :class:`Asker`. :meth:`Asker.events` yields typed events: :class:`Stage`
+(understand/retrieve/answer/judge started|finished), :class:`Evidence`, :class:`Token` (provisional deltas,
+when streaming), :class:`Answered` (the checked final answer), :class:`Judged` (when asked) and last
+:class:`Done` with the :class:`AskResult`; :meth:`Asker.ask` returns that result. They are domain objects:
+the wire form is made once, at the edge (``app.frontends.present``). A request naming sources beyond PubMed
+runs the same flow up to its scope check, then :class:`~app.sources.SourcesService` answers per source.
 
 Privacy: the Asker holds the one PHI decision (:class:`~app.privacy.PhiPolicy`). The answer and judge
 prompts get the question as that policy allows; the same policy is built into the rewriter and the
@@ -19,32 +20,22 @@ import dataclasses
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from prometheus_client import Counter, Histogram
 
-from app.schemas import (
-    AskRequest,
-    AskResponse,
-    CitationOut,
-    EvidenceDocOut,
-    EvidenceVerdictOut,
-    JudgeAnswerIn,
-    JudgeReportOut,
-    PassageOut,
-    QueryOut,
-    UserDocument,
-)
+from app.schemas import AskRequest, JudgeAnswerIn, UserDocument
 from app.sources import (
+    AcrossOutcome,
     InvalidToken,
     SourceRef,
     SourcesService,
     Subject,
     bearer_token,
     parse_sources,
-    response_json,
 )
 from core import CometaError
 from retrieval.evidence import DROP_RETRACTED, EvidenceDoc, TextUnit, pubmed_url
@@ -52,10 +43,10 @@ from retrieval.passages import PassageContext
 from retrieval.search import Provenance
 from retrieval.understand import LANGUAGE_NAMES, Scope, Understanding, hash_text
 
-from .answer import Answer, Answerer
+from .answer import Answer, Answerer, AnswerMode, Citation
 from .gate import EvidenceVerdict, assess_evidence
 from .judge import CrossSourceJudge, JudgeReport, SourceAnswer
-from .pipeline import Pipeline
+from .pipeline import Pipeline, SearchOutcome
 from .privacy import PhiPolicy
 
 __all__ = [
@@ -64,9 +55,16 @@ __all__ = [
     "CITATIONS_REMOVED",
     "EVIDENCE_VERDICTS",
     "STAGE_LATENCY",
+    "Answered",
     "AskEvent",
+    "AskResult",
     "Asker",
+    "Done",
+    "Evidence",
+    "Judged",
     "SourceDenied",
+    "Stage",
+    "Token",
     "TokenRequired",
     "caller_of",
     "user_evidence",
@@ -96,7 +94,98 @@ STAGE_LATENCY = Histogram(
     buckets=(0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
 )
 
-AskEvent = tuple[str, dict[str, Any]]
+
+# --- the flow's events and result (domain objects; app.frontends.present writes their wire form) ---------
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """A step of the flow started or finished."""
+
+    stage: str  # understand, retrieve, answer, judge
+    status: Literal["started", "finished"]
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What the answer will be written from (PubMed only; empty when out of scope)."""
+
+    docs: tuple[EvidenceDoc, ...]
+    context: PassageContext | None
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """A provisional delta of the model's text (streaming only); :class:`Answered` is authoritative."""
+
+    delta: str
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """The checked answer: citations verified, fallbacks applied. ``answer`` is None out of scope."""
+
+    text: str
+    mode: AnswerMode
+    answer: Answer | None
+    verdict: EvidenceVerdict | None
+    current_year: int | None = None  # the citations' ages are counted from it
+    old_after: int | None = None  # a citation older than this many years is flagged
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """The cross-source judge's report over the evidence (when asked)."""
+
+    report: JudgeReport
+
+
+@dataclass(frozen=True)
+class AskResult:
+    """Everything one question produced, in domain objects: the answer (or why there is none), the
+    evidence and passages, the search that found them, the judge's report, timings and warnings. Asking
+    across sources carries that outcome instead of ``docs``/``search``."""
+
+    request_id: str
+    answered: Answered
+    docs: tuple[EvidenceDoc, ...] = ()
+    context: PassageContext | None = None
+    search: SearchOutcome | None = None
+    judge: JudgeReport | None = None
+    timings_ms: Mapping[str, float] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    scope: str | None = None  # why the question is out of scope (mode "out_of_scope")
+    language: str | None = None
+    retracted: tuple[str, ...] = ()
+    across: AcrossOutcome | None = None
+    excerpt_chars: int = 0  # the length of a collection document's excerpt on the wire (across sources)
+
+    @property
+    def mode(self) -> AnswerMode:
+        return self.answered.mode
+
+    @property
+    def text(self) -> str:
+        return self.answered.text
+
+    @property
+    def citations(self) -> tuple[Citation, ...]:
+        """The PubMed citations (across sources: PubMed's, if it was asked)."""
+        if self.across is not None:
+            pubmed = next((o for o in self.across.sources if o.kind == "pubmed"), None)
+            return () if pubmed is None else tuple(pubmed.citations)
+        return () if self.answered.answer is None else self.answered.answer.citations
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """The last event: the result."""
+
+    result: AskResult
+
+
+AskEvent = Stage | Evidence | Token | Answered | Judged | Done
 
 
 class TokenRequired(InvalidToken):
@@ -152,8 +241,8 @@ def _restrict(context: PassageContext | None, pmids: set[str]) -> PassageContext
     return dataclasses.replace(context, passages=tuple(p for p in context.passages if p.pmid in pmids))
 
 
-def _stage(name: str, status: str) -> AskEvent:
-    return "stage", {"stage": name, "status": status}
+def _stage(name: str, status: Literal["started", "finished"]) -> Stage:
+    return Stage(name, status)
 
 
 class Asker:
@@ -176,16 +265,15 @@ class Asker:
         *,
         sources: SourcesService | None = None,
         authorization: str | None = None,
-    ) -> AskResponse:
-        """The final response of :meth:`events`. Sources beyond PubMed need ``sources`` (this node's
+    ) -> AskResult:
+        """The result of :meth:`events`. Sources beyond PubMed need ``sources`` (this node's
         collections, access and federation) and the caller's ``Authorization`` header; they raise
         :class:`~app.sources.UnknownSource`, :class:`InvalidToken` (or :class:`TokenRequired`) and
         :class:`SourceDenied` for what the API answers with 422, 401 and 403."""
-        result: dict[str, Any] = {}
-        async for name, data in self.events(req, request_id, sources=sources, authorization=authorization):
-            if name == "result":
-                result = data
-        return AskResponse.model_validate(result)
+        async for event in self.events(req, request_id, sources=sources, authorization=authorization):
+            if isinstance(event, Done):
+                return event.result
+        raise RuntimeError("the question flow ended without a result")  # a broken contract, loudly
 
     async def judge_answers(
         self, question: str, answers: Sequence[JudgeAnswerIn], judge: CrossSourceJudge
@@ -228,7 +316,7 @@ class Asker:
         warnings: list[str] = []
         api_key = req.ncbi_api_key.get_secret_value() if req.ncbi_api_key else None
         question = req.question
-        query: QueryOut | None = None
+        search: SearchOutcome | None = None
         context: PassageContext | None
         verdict: EvidenceVerdict | None = None  # caller-supplied evidence only is not gated
         language = "en"
@@ -290,7 +378,7 @@ class Asker:
                     f"degraded: {len(failed)} of {len(outcome.adapte.tiers)} PubMed searches failed "
                     f"(NCBI partly unavailable); evidence may be incomplete"
                 )
-            query = QueryOut.of(outcome)
+            search = outcome
             docs = list(outcome.evidence.docs)
             context = outcome.context
             if req.documents:
@@ -318,13 +406,7 @@ class Asker:
                 )
             yield _stage("retrieve", "finished")
 
-        yield (
-            "evidence",
-            {
-                "documents": [d.model_dump(mode="json") for d in EvidenceDocOut.ranked(docs)],
-                "passages": [p.model_dump(mode="json") for p in PassageOut.of_context(context)],
-            },
-        )
+        yield Evidence(tuple(docs), context)
         asked = self.phi.for_llm(question)  # what the answer and judge prompts may see
         yield _stage("answer", "started")
         t1 = time.perf_counter()
@@ -345,7 +427,7 @@ class Asker:
                 index = 0
                 async for part in parts:
                     if isinstance(part, str):
-                        yield "token", {"delta": part, "index": index}
+                        yield Token(part, index)
                         index += 1
                     else:
                         answer = part
@@ -364,27 +446,17 @@ class Asker:
         warnings.extend(answer.warnings)
         year = self.answerer.current_year()
         old_after = self.answerer.settings.old_evidence_years
-        citations = [CitationOut.of(c, current_year=year, old_after=old_after) for c in answer.citations]
-        old = [c.pmid for c in citations if c.older_than_years is not None]
+        old = [c.pmid for c in answer.citations if c.year is not None and year - c.year > old_after]
         if old:
             warnings.append(
                 f"{len(old)} cited stud{'y is' if len(old) == 1 else 'ies are'} older than "
                 f"{old_after} years (PMID {', '.join(p or '' for p in old)}): newer evidence may differ"
             )
-        verdict_out = EvidenceVerdictOut.model_validate(verdict.to_json()) if verdict is not None else None
-        answer_payload = {
-            "answer": answer.text,
-            "mode": answer.mode,
-            "answer_choice": answer.answer_choice,
-            "reasoning": answer.reasoning,
-            "citations": [c.model_dump() for c in citations],
-            "citations_removed": answer.citations_removed,  # the token events may still show the removed ids
-            "evidence_verdict": verdict_out.model_dump(mode="json") if verdict_out is not None else None,
-        }
+        answered = Answered(answer.text, answer.mode, answer, verdict, current_year=year, old_after=old_after)
         yield _stage("answer", "finished")
-        yield "answer", answer_payload
+        yield answered
 
-        judge_out: JudgeReportOut | None = None
+        report: JudgeReport | None = None
         if req.judge:
             if self.judge is None:
                 warnings.append("judge requested but unavailable: no LLM is configured")
@@ -395,35 +467,27 @@ class Asker:
             else:
                 yield _stage("judge", "started")
                 t2 = time.perf_counter()
-                judge_out = JudgeReportOut.of(await self.judge.run(asked, docs, context))
+                report = await self.judge.run(asked, docs, context)
                 timings["judge"] = (time.perf_counter() - t2) * 1000
                 yield _stage("judge", "finished")
-                yield "judge", judge_out.model_dump(mode="json")
+                yield Judged(report)
 
         for stage_name, ms in timings.items():
             STAGE_LATENCY.labels(stage_name).observe(ms / 1000)
-        response = AskResponse(
-            request_id=request_id,
-            answer=answer.text,
-            mode=answer.mode,
-            answer_choice=answer.answer_choice,
-            reasoning=answer.reasoning,
-            citations=citations,
-            citations_removed=answer.citations_removed,
-            evidence=EvidenceDocOut.ranked(docs),
-            passages=PassageOut.of_context(context),
-            query=query,
-            judge=judge_out,
-            timings_ms={k: round(v, 2) for k, v in timings.items()},
-            warnings=list(dict.fromkeys(warnings)),
-            model=answer.model,
-            prompt_id=answer.prompt_id,
-            tokens={"prompt": answer.prompt_tokens, "completion": answer.completion_tokens},
-            evidence_verdict=verdict_out,
-            retracted_excluded=retracted,
-            language=language,
+        yield Done(
+            AskResult(
+                request_id=request_id,
+                answered=answered,
+                docs=tuple(docs),
+                context=context,
+                search=search,
+                judge=report,
+                timings_ms={k: round(v, 2) for k, v in timings.items()},
+                warnings=tuple(dict.fromkeys(warnings)),
+                language=language,
+                retracted=tuple(retracted),
+            )
         )
-        yield "result", response.model_dump(mode="json")
 
     async def _out_of_scope(
         self,
@@ -438,35 +502,23 @@ class Asker:
         ABSTENTIONS.labels(scope.reason or "out_of_scope").inc()
         ANSWERS.labels("out_of_scope").inc()
         warnings.append(f"out of scope ({scope.reason}): nothing was searched")
-        yield "evidence", {"documents": [], "passages": []}
+        yield Evidence((), None)
         yield _stage("answer", "started")
         if stream_tokens:  # like every answer without a streaming model: its text as one token
-            yield "token", {"delta": scope.message, "index": 0}
-        payload: dict[str, Any] = {
-            "answer": scope.message,
-            "mode": "out_of_scope",
-            "answer_choice": None,
-            "reasoning": None,
-            "citations": [],
-            "citations_removed": 0,
-            "evidence_verdict": None,
-        }
+            yield Token(scope.message, 0)
+        answered = Answered(scope.message, "out_of_scope", None, None)
         yield _stage("answer", "finished")
-        yield "answer", payload
-        response = AskResponse(
-            request_id=request_id,
-            answer=scope.message,
-            mode="out_of_scope",
-            citations=[],
-            evidence=[],
-            passages=[],
-            query=None,
-            timings_ms={k: round(v, 2) for k, v in timings.items()},
-            warnings=list(dict.fromkeys(warnings)),
-            scope=scope.reason,
-            language=scope.language,
+        yield answered
+        yield Done(
+            AskResult(
+                request_id=request_id,
+                answered=answered,
+                timings_ms={k: round(v, 2) for k, v in timings.items()},
+                warnings=tuple(dict.fromkeys(warnings)),
+                scope=scope.reason,
+                language=scope.language,
+            )
         )
-        yield "result", response.model_dump(mode="json")
 
     async def _across(
         self,
@@ -505,8 +557,14 @@ class Asker:
         )
         if len(refs) == 1 and outcome.sources and all(o.status.status == "denied" for o in outcome.sources):
             raise SourceDenied("; ".join(f"{o.name}: {o.status.reason}" for o in outcome.sources))
-        outcome.timings_ms = {**{k: round(v, 2) for k, v in timings.items()}, **outcome.timings_ms}
-        outcome.warnings = list(dict.fromkeys([*warnings, *outcome.warnings]))
-        body = response_json(outcome, request_id, service.settings.sources.excerpt_chars)
-        body["language"] = understanding.language
-        yield "result", body
+        yield Done(
+            AskResult(
+                request_id=request_id,
+                answered=Answered(outcome.answer, outcome.mode, None, None),
+                timings_ms={**{k: round(v, 2) for k, v in timings.items()}, **outcome.timings_ms},
+                warnings=tuple(dict.fromkeys([*warnings, *outcome.warnings])),
+                language=understanding.language,
+                across=outcome,
+                excerpt_chars=service.settings.sources.excerpt_chars,
+            )
+        )

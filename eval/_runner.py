@@ -721,11 +721,12 @@ class AskRunner:
         from pydantic import ValidationError
 
         from app import AskRequest
+        from app.frontends import ask_response
 
         assert self._asker is not None, "use AskRunner in `async with`"
         try:
             req = AskRequest.model_validate(dict(body))
         except ValidationError as exc:
             raise EvalInputError(f"not a valid /ask request: {exc.errors()[0].get('msg')}") from exc
-        response = await self._asker.ask(req, "eval")
+        response = ask_response(await self._asker.ask(req, "eval"))
         return response.model_dump(mode="json")

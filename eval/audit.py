@@ -432,6 +432,7 @@ async def _in_process(
     judge_llm_in: LLMClient | None = None,
 ) -> list[str]:
     from app.answer import Answerer
+    from app.frontends import across_response
     from app.judge import CrossSourceJudge
     from app.pipeline import Pipeline
     from app.sources import (
@@ -440,7 +441,6 @@ async def _in_process(
         SourcesService,
         UnknownSource,
         parse_sources,
-        response_json,
     )
     from llm import build_llm
     from retrieval.embed import load_encoder, load_reranker
@@ -501,7 +501,7 @@ async def _in_process(
                 )
                 for stage, ms in out.timings_ms.items():
                     times.add(stage, ms)
-                log.append(_record(q, response_json(out, q.id, 0)))
+                log.append(_record(q, across_response(out, q.id, 0).model_dump(mode="json")))
                 advance(1)
     finally:
         if owned:

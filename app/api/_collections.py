@@ -13,13 +13,12 @@ from fastapi.responses import JSONResponse
 
 from app.asker import caller_of
 from app.schemas import (
-    CollectionEvidenceOut,
     CollectionMetaOut,
     CollectionResultOut,
     CollectionSearchRequest,
     CollectionSearchResponse,
 )
-from app.sources import InvalidToken, SourcesService, Subject
+from app.sources import InvalidToken, SourcesService, Subject, evidence_out
 from retrieval.understand import hash_text
 
 from ._deps import (
@@ -103,7 +102,7 @@ def _install_collection_routes(app: FastAPI) -> None:
                 meta=None
                 if meta is None or status.status != "ok"
                 else CollectionMetaOut.model_validate(meta.model_dump(mode="json")),
-                evidence=[CollectionEvidenceOut.of(e) for e in evidence],
+                evidence=[evidence_out(e) for e in evidence],
             )
             for name, (status, evidence, meta) in zip(names, results, strict=True)
         ]

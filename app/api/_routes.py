@@ -15,17 +15,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
-from app.asker import SourceDenied
-from app.schemas import (
-    AskRequest,
-    AskResponse,
-    JudgeReportOut,
-    JudgeRequest,
-    JudgeResponse,
-    SearchOut,
-    SearchRequest,
-    SearchResponse,
-)
+from app.asker import Done, SourceDenied
+from app.frontends import ask_response, event_json, judge_report_out, search_out
+from app.schemas import AskRequest, AskResponse, JudgeRequest, JudgeResponse, SearchRequest, SearchResponse
 from app.settings import Settings
 from app.sources import InvalidToken, UnknownSource
 from retrieval.ncbi import EutilsError
@@ -49,7 +41,7 @@ log = logging.getLogger("cometa.api")
 
 
 # /ask response fields sent before ``done`` (the answer, evidence and judge events) or left out (query).
-_SENT_BEFORE_DONE = frozenset({"answer", "citations", "evidence", "passages", "judge", "query"})
+_SENT_BEFORE_DONE = {"answer", "citations", "evidence", "passages", "judge", "query"}
 
 
 def _sse(event: str, data: Mapping[str, Any], seq: int) -> bytes:
@@ -77,7 +69,7 @@ def _install_routes(app: FastAPI, settings: Settings) -> None:
             raise ApiError(401, "unauthorized", str(exc), headers=_UNAUTHORIZED) from exc
         except SourceDenied as exc:
             raise ApiError(403, "forbidden", str(exc)) from exc
-        return JSONResponse(response.model_dump(mode="json"))
+        return JSONResponse(ask_response(response).model_dump(mode="json"))
 
     @app.post(
         "/ask/stream",
@@ -103,10 +95,16 @@ def _install_routes(app: FastAPI, settings: Settings) -> None:
             try:
                 source = asker.events(req, request_id, stream_tokens=True)
                 async with aclosing(source):  # closed even if the server drops this response unfinished
-                    async for name, data in source:
+                    async for event in source:
                         seq += 1
-                        if name == "result":
+                        if isinstance(event, Done):
+                            # Every field of the /ask response (mode, verdict, ...), minus the bulk that
+                            # earlier events already carried, so a new field reaches stream clients.
+                            data = ask_response(event.result).model_dump(
+                                mode="json", exclude=_SENT_BEFORE_DONE
+                            )
                             done = {
+                                **data,
                                 "request_id": request_id,
                                 "timings_ms": data["timings_ms"],
                                 "warnings": data["warnings"],
@@ -114,12 +112,9 @@ def _install_routes(app: FastAPI, settings: Settings) -> None:
                                 "prompt_id": data["prompt_id"],
                                 "total_ms": round((time.perf_counter() - started) * 1000, 2),
                             }
-                            # Every other field of the /ask response (mode, verdict, ...), minus the bulk
-                            # that earlier events already carried, so a new field reaches stream clients.
-                            done = {**{k: v for k, v in data.items() if k not in _SENT_BEFORE_DONE}, **done}
                             yield _sse("done", done, seq)
                         else:
-                            yield _sse(name, data, seq)
+                            yield _sse(*event_json(event), seq)
             except asyncio.CancelledError:
                 raise  # the client went away: nothing to tell it
             except Exception as exc:
@@ -142,7 +137,7 @@ def _install_routes(app: FastAPI, settings: Settings) -> None:
         outcome = await pipeline.search(
             req.question, mindate=req.mindate, maxdate=req.maxdate, api_key=api_key
         )
-        return JSONResponse({"request_id": request_id, **SearchOut.of(outcome).model_dump(mode="json")})
+        return JSONResponse({"request_id": request_id, **search_out(outcome).model_dump(mode="json")})
 
     @app.post("/judge", tags=["judge"], responses={200: {"model": JudgeResponse}})
     async def judge_answers(
@@ -154,7 +149,7 @@ def _install_routes(app: FastAPI, settings: Settings) -> None:
         if judge is None:
             raise ApiError(503, "LLM not configured", "the judge needs a language model (COMETA_LLM__*)")
         report = await asker.judge_answers(req.question, req.answers, judge)
-        return JSONResponse({"request_id": request_id, **JudgeReportOut.of(report).model_dump(mode="json")})
+        return JSONResponse({"request_id": request_id, **judge_report_out(report).model_dump(mode="json")})
 
     @app.get("/healthz", tags=["ops"])
     async def healthz() -> dict[str, str]:

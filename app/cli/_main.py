@@ -18,9 +18,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from app import __version__, progress_bar
+from app.asker import Done, Stage, Token
 from app.container import Container
+from app.frontends import ask_response, event_json, search_out
 from app.pipeline import SearchOutcome, build_eutils_client, build_eutils_transport
-from app.schemas import AskRequest, AskResponse, SearchOut
+from app.schemas import AskRequest, AskResponse
 from app.settings import Settings, get_settings
 from core import OnProgress
 from retrieval import CometaError, EutilsError, PubmedRecord
@@ -208,7 +210,7 @@ def search(
     except CometaError as exc:
         raise _fail(exc) from exc
     if as_json:
-        sys.stdout.write(json.dumps(SearchOut.of(outcome).model_dump(mode="json"), indent=2) + "\n")
+        sys.stdout.write(json.dumps(search_out(outcome).model_dump(mode="json"), indent=2) + "\n")
         return
     u, a = outcome.understanding, outcome.adapte
     plan = u.plan
@@ -350,7 +352,7 @@ def _print_answer(response: AskResponse) -> None:
 
 async def _run_ask(settings: Settings, req: AskRequest, use_llm: bool, use_dense: bool) -> AskResponse:
     async with Container(settings, use_llm=use_llm, use_dense=use_dense) as container:
-        return await container.asker.ask(req, "cli")
+        return ask_response(await container.asker.ask(req, "cli"))
 
 
 async def _stream_ask(
@@ -358,26 +360,29 @@ async def _stream_ask(
 ) -> AskResponse:
     """``/ask/stream`` in the terminal: stages on stderr, the model's text as it comes (provisional),
     then the checked answer; with ``as_json`` one ``{"event", "data"}`` line per event on stdout."""
-    result: dict[str, Any] | None = None
+    result: AskResponse | None = None
     wrote = False
     async with Container(settings, use_llm=use_llm, use_dense=use_dense) as container:
-        async for name, data in container.asker.events(req, "cli", stream_tokens=True):
+        async for event in container.asker.events(req, "cli", stream_tokens=True):
+            if isinstance(event, Done):
+                result = ask_response(event.result)
             if as_json:
+                name, data = (
+                    event_json(event) if result is None else ("result", result.model_dump(mode="json"))
+                )
                 sys.stdout.write(json.dumps({"event": name, "data": data}) + "\n")
                 sys.stdout.flush()
-            elif name == "stage" and data["status"] == "started":
-                err_console.print(f"[dim]{data['stage']}…[/]")
-            elif name == "token":
-                console.print(data["delta"], end="", markup=False, highlight=False, style="dim")
+            elif isinstance(event, Stage) and event.status == "started":
+                err_console.print(f"[dim]{event.stage}…[/]")
+            elif isinstance(event, Token):
+                console.print(event.delta, end="", markup=False, highlight=False, style="dim")
                 wrote = True
-            if name == "result":
-                result = data
     if wrote:
         console.print()
         console.rule("[dim]checked answer[/]")
     if result is None:  # events() always ends with its result
         raise RuntimeError("the answer flow ended without a result")
-    return AskResponse.model_validate(result)
+    return result
 
 
 @index_app.command("build")

@@ -1,5 +1,6 @@
 """Where chat frontends already are: OpenAI-compatible chat completions, MCP tools, and the reference
-chat page (static files in ``web/``), all over the one :class:`~app.asker.Asker`."""
+chat page (static files in ``web/``), all over the one :class:`~app.asker.Asker`; and the presenter that
+gives every frontend, the API and the CLI the wire form of the flow's results."""
 
 from importlib.resources import files
 from importlib.resources.abc import Traversable
@@ -19,6 +20,21 @@ from ._chat import (
     stream_chat,
 )
 from ._mcp import ArticleOut, CollectionsOut, LicenseOut, LiteratureOut, build_mcp_server, run_stdio
+from ._present import (
+    across_response,
+    ask_response,
+    citation_out,
+    event_json,
+    evidence_docs_out,
+    fused_out,
+    judge_report_out,
+    passages_out,
+    query_out,
+    search_out,
+    section_out,
+    source_evidence_out,
+    verdict_out,
+)
 
 __all__ = [
     "CONTEXT_TURNS",
@@ -31,14 +47,27 @@ __all__ = [
     "CollectionsOut",
     "LicenseOut",
     "LiteratureOut",
+    "across_response",
+    "ask_response",
     "build_mcp_server",
     "chat_completion",
     "chat_question",
+    "citation_out",
+    "event_json",
+    "evidence_docs_out",
+    "fused_out",
+    "judge_report_out",
     "list_models",
+    "passages_out",
     "pmc_url",
+    "query_out",
     "render_markdown",
     "run_stdio",
+    "search_out",
+    "section_out",
+    "source_evidence_out",
     "stream_chat",
+    "verdict_out",
     "web_root",
 ]
 

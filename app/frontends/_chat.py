@@ -21,9 +21,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.asker import Asker
+from app.asker import Asker, Done, Evidence, Token
 from app.schemas import MAX_QUESTION_CHARS, AskRequest, AskResponse
 from retrieval.evidence import pubmed_url
+
+from ._present import ask_response
 
 __all__ = [
     "CONTEXT_TURNS",
@@ -224,7 +226,7 @@ def _usage(response: AskResponse) -> dict[str, int]:
 
 async def chat_completion(asker: Asker, req: ChatRequest, request_id: str) -> dict[str, Any]:
     """A non-streamed ``chat.completion`` object; the ``/ask`` response rides in ``cometa``."""
-    response = await asker.ask(ask_request(req), request_id)
+    response = ask_response(await asker.ask(ask_request(req), request_id))
     return {
         "id": f"chatcmpl-{request_id}",
         "object": "chat.completion",
@@ -319,17 +321,16 @@ async def stream_chat(
     filt = _CitationFilter({})
     response: AskResponse | None = None
     async with aclosing(asker.events(ask, request_id, stream_tokens=True)) as events:
-        async for name, data in events:
-            if name == "evidence":
-                urls = {d["pmid"]: d.get("url") or pubmed_url(d["pmid"]) for d in data["documents"]}
-                filt = _CitationFilter(urls)
-            elif name == "token":
-                text = filt.feed(data["delta"])
+        async for event in events:
+            if isinstance(event, Evidence):
+                filt = _CitationFilter({d.pmid: d.url or pubmed_url(d.pmid) for d in event.docs})
+            elif isinstance(event, Token):
+                text = filt.feed(event.delta)
                 if text:
                     streamed.append(text)
                     yield chunk({"content": text})
-            elif name == "result":
-                response = AskResponse.model_validate(data)
+            elif isinstance(event, Done):
+                response = ask_response(event.result)
     if response is None:  # events() always ends with its result; a broken contract fails loudly
         raise RuntimeError("the answer flow ended without a result")
     said = "".join(streamed) + filt.flush()

@@ -34,6 +34,7 @@ from retrieval.ncbi import EutilsError
 from retrieval.understand import hash_text
 
 from ._chat import pmc_url
+from ._present import ask_response, evidence_docs_out, passages_out
 
 __all__ = [
     "ArticleOut",
@@ -135,8 +136,8 @@ def build_mcp_server(container_of: Callable[[], Container]) -> MCPServer:
         except CometaError as exc:
             raise _tool_error(exc) from exc
         return LiteratureOut(
-            documents=EvidenceDocOut.ranked(outcome.evidence.docs)[:max_results],
-            passages=PassageOut.of_context(outcome.context)[:5],
+            documents=evidence_docs_out(outcome.evidence.docs)[:max_results],
+            passages=passages_out(outcome.context)[:5],
             queries=[t.query for t in outcome.adapte.tiers if t.query],
             warnings=outcome.warnings,
         )
@@ -164,7 +165,7 @@ def build_mcp_server(container_of: Callable[[], Container]) -> MCPServer:
             json.dumps({"event": "mcp_ask", "request_id": request_id, "question_hash": hash_text(question)})
         )
         try:
-            return await container_of().asker.ask(req, request_id)
+            return ask_response(await container_of().asker.ask(req, request_id))
         except CometaError as exc:
             raise _tool_error(exc) from exc
 

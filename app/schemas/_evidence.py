@@ -1,9 +1,9 @@
 """The wire schema: evidence, passages, query plans and judge results as the API and other nodes see them.
 
-Each model is built from the stage's own object by a constructor (``EvidenceDocOut.of(rank, doc)``,
-``QueryOut.of(outcome)``, ``JudgeReportOut.of(report)``, ...), so there is one serialiser per shape and
-OpenAPI (``/docs``) documents every field. Field order is the JSON key order. Node-to-node evidence
-(``POST /collections/search``) is written and read with :class:`CollectionEvidenceOut`.
+Plain models: the presenter (``app.frontends.present``) builds them from the stages' own objects, once, at
+the edge, and OpenAPI (``/docs``) documents every field. Field order is the JSON key order. Node-to-node
+evidence (``POST /collections/search``) is written and read with :class:`CollectionEvidenceOut`
+(``app.sources``).
 
 The wire schema sits above the stages it shows (answer, judge, pipeline, gate) and below the question flow
 that answers with it (sources, the Asker): the stages own their vocabulary (:data:`~app.answer.AnswerMode`,
@@ -13,8 +13,7 @@ the judge's :data:`~app.judge.Label` and :data:`~app.judge.Significance`, the ga
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -22,14 +21,6 @@ from app.answer import AnswerMode
 from app.judge import Label, Significance
 from retrieval.evidence import Depth, DocClass
 from retrieval.understand import QueryPlan
-
-if TYPE_CHECKING:
-    from app.judge import JudgeReport
-    from app.pipeline import SearchOutcome
-    from retrieval.collections import InstEvidence, SectionRef
-    from retrieval.evidence import EvidenceDoc
-    from retrieval.passages import Passage, PassageContext
-    from retrieval.search import Provenance
 
 __all__ = [
     "AnswerMode",
@@ -69,10 +60,6 @@ class ProvenanceOut(BaseModel):
     score: float | None = Field(description="the arm's own score (None for the Boolean arm)")
     tier: int | None = Field(description="Adapt-E ladder tier that found it (Boolean arm)")
 
-    @classmethod
-    def of(cls, p: Provenance) -> ProvenanceOut:
-        return cls(arm=p.arm, rank=p.rank, score=p.score, tier=p.tier)
-
 
 class EvidenceDocOut(BaseModel):
     """One evidence document: identity, class, depth read, fusion score and provenance."""
@@ -94,34 +81,6 @@ class EvidenceDocOut(BaseModel):
     provenance: list[ProvenanceOut]
     text_units: int = Field(description="text units (abstract, full-text sections) the document carries")
 
-    @classmethod
-    def of(cls, rank: int, d: EvidenceDoc) -> EvidenceDocOut:
-        return cls(
-            rank=rank,
-            pmid=d.pmid,
-            pmcid=d.pmcid,
-            title=d.title,
-            year=d.year,
-            journal=d.journal,
-            publication_types=list(d.publication_types),
-            doc_class=d.doc_class,
-            depth=d.depth_used,
-            depth_fallback_reason=d.depth_fallback_reason,
-            url=d.url or None,
-            rrf_score=round(d.rrf_score, 6),
-            provenance=[ProvenanceOut.of(p) for p in d.provenance],
-            text_units=len(d.text_units),
-        )
-
-    @classmethod
-    def ranked(cls, docs: Sequence[EvidenceDoc]) -> list[EvidenceDocOut]:
-        """``docs`` in order, ranked from 1."""
-        return [cls.of(rank, d) for rank, d in enumerate(docs, start=1)]
-
-
-def _scores(p: Passage) -> dict[str, float]:
-    return {k: round(v, 4) for k, v in p.scores.items()}
-
 
 class PassageOut(BaseModel):
     """A passage the answer was written from (``/ask``)."""
@@ -133,22 +92,6 @@ class PassageOut(BaseModel):
     scores: dict[str, float] = Field(description='score per stage it went through: "dense", "rerank"')
     expanded_from: str | None = Field(description="chunk id of the selected passage that pulled it in")
     text: str
-
-    @classmethod
-    def of(cls, p: Passage) -> PassageOut:
-        return cls(
-            rank=p.rank,
-            pmid=p.pmid,
-            pmcid=p.pmcid,
-            section=p.heading,
-            scores=_scores(p),
-            expanded_from=p.expanded_from,
-            text=p.text,
-        )
-
-    @classmethod
-    def of_context(cls, context: PassageContext | None) -> list[PassageOut]:
-        return [] if context is None else [cls.of(p) for p in context.passages]
 
 
 class ContextPassageOut(BaseModel):
@@ -168,22 +111,6 @@ class ContextPassageOut(BaseModel):
     expanded_from: str | None
     text: str
 
-    @classmethod
-    def of(cls, p: Passage) -> ContextPassageOut:
-        return cls(
-            rank=p.rank,
-            chunk_id=p.chunk_id,
-            pmid=p.pmid,
-            pmcid=p.pmcid,
-            doc_class=p.doc_class,
-            section=p.heading,
-            start=p.start,
-            end=p.end,
-            scores=_scores(p),
-            expanded_from=p.expanded_from,
-            text=p.text,
-        )
-
 
 class PassageContextOut(BaseModel):
     """The passage stage's result: the passages for the answer and how they were scored."""
@@ -194,17 +121,6 @@ class PassageContextOut(BaseModel):
     budget_tokens: int
     budget_used: int
     passages: list[ContextPassageOut]
-
-    @classmethod
-    def of(cls, context: PassageContext) -> PassageContextOut:
-        return cls(
-            reranker=context.reranker_name,
-            reranker_kind=context.reranker_kind,
-            rerank_note=context.rerank_note,
-            budget_tokens=context.budget,
-            budget_used=context.budget_used,
-            passages=[ContextPassageOut.of(p) for p in context.passages],
-        )
 
 
 # --- the query plan ------------------------------------------------------------------------------------
@@ -259,40 +175,6 @@ class QueryOut(BaseModel):
     stopped_at: int | None = Field(description="the tier that reached the hit target")
     question_hash: str
 
-    @classmethod
-    def of(cls, outcome: SearchOutcome) -> QueryOut:
-        u, a = outcome.understanding, outcome.adapte
-        return cls(
-            plan=u.plan,
-            rewriter=RewriterOut(
-                path=u.path,
-                fallback_reason=u.fallback_reason,
-                dropped=[RejectedQueryOut(query=q, reason=r) for q, r in u.dropped],
-                padded=u.padded,
-                model=u.model,
-                prompt=u.prompt_id,
-                tokens=TokenCountsOut(prompt=u.prompt_tokens, completion=u.completion_tokens),
-                phi_removed=u.phi_counts,
-            ),
-            tiers=[
-                TierOut(
-                    tier=t.tier,
-                    kind=t.kind,
-                    query=t.query,
-                    count=t.count,
-                    latency_ms=round(t.latency_ms, 2),
-                    used=t.used,
-                    new_pmids=t.new_pmids,
-                    error=t.error,
-                )
-                for t in a.tiers
-            ],
-            fallback_used=a.fallback_used,
-            date_limits_relaxed=a.date_limits_relaxed,
-            stopped_at=a.stopped_at,
-            question_hash=u.question_hash,
-        )
-
 
 class DenseHitOut(BaseModel):
     pmid: str
@@ -325,30 +207,6 @@ class SearchOut(BaseModel):
     warnings: list[str]
     timings_ms: dict[str, float]
     question_hash: str
-
-    @classmethod
-    def of(cls, outcome: SearchOutcome) -> SearchOut:
-        query = QueryOut.of(outcome)
-        a = outcome.adapte
-        return cls(
-            pmids=outcome.pmids,
-            zero_hit=not outcome.evidence.docs,
-            plan=query.plan,
-            rewriter=query.rewriter,
-            tiers=query.tiers,
-            boolean_pmids=list(a.pmids),
-            boolean_zero_hit=a.zero_hit,
-            fallback_used=query.fallback_used,
-            date_limits_relaxed=query.date_limits_relaxed,
-            stopped_at=query.stopped_at,
-            dense=[DenseHitOut(pmid=h.pmid, score=round(h.score, 4), rank=h.rank) for h in outcome.dense],
-            evidence=EvidenceDocOut.ranked(outcome.evidence.docs),
-            dropped=[DroppedOut(pmid=d.pmid, reason=d.reason) for d in outcome.evidence.dropped],
-            context=None if outcome.context is None else PassageContextOut.of(outcome.context),
-            warnings=outcome.warnings,
-            timings_ms={k: round(v, 2) for k, v in outcome.timings_ms.items()},
-            question_hash=query.question_hash,
-        )
 
 
 # --- judge results -------------------------------------------------------------------------------------
@@ -400,10 +258,6 @@ class JudgeReportOut(BaseModel):
     pairs_judged_by_llm: int
     errors: list[str]
 
-    @classmethod
-    def of(cls, report: JudgeReport) -> JudgeReportOut:
-        return cls.model_validate(report, from_attributes=True)
-
 
 # --- collection evidence -------------------------------------------------------------------------------
 
@@ -423,10 +277,6 @@ class SectionOut(BaseModel):
 
     _page_or_none = field_validator("page_start", "page_end", mode="before")(_page)
 
-    @classmethod
-    def of(cls, s: SectionRef) -> SectionOut:
-        return cls(section_id=s.section_id, heading=s.heading, page_start=s.page_start, page_end=s.page_end)
-
 
 class CollectionEvidenceOut(BaseModel):
     """One document's evidence between nodes (``POST /collections/search``); federation reads other
@@ -443,47 +293,6 @@ class CollectionEvidenceOut(BaseModel):
     score: float = Field(default=0.0, description="the source's own score: comparable within it only")
     cite: str = Field(default="", description="[DOC:collection/doc §Heading p.N]; recomputed on receipt")
 
-    @classmethod
-    def of(cls, ev: InstEvidence) -> CollectionEvidenceOut:
-        return cls(
-            collection=ev.collection,
-            doc_id=ev.doc_id,
-            title=ev.title,
-            route=ev.route,
-            text=ev.text,
-            sections=[SectionOut.of(s) for s in ev.sections],
-            score=ev.score,
-            cite=ev.cite(),
-        )
-
-    def to_evidence(self) -> InstEvidence:
-        from retrieval.collections import InstEvidence, SectionRef
-
-        return InstEvidence(
-            collection=self.collection,
-            doc_id=self.doc_id,
-            title=self.title,
-            route=self.route,
-            text=self.text,
-            sections=tuple(
-                SectionRef(s.section_id, s.heading, s.page_start, s.page_end) for s in self.sections
-            ),
-            score=self.score,
-        )
-
-
-def _pages(ev: InstEvidence) -> str | None:
-    starts = [s.page_start for s in ev.sections if s.page_start is not None]
-    ends = [
-        s.page_end if s.page_end is not None else s.page_start
-        for s in ev.sections
-        if s.page_start is not None
-    ]
-    if not starts:
-        return None
-    lo, hi = min(starts), max(e for e in ends if e is not None)
-    return str(lo) if lo == hi else f"{lo}-{hi}"
-
 
 class SourceEvidenceOut(BaseModel):
     """A collection document as ``/ask`` with ``sources`` shows it: cited, with an excerpt."""
@@ -499,37 +308,6 @@ class SourceEvidenceOut(BaseModel):
     cite: str
     excerpt: str = ""
 
-    @classmethod
-    def of(cls, rank: int, ev: InstEvidence, excerpt_chars: int) -> SourceEvidenceOut:
-        return cls(
-            rank=rank,
-            collection=ev.collection,
-            doc_id=ev.doc_id,
-            title=ev.title,
-            route=ev.route,
-            sections=[SectionOut.of(s) for s in ev.sections],
-            pages=_pages(ev),
-            score=round(ev.score, 4),
-            cite=ev.cite(),
-            excerpt=ev.text[:excerpt_chars],
-        )
-
-
-class Fused(Protocol):
-    """One item of a fusion over sources (``app.sources.FusedItem``), by shape: the sources sit above
-    the wire schema."""
-
-    @property
-    def rank(self) -> int: ...
-    @property
-    def source(self) -> str: ...
-    @property
-    def source_rank(self) -> int: ...
-    @property
-    def rrf_score(self) -> float: ...
-    @property
-    def item(self) -> tuple[str, str, str]: ...
-
 
 class FusedEvidenceOut(BaseModel):
     """One item of the evidence of all sources, merged by reciprocal rank fusion over each source's own
@@ -542,17 +320,3 @@ class FusedEvidenceOut(BaseModel):
     id: str = Field(description="the PMID or the collection's document id")
     title: str
     cite: str
-
-    @classmethod
-    def of(cls, f: Fused) -> FusedEvidenceOut:
-        """``f.item``: (id, title, citation)."""
-        doc_id, title, cite = f.item
-        return cls(
-            rank=f.rank,
-            source=f.source,
-            source_rank=f.source_rank,
-            rrf_score=round(f.rrf_score, 6),
-            id=doc_id,
-            title=title,
-            cite=cite,
-        )

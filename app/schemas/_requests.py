@@ -7,7 +7,7 @@ The nested payloads (evidence, passages, the query plan, judge reports) are the 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
@@ -23,9 +23,6 @@ from ._evidence import (
     SourceEvidenceOut,
 )
 from ._trust import EvidenceVerdictOut
-
-if TYPE_CHECKING:
-    from app.answer import Citation
 
 __all__ = [
     "MAX_QUESTION_CHARS",
@@ -279,27 +276,6 @@ class CitationOut(BaseModel):
     older_than_years: int | None = Field(
         default=None, description="set (to the threshold) when the study is older than that many years"
     )
-
-    @classmethod
-    def of(cls, c: Citation, *, current_year: int | None = None, old_after: int | None = None) -> CitationOut:
-        """The wire form of an answer's citation (``/ask`` and ``/ask/sources`` alike); with
-        ``current_year``, its age, flagged when older than ``old_after`` years."""
-        age = current_year - c.year if current_year is not None and c.year is not None else None
-        return cls(
-            pmid=c.pmid,
-            pmcid=c.pmcid,
-            title=c.title,
-            year=c.year,
-            publication_types=list(c.publication_types),
-            url=c.url or None,
-            doc_class=c.doc_class,
-            design=c.design,
-            patients=c.patients,
-            age_years=age,
-            older_than_years=old_after
-            if age is not None and old_after is not None and age > old_after
-            else None,
-        )
 
 
 class AskResponse(BaseModel):

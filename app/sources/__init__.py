@@ -19,6 +19,8 @@ from ._federation import (
     FusedItem,
     SourceStatus,
     evidence_from_json,
+    evidence_in,
+    evidence_out,
     evidence_to_json,
     fuse_sources,
 )
@@ -29,7 +31,6 @@ from ._service import (
     SourcesService,
     UnknownSource,
     parse_sources,
-    response_json,
 )
 
 __all__ = [
@@ -55,9 +56,10 @@ __all__ = [
     "bearer_token",
     "decode_jwt",
     "evidence_from_json",
+    "evidence_in",
+    "evidence_out",
     "evidence_to_json",
     "fuse_sources",
     "load_policies",
     "parse_sources",
-    "response_json",
 ]

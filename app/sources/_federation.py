@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 import httpx
 from pydantic import ValidationError
 
-from app.schemas import CollectionEvidenceOut, CollectionListResponse, CollectionSearchResponse
+from app.schemas import CollectionEvidenceOut, CollectionListResponse, CollectionSearchResponse, SectionOut
 from app.settings import FederationSettings, NodeSettings
 from retrieval.search import ArmHit, rrf
 
@@ -77,14 +77,48 @@ class SourceStatus:
         }
 
 
+def evidence_out(ev: InstEvidence) -> CollectionEvidenceOut:
+    """One evidence item of a ``POST /collections/search`` reply, as this node sends it."""
+    return CollectionEvidenceOut(
+        collection=ev.collection,
+        doc_id=ev.doc_id,
+        title=ev.title,
+        route=ev.route,
+        text=ev.text,
+        sections=[
+            SectionOut(
+                section_id=s.section_id, heading=s.heading, page_start=s.page_start, page_end=s.page_end
+            )
+            for s in ev.sections
+        ],
+        score=ev.score,
+        cite=ev.cite(),
+    )
+
+
+def evidence_in(item: CollectionEvidenceOut) -> InstEvidence:
+    """A node's evidence item as this node reads it (its ``cite`` is recomputed, never trusted)."""
+    from retrieval.collections import InstEvidence, SectionRef  # settings import this module: kept lazy
+
+    return InstEvidence(
+        collection=item.collection,
+        doc_id=item.doc_id,
+        title=item.title,
+        route=item.route,
+        text=item.text,
+        sections=tuple(SectionRef(s.section_id, s.heading, s.page_start, s.page_end) for s in item.sections),
+        score=item.score,
+    )
+
+
 def evidence_to_json(ev: InstEvidence) -> dict[str, Any]:
     """One evidence item of a ``POST /collections/search`` reply."""
-    return CollectionEvidenceOut.of(ev).model_dump(mode="json")
+    return evidence_out(ev).model_dump(mode="json")
 
 
 def evidence_from_json(data: Mapping[str, Any]) -> InstEvidence:
     """A remote node's evidence item; raises ValueError (pydantic's ValidationError) on a malformed one."""
-    return CollectionEvidenceOut.model_validate(data).to_evidence()
+    return evidence_in(CollectionEvidenceOut.model_validate(data))
 
 
 @dataclass(frozen=True)
@@ -298,7 +332,7 @@ class FederationClient:
             if item.status == "denied":  # whatever the node says why, the caller hears the one answer
                 results[key] = (SourceStatus("denied", NOT_AVAILABLE, None), [])
                 continue
-            evidence = [e.to_evidence() for e in item.evidence] if item.status == "ok" else []
+            evidence = [evidence_in(e) for e in item.evidence] if item.status == "ok" else []
             results[key] = (SourceStatus(item.status, item.reason, elapsed), evidence[:top_docs])
             if item.status == "ok" and item.meta is not None:
                 meta = item.meta.model_dump(mode="json")

@@ -46,19 +46,10 @@ from app.privacy import PhiPolicy
 from app.schemas import (
     AnswerMode,
     AskRequest,
-    AskResponse,
-    CitationOut,
-    EvidenceVerdictOut,
-    FusedEvidenceOut,
-    JudgeReportOut,
-    SourceEvidenceOut,
-    SourceResultOut,
-    SourceStatusOut,
 )
 from app.settings import Settings
 from core import CometaError, Encoder, Reranker
 from llm import LLMClient
-from prompts import load_prompt
 from retrieval.collections import (
     Collection,
     CollectionMeta,
@@ -83,7 +74,7 @@ from ._access import (
     load_policies,
 )
 from ._exchange import CallerVerifier
-from ._federation import FederationClient, SourceStatus, fuse_sources
+from ._federation import FederationClient, FusedItem, SourceStatus, fuse_sources
 
 __all__ = [
     "PUBMED",
@@ -95,7 +86,6 @@ __all__ = [
     "best_section",
     "differences_note",
     "parse_sources",
-    "response_json",
 ]
 
 log = logging.getLogger("cometa.sources")
@@ -195,7 +185,7 @@ class AcrossOutcome:
     differences: str | None
     answer: str
     mode: AnswerMode
-    fused: list[dict[str, Any]]  # FusedEvidenceOut's JSON: every source's evidence in one ranking
+    fused: list[FusedItem[tuple[str, str, str]]]  # every source's evidence in one ranking: (id, title, cite)
     warnings: list[str]
     timings_ms: dict[str, float]
     model: str | None
@@ -686,10 +676,7 @@ class SourcesService:
                 ranked[o.name] = [(d.pmid, d.title, f"[PMID:{d.pmid}]") for d in o.docs]
             else:
                 ranked[o.name] = [(e.doc_id, e.title, e.cite()) for e in o.evidence]
-        fused = [
-            FusedEvidenceOut.of(f).model_dump(mode="json")
-            for f in fuse_sources(ranked, key=lambda it: it[0], k=self.settings.federation.rrf_k)
-        ]
+        fused = fuse_sources(ranked, key=lambda it: it[0], k=self.settings.federation.rrf_k)
         return AcrossOutcome(
             question_hash=hash_text(question),
             sources=outcomes,
@@ -710,52 +697,3 @@ async def _none() -> None:
 
 def _since(started: float) -> float:
     return (time.perf_counter() - started) * 1000
-
-
-# --- the wire form ----------------------------------------------------------------------------------------
-
-
-def response_json(outcome: AcrossOutcome, request_id: str, excerpt_chars: int) -> dict[str, Any]:
-    sources = [
-        SourceResultOut(
-            source=o.name,
-            kind=o.kind,
-            label=o.label,
-            node=o.node,
-            institution=(o.meta or {}).get("institution") or None,
-            version_date=(o.meta or {}).get("version_date"),
-            status=o.status.status,
-            reason=o.status.reason,
-            answer=None if o.answer is None else o.answer.text,
-            answer_mode=o.answer_mode,
-            absent=None if o.answer is None or o.answer.error else o.answer.absent,
-            evidence=[SourceEvidenceOut.of(i, e, excerpt_chars) for i, e in enumerate(o.evidence, 1)],
-            citations=[CitationOut.of(c) for c in o.citations],
-            evidence_verdict=None
-            if o.verdict is None
-            else EvidenceVerdictOut.model_validate(o.verdict.to_json()),
-        )
-        for o in outcome.sources
-    ]
-    pubmed = next((o for o in outcome.sources if o.kind == "pubmed"), None)
-    response = AskResponse(
-        request_id=request_id,
-        answer=outcome.answer,
-        mode=outcome.mode,
-        citations=[] if pubmed is None else [CitationOut.of(c) for c in pubmed.citations],
-        evidence=[FusedEvidenceOut.model_validate(f) for f in outcome.fused],
-        passages=[],
-        query=None,
-        judge=None if outcome.judge is None else JudgeReportOut.of(outcome.judge),
-        timings_ms=outcome.timings_ms,
-        warnings=outcome.warnings,
-        model=outcome.model,
-        prompt_id=load_prompt("answer_per_source").id if outcome.model else None,
-        sources=sources,
-        sources_status={
-            o.name: SourceStatusOut(status=o.status.status, reason=o.status.reason, ms=o.status.ms)
-            for o in outcome.sources
-        },
-        differences=outcome.differences,
-    )
-    return response.model_dump(mode="json")

@@ -31,6 +31,7 @@ from typing import Any
 
 from app.answer import Answerer, content_terms
 from app.asker import Asker
+from app.frontends import ask_response
 from app.pipeline import Pipeline
 from app.privacy import PhiPolicy
 from app.schemas import AskRequest
@@ -112,7 +113,9 @@ async def run_answer_quality(
             rows: list[dict[str, Any]] = []
             for n, item in enumerate(items, start=1):
                 gold = item.get("gold") or await _conclusion(pipeline, item["pmids"][0])
-                response = await asker.ask(AskRequest(question=item["question"]), f"quality-{item['id']}")
+                response = ask_response(
+                    await asker.ask(AskRequest(question=item["question"]), f"quality-{item['id']}")
+                )
                 cited = [c.pmid for c in response.citations]
                 rows.append(
                     {

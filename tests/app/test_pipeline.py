@@ -10,8 +10,8 @@ import pytest
 from starlette.applications import Starlette
 
 from app.api import create_app
+from app.frontends import search_out
 from app.pipeline import Pipeline, build_dense_retriever
-from app.schemas import SearchOut
 from app.settings import Settings
 from retrieval import EutilsError, FaultSettings, LocalServerSettings, create_eutils_app, eutils_transport
 from retrieval.embed import DenseRetriever
@@ -62,7 +62,7 @@ async def test_hybrid_fuses_both_arms_into_filtered_evidence(pipeline: Pipeline)
     scores = [d.rrf_score for d in docs]
     assert scores == sorted(scores, reverse=True)
     assert {"understand", "esearch", "dense", "fuse", "metadata"} <= set(outcome.timings_ms)
-    payload = SearchOut.of(outcome).model_dump(mode="json")
+    payload = search_out(outcome).model_dump(mode="json")
     assert payload["pmids"] == outcome.pmids and payload["dense"] and payload["tiers"]
     # Passages for the answer: from the evidence documents, reranked, and honest about the offline reranker.
     context = outcome.context

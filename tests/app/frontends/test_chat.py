@@ -11,8 +11,9 @@ import httpx
 import openai
 import pytest
 
+from app.answer import Answer, Citation
 from app.api import create_app
-from app.asker import AskEvent
+from app.asker import Answered, AskEvent, AskResult, Done, Evidence, Token, user_evidence
 from app.frontends import (
     CONTEXT_TURNS,
     ChatMessage,
@@ -23,7 +24,7 @@ from app.frontends import (
     stream_chat,
 )
 from app.pipeline import Pipeline
-from app.schemas import MAX_QUESTION_CHARS, AskRequest
+from app.schemas import MAX_QUESTION_CHARS, AskRequest, UserDocument
 from app.settings import ApiSettings, Settings
 from llm import LLMUnavailable
 from tests._fakes import Reply, ScriptedLLM
@@ -73,46 +74,32 @@ def test_unanswerable_conversations_are_refused(turns: list[tuple[str, Any]], me
 
 # --- streaming against scripted events ----------------------------------------------------------------
 
-DOCS = [{"pmid": "111", "url": "https://pubmed.ncbi.nlm.nih.gov/111/"}, {"pmid": "222", "url": None}]
+DOCS = tuple(user_evidence([UserDocument(pmid="111", text="t"), UserDocument(pmid="222", text="t")]))
 
 
-def result(answer: str, cited: list[str]) -> dict[str, Any]:
-    citations = [
-        {"pmid": p, "title": f"Trial {p}", "year": 2020, "url": None, "pmcid": "PMC9"} for p in cited
-    ]
-    return {
-        "request_id": "r1",
-        "answer": answer,
-        "mode": "llm",
-        "citations": citations,
-        "evidence": [],
-        "passages": [],
-        "query": None,
-        "timings_ms": {},
-        "warnings": ["a warning"],
-        "tokens": {"prompt": 5, "completion": 7},
-    }
+def result(answer: str, cited: list[str]) -> AskResult:
+    citations = tuple(Citation(p, "PMC9", f"Trial {p}", 2020, (), "", None) for p in cited)
+    checked = Answer(answer, "llm", None, None, citations, 0, None, None, 5, 7, ())
+    return AskResult("r1", Answered(answer, "llm", checked, None), warnings=("a warning",))
 
 
 class EventAsker:
     """The Asker's event stream, scripted: what ``stream_chat`` consumes."""
 
-    def __init__(self, deltas: list[str], final: dict[str, Any]) -> None:
+    def __init__(self, deltas: list[str], final: AskResult) -> None:
         self.deltas, self.final = deltas, final
 
     async def events(
         self, req: AskRequest, request_id: str, *, stream_tokens: bool
     ) -> AsyncGenerator[AskEvent]:
         assert stream_tokens
-        yield "evidence", {"documents": DOCS, "passages": []}
+        yield Evidence(DOCS, None)
         for i, d in enumerate(self.deltas):
-            yield "token", {"delta": d, "index": i}
-        yield "result", self.final
+            yield Token(d, i)
+        yield Done(self.final)
 
-    async def ask(self, req: AskRequest, request_id: str) -> Any:
-        from app.schemas import AskResponse
-
-        return AskResponse.model_validate(self.final)
+    async def ask(self, req: AskRequest, request_id: str) -> AskResult:
+        return self.final
 
 
 async def streamed(asker: EventAsker, **extra: Any) -> tuple[str, list[dict[str, Any]]]:

@@ -13,18 +13,21 @@ from typing import Any
 import pytest
 
 from app.answer import Citation
+from app.frontends import (
+    across_response,
+    evidence_docs_out,
+    fused_out,
+    judge_report_out,
+    passages_out,
+    query_out,
+    search_out,
+    source_evidence_out,
+)
 from app.judge import JudgeReport, PairJudgement, SourceAnswer
 from app.pipeline import SearchOutcome
 from app.schemas import (
     AskResponse,
     CollectionEvidenceOut,
-    EvidenceDocOut,
-    FusedEvidenceOut,
-    JudgeReportOut,
-    PassageOut,
-    QueryOut,
-    SearchOut,
-    SourceEvidenceOut,
 )
 from app.sources import (
     AcrossOutcome,
@@ -32,8 +35,8 @@ from app.sources import (
     SourceOutcome,
     SourceStatus,
     evidence_from_json,
+    evidence_in,
     evidence_to_json,
-    response_json,
 )
 from retrieval import AdaptEResult, QueryPlan, TierResult
 from retrieval.collections import InstEvidence, SectionRef
@@ -224,9 +227,8 @@ def across() -> AcrossOutcome:
         answer_mode="extractive",
     )
     denied = SourceOutcome("nodeb/x", "remote", SourceStatus("denied", "private", None), node="nodeb")
-    fused = [FusedEvidenceOut.of(f).model_dump(mode="json") for f in FUSED]
     return AcrossOutcome(
-        "qh", [pubmed, home, denied], REPORT, "differs", "text", "llm", fused, ["w"], {"retrieve": 1.5}, "m"
+        "qh", [pubmed, home, denied], REPORT, "differs", "text", "llm", FUSED, ["w"], {"retrieve": 1.5}, "m"
     )
 
 
@@ -237,19 +239,19 @@ def dumps(value: Any) -> str:
 def current() -> dict[str, Any]:
     """Every representative object through the models, as the API serialises them."""
     return {
-        "evidence_docs": [d.model_dump(mode="json") for d in EvidenceDocOut.ranked(DOCS)],
-        "passages": [p.model_dump(mode="json") for p in PassageOut.of_context(CONTEXT)],
-        "no_passages": [p.model_dump(mode="json") for p in PassageOut.of_context(None)],
-        "query": QueryOut.of(outcome(CONTEXT)).model_dump(mode="json"),
-        "search": SearchOut.of(outcome(CONTEXT)).model_dump(mode="json"),
-        "search_no_context": SearchOut.of(outcome(None)).model_dump(mode="json"),
-        "judge": JudgeReportOut.of(REPORT).model_dump(mode="json"),
+        "evidence_docs": [d.model_dump(mode="json") for d in evidence_docs_out(DOCS)],
+        "passages": [p.model_dump(mode="json") for p in passages_out(CONTEXT)],
+        "no_passages": [p.model_dump(mode="json") for p in passages_out(None)],
+        "query": query_out(outcome(CONTEXT)).model_dump(mode="json"),
+        "search": search_out(outcome(CONTEXT)).model_dump(mode="json"),
+        "search_no_context": search_out(outcome(None)).model_dump(mode="json"),
+        "judge": judge_report_out(REPORT).model_dump(mode="json"),
         "collection_evidence": [evidence_to_json(e) for e in INST],
         "source_evidence": [
-            SourceEvidenceOut.of(i, e, 5).model_dump(mode="json") for i, e in enumerate(INST, 1)
+            source_evidence_out(i, e, 5).model_dump(mode="json") for i, e in enumerate(INST, 1)
         ],
-        "fused": [FusedEvidenceOut.of(f).model_dump(mode="json") for f in FUSED],
-        "across": response_json(across(), "r1", 6),
+        "fused": [fused_out(f).model_dump(mode="json") for f in FUSED],
+        "across": across_response(across(), "r1", 6).model_dump(mode="json"),
     }
 
 
@@ -278,7 +280,7 @@ def test_federation_reads_what_it_writes() -> None:
         evidence_from_json({**odd, "route": "everything"})
     with pytest.raises(ValueError, match="text"):
         evidence_from_json({k: v for k, v in odd.items() if k != "text"})
-    assert CollectionEvidenceOut.model_validate(evidence_to_json(INST[0])).to_evidence() == INST[0]
+    assert evidence_in(CollectionEvidenceOut.model_validate(evidence_to_json(INST[0]))) == INST[0]
 
 
 def test_openapi_documents_the_nested_payloads() -> None:

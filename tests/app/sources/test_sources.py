@@ -26,6 +26,7 @@ from pydantic import SecretStr
 
 from app.answer import Answerer, build_evidence_context, extractive_answer
 from app.api import create_app
+from app.frontends import across_response
 from app.judge import LABELS, NOT_ADDRESSED, CrossSourceJudge
 from app.pipeline import Pipeline
 from app.settings import (
@@ -45,7 +46,6 @@ from app.sources import (
     evidence_to_json,
     fuse_sources,
     parse_sources,
-    response_json,
 )
 from llm import LLMTimeout
 from retrieval.collections import (
@@ -224,7 +224,7 @@ async def test_scripted_judge_over_the_handbooks(root: Path, pipeline: Pipeline)
     assert routes.pop("eastgate") == "whole"
     assert set(routes.values()) <= {"chunks", "whole_fallback"}
     assert all(o.evidence[0].sections for o in out.sources)
-    assert {f["source"] for f in out.fused} == set(ORDER)
+    assert {f.source for f in out.fused} == set(ORDER)
 
 
 @ASYNC
@@ -282,7 +282,7 @@ async def test_pubmed_beside_a_handbook(root: Path, pipeline: Pipeline) -> None:
         "Your hospital's guidance (Eastgate Clinic (eastgate), [DOC:eastgate/eastgate §Travel abroad]) "
         "differs from the published research (PMID:"
     )
-    assert any(f["source"] == "pubmed" and f["cite"].startswith("[PMID:") for f in out.fused)
+    assert any(f.source == "pubmed" and f.item[2].startswith("[PMID:") for f in out.fused)  # (id, title, cite)
     # Offline, PubMed's answer is the pipeline's extractive one, with its PMID citations.
     offline = await svc.ask(
         QUESTION,
@@ -676,5 +676,5 @@ async def test_a_failed_answer_is_reported_not_judged(root: Path, pipeline: Pipe
     assert out.judge.matrix[0][1] is None and out.judge.matrix[1][2] is None  # not judged, not guessed
     assert out.judge.matrix[0][2] == "CONSISTENT" and out.judge.pairs_judged_by_llm == 1
     assert "Riverside Medical Center (riverside): could not be answered this time" in out.answer
-    body = response_json(out, "r1", 100)
+    body = across_response(out, "r1", 100).model_dump(mode="json")
     assert body["sources"][1]["absent"] is None and body["sources"][1]["answer_mode"] == "error"
