@@ -282,7 +282,7 @@ async def test_pubmed_beside_a_handbook(root: Path, pipeline: Pipeline) -> None:
         "Your hospital's guidance (Eastgate Clinic (eastgate), [DOC:eastgate/eastgate §Travel abroad]) "
         "differs from the published research (PMID:"
     )
-    assert any(f.source == "pubmed" and f.item[2].startswith("[PMID:") for f in out.fused)  # (id, title, cite)
+    assert any(f.source == "pubmed" and f.item[2].startswith("[PMID:") for f in out.fused)  # item[2]: cite
     # Offline, PubMed's answer is the pipeline's extractive one, with its PMID citations.
     offline = await svc.ask(
         QUESTION,
