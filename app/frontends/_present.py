@@ -24,7 +24,6 @@ from app.schemas import (
     DroppedOut,
     EvidenceDocOut,
     EvidenceVerdictOut,
-    FusedEvidenceOut,
     JudgeReportOut,
     PassageContextOut,
     PassageOut,
@@ -71,9 +70,16 @@ def _provenance(p: Provenance) -> ProvenanceOut:
     return ProvenanceOut(arm=p.arm, rank=p.rank, score=p.score, tier=p.tier)
 
 
-def evidence_doc_out(rank: int, d: EvidenceDoc) -> EvidenceDocOut:
+def evidence_doc_out(
+    rank: int, d: EvidenceDoc, *, source_rank: int | None = None, rrf_score: float | None = None
+) -> EvidenceDocOut:
+    """A PubMed study as evidence; with several sources, its fused rank and score across them."""
     return EvidenceDocOut(
         rank=rank,
+        source="pubmed",
+        source_rank=rank if source_rank is None else source_rank,
+        id=d.pmid,
+        cite=f"[PMID:{d.pmid}]",
         pmid=d.pmid,
         pmcid=d.pmcid,
         title=d.title,
@@ -84,7 +90,7 @@ def evidence_doc_out(rank: int, d: EvidenceDoc) -> EvidenceDocOut:
         depth=d.depth_used,
         depth_fallback_reason=d.depth_fallback_reason,
         url=d.url or None,
-        rrf_score=round(d.rrf_score, 6),
+        rrf_score=round(d.rrf_score if rrf_score is None else rrf_score, 6),
         provenance=[_provenance(p) for p in d.provenance],
         text_units=len(d.text_units),
     )
@@ -274,17 +280,18 @@ def source_evidence_out(rank: int, ev: InstEvidence, excerpt_chars: int) -> Sour
     )
 
 
-def fused_out(f: FusedItem[tuple[str, str, str]]) -> FusedEvidenceOut:
-    """One item of every source's evidence fused; ``f.item``: (id, title, citation)."""
-    doc_id, title, cite = f.item
-    return FusedEvidenceOut(
+def fused_out(f: FusedItem[EvidenceDoc | InstEvidence]) -> EvidenceDocOut:
+    """One item of every source's evidence fused by rank: the same shape as PubMed-only evidence."""
+    if isinstance(f.item, EvidenceDoc):
+        return evidence_doc_out(f.rank, f.item, source_rank=f.source_rank, rrf_score=f.rrf_score)
+    return EvidenceDocOut(
         rank=f.rank,
         source=f.source,
         source_rank=f.source_rank,
+        id=f.item.doc_id,
+        cite=f.item.cite(),
+        title=f.item.title,
         rrf_score=round(f.rrf_score, 6),
-        id=doc_id,
-        title=title,
-        cite=cite,
     )
 
 

@@ -29,7 +29,6 @@ __all__ = [
     "DenseHitOut",
     "DroppedOut",
     "EvidenceDocOut",
-    "FusedEvidenceOut",
     "JudgeReportOut",
     "Label",
     "PairJudgementOut",
@@ -62,24 +61,41 @@ class ProvenanceOut(BaseModel):
 
 
 class EvidenceDocOut(BaseModel):
-    """One evidence document: identity, class, depth read, fusion score and provenance."""
+    """One evidence item, whatever its source: a PubMed study (identity, class, depth read, provenance) or
+    a document of an institutional collection, local or on another node (its PubMed fields null)."""
 
     model_config = ConfigDict(serialize_by_alias=True, validate_by_name=True, validate_by_alias=True)
 
-    rank: int = Field(description="1-based rank in the evidence list")
-    pmid: str = Field(description='PubMed id; "U<n>" for a supplied document without one')
-    pmcid: str | None
+    rank: int = Field(description="1-based rank in the evidence list (with several sources: the fused rank)")
+    source: str = Field(default="pubmed", description='"pubmed", a collection, or "node/collection"')
+    source_rank: int = Field(description="1-based rank within its own source")
+    id: str = Field(description="the PMID, or the collection's document id")
+    cite: str = Field(description='how answers cite it: "[PMID:n]" or "[DOC:collection/doc §Section p.N]"')
+    pmid: str | None = Field(
+        default=None,
+        description='PubMed id; "U<n>" for a supplied document without one; null for a collection',
+    )
+    pmcid: str | None = None
     title: str
-    year: int | None
-    journal: str | None
-    publication_types: list[str]
-    doc_class: DocClass = Field(alias="class", description="evidence class (CoMeta D1-D3)")
-    depth: Depth = Field(description="what was read: the abstract or the PMC full text")
-    depth_fallback_reason: str | None = Field(description="why a full-text class was read as an abstract")
-    url: str | None
-    rrf_score: float = Field(description="reciprocal-rank-fusion score over the arms")
-    provenance: list[ProvenanceOut]
-    text_units: int = Field(description="text units (abstract, full-text sections) the document carries")
+    year: int | None = None
+    journal: str | None = None
+    publication_types: list[str] = Field(default_factory=list)
+    doc_class: DocClass | None = Field(
+        default=None, alias="class", description="evidence class (CoMeta D1-D3); null for a collection"
+    )
+    depth: Depth | None = Field(default=None, description="what was read: the abstract or the PMC full text")
+    depth_fallback_reason: str | None = Field(
+        default=None, description="why a full-text class was read as an abstract"
+    )
+    url: str | None = None
+    rrf_score: float = Field(
+        description="reciprocal-rank-fusion score: over the retrieval arms (PubMed only), over the sources "
+        "(several sources; comparable within one response only)"
+    )
+    provenance: list[ProvenanceOut] = Field(default_factory=list)
+    text_units: int | None = Field(
+        default=None, description="text units (abstract, full-text sections) a PubMed document carries"
+    )
 
 
 class PassageOut(BaseModel):
@@ -307,16 +323,3 @@ class SourceEvidenceOut(BaseModel):
     score: float | None = Field(default=None, description="the source's own score: comparable within it only")
     cite: str
     excerpt: str = ""
-
-
-class FusedEvidenceOut(BaseModel):
-    """One item of the evidence of all sources, merged by reciprocal rank fusion over each source's own
-    ranks (``/ask`` with ``sources``)."""
-
-    rank: int = Field(description="1-based fused rank")
-    source: str
-    source_rank: int = Field(description="1-based rank within its own source")
-    rrf_score: float
-    id: str = Field(description="the PMID or the collection's document id")
-    title: str
-    cite: str

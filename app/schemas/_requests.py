@@ -15,7 +15,6 @@ from ._evidence import (
     AnswerMode,
     CollectionEvidenceOut,
     EvidenceDocOut,
-    FusedEvidenceOut,
     JudgeReportOut,
     PassageOut,
     QueryOut,
@@ -287,7 +286,7 @@ class AskResponse(BaseModel):
     citations: list[CitationOut]
     citations_removed: int = 0  # [PMID:n] ids the model cited that were not in the evidence
     # PubMed documents (provenance, scores, class, depth); with ``sources``, every source's evidence fused.
-    evidence: list[EvidenceDocOut] | list[FusedEvidenceOut]
+    evidence: list[EvidenceDocOut]
     passages: list[PassageOut]  # the passages the answer was written from, with scores
     query: QueryOut | None  # plan, rewriter path, Adapt-E tiers (None when retrieval was skipped)
     judge: JudgeReportOut | None = None

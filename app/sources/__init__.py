@@ -30,6 +30,7 @@ from ._service import (
     SourceRef,
     SourcesService,
     UnknownSource,
+    evidence_id,
     parse_sources,
 )
 
@@ -56,6 +57,7 @@ __all__ = [
     "bearer_token",
     "decode_jwt",
     "evidence_from_json",
+    "evidence_id",
     "evidence_in",
     "evidence_out",
     "evidence_to_json",

@@ -85,6 +85,7 @@ __all__ = [
     "UnknownSource",
     "best_section",
     "differences_note",
+    "evidence_id",
     "parse_sources",
 ]
 
@@ -185,13 +186,18 @@ class AcrossOutcome:
     differences: str | None
     answer: str
     mode: AnswerMode
-    fused: list[FusedItem[tuple[str, str, str]]]  # every source's evidence in one ranking: (id, title, cite)
+    fused: list[FusedItem[EvidenceDoc | InstEvidence]]  # every source's evidence in one ranking
     warnings: list[str]
     timings_ms: dict[str, float]
     model: str | None
 
 
 # --- sections ------------------------------------------------------------------------------------------
+
+
+def evidence_id(item: EvidenceDoc | InstEvidence) -> str:
+    """A PubMed study's PMID, a collection document's id: what identifies an item within its source."""
+    return item.pmid if isinstance(item, EvidenceDoc) else item.doc_id
 
 
 def best_section(question: str, doc: InstDocument) -> SectionRef | None:
@@ -670,13 +676,10 @@ class SourcesService:
             "llm" if "llm" in modes else "extractive" if "extractive" in modes else "insufficient_evidence"
         )
 
-        ranked: dict[str, list[tuple[str, str, str]]] = {}
+        ranked: dict[str, list[EvidenceDoc | InstEvidence]] = {}
         for o in outcomes:
-            if o.kind == "pubmed":
-                ranked[o.name] = [(d.pmid, d.title, f"[PMID:{d.pmid}]") for d in o.docs]
-            else:
-                ranked[o.name] = [(e.doc_id, e.title, e.cite()) for e in o.evidence]
-        fused = fuse_sources(ranked, key=lambda it: it[0], k=self.settings.federation.rrf_k)
+            ranked[o.name] = list(o.docs) if o.kind == "pubmed" else list(o.evidence)
+        fused = fuse_sources(ranked, key=evidence_id, k=self.settings.federation.rrf_k)
         return AcrossOutcome(
             question_hash=hash_text(question),
             sources=outcomes,

@@ -200,9 +200,9 @@ INST = [
     InstEvidence("northbridge", "hb", "Handbook", "chunks", "Wait 3 months.", SECTIONS, 0.87654321),
     InstEvidence("riverside", "doc-2", "", "whole", "", (), 1.0),
 ]
-FUSED = [
-    FusedItem("pubmed", 1, 1, 0.0163934426, ("111", "Title 111", "[PMID:111]")),
-    FusedItem("northbridge", 1, 2, 0.0163934426, ("hb", "Handbook", INST[0].cite())),
+FUSED: list[FusedItem[EvidenceDoc | InstEvidence]] = [
+    FusedItem("pubmed", 1, 1, 0.0163934426, DOCS[0]),
+    FusedItem("northbridge", 1, 2, 0.0163934426, INST[0]),
 ]
 CITATION = Citation("111", None, "Title 111", 2019, ("Review",), "https://pubmed.ncbi.nlm.nih.gov/111/", "D1")
 

@@ -26,7 +26,7 @@ from pydantic import SecretStr
 
 from app.answer import Answerer, build_evidence_context, extractive_answer
 from app.api import create_app
-from app.frontends import across_response
+from app.frontends import across_response, fused_out
 from app.judge import LABELS, NOT_ADDRESSED, CrossSourceJudge
 from app.pipeline import Pipeline
 from app.settings import (
@@ -282,7 +282,7 @@ async def test_pubmed_beside_a_handbook(root: Path, pipeline: Pipeline) -> None:
         "Your hospital's guidance (Eastgate Clinic (eastgate), [DOC:eastgate/eastgate §Travel abroad]) "
         "differs from the published research (PMID:"
     )
-    assert any(f.source == "pubmed" and f.item[2].startswith("[PMID:") for f in out.fused)  # item[2]: cite
+    assert any(f.source == "pubmed" and fused_out(f).cite.startswith("[PMID:") for f in out.fused)
     # Offline, PubMed's answer is the pipeline's extractive one, with its PMID citations.
     offline = await svc.ask(
         QUESTION,
