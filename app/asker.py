@@ -16,7 +16,6 @@ sources service by :mod:`app.container`, and the Asker refuses a pipeline whose 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import logging
 import time
@@ -235,12 +234,6 @@ def user_evidence(documents: Sequence[UserDocument], *, start_rank: int = 1) -> 
     return docs
 
 
-def _restrict(context: PassageContext | None, pmids: set[str]) -> PassageContext | None:
-    if context is None:
-        return None
-    return dataclasses.replace(context, passages=tuple(p for p in context.passages if p.pmid in pmids))
-
-
 def _stage(name: str, status: Literal["started", "finished"]) -> Stage:
     return Stage(name, status)
 
@@ -391,7 +384,7 @@ class Asker:
                     context = await pipeline.passages_for(question, docs, warnings)
             if len(docs) > req.max_documents:
                 docs = docs[: req.max_documents]
-                context = _restrict(context, {d.pmid for d in docs})
+                context = None if context is None else context.kept({d.pmid for d in docs})
             gate = pipeline.settings.gate
             verdict = assess_evidence(pipeline.gate_signals(outcome, docs, context), gate)
             searched = list(understanding.plan.ladder)

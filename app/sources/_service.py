@@ -439,12 +439,7 @@ class SourcesService:
             status = SourceStatus("failed", f"PubMed unavailable ({type(exc).__name__})", _since(started))
             return SourceOutcome(PUBMED, "pubmed", status)
         docs = list(outcome.evidence.docs[:limit])
-        context = outcome.context
-        if context is not None:
-            keep = {d.pmid for d in docs}
-            context = dataclasses.replace(
-                context, passages=tuple(p for p in context.passages if p.pmid in keep)
-            )
+        context = None if outcome.context is None else outcome.context.kept({d.pmid for d in docs})
         return SourceOutcome(
             PUBMED,
             "pubmed",

@@ -38,8 +38,8 @@ import os
 import pickle
 import sys
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
@@ -173,6 +173,10 @@ class PassageContext:
     @property
     def selected(self) -> tuple[Passage, ...]:
         return tuple(p for p in self.passages if p.expanded_from is None)
+
+    def kept(self, pmids: Collection[str]) -> PassageContext:
+        """The passages of the documents kept (the answer reads nothing of a document cut from the list)."""
+        return replace(self, passages=tuple(p for p in self.passages if p.pmid in pmids))
 
 
 def doc_key(doc: EvidenceDoc) -> str:
