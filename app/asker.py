@@ -45,10 +45,10 @@ from retrieval.search import Provenance
 from retrieval.understand import LANGUAGE_NAMES, Scope, hash_text
 
 from .answer import Answer, Answerer
-from .gate import EvidenceVerdict, assess_evidence
 from .judge import CrossSourceJudge, JudgeReport, SourceAnswer
 from .pipeline import Pipeline
 from .privacy import PhiPolicy
+from .trust import EvidenceVerdict, assess_evidence
 
 __all__ = [
     "ABSTENTIONS",

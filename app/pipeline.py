@@ -9,7 +9,6 @@ parts from settings. :mod:`app.container` wires them once per process and inject
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import time
 from collections.abc import Sequence
@@ -20,7 +19,7 @@ from typing import Any
 import httpx
 
 from app.schemas import SearchOut
-from core import CometaError, Encoder, OnProgress, Reranker, light_stem, words
+from core import CometaError, Encoder, OnProgress, Reranker
 from llm import LLMClient, build_llm
 from retrieval import AdaptE, AdaptEResult, EutilsClient, MeshVocabulary, create_eutils_app, eutils_transport
 from retrieval.embed import (
@@ -45,19 +44,15 @@ from retrieval.ncbi import (
 from retrieval.passages import PASSAGE_STORE_FILE, PassageContext, PassageRetriever
 from retrieval.search import FusedHit, fuse
 from retrieval.understand import (
-    PhiLeakError,
     QueryUnderstander,
-    ScrubResult,
     Understanding,
-    assert_no_phi,
-    scrub_any_case,
     spell_correct,
 )
 from segmentation import SEOSSegmenter, counter_for
 
-from .gate import EvidenceSignals, common_english, evidence_signals, phrase_candidates, rare_words
 from .privacy import PhiPolicy
 from .settings import Settings
+from .trust import AbsenceCounter, EvidenceSignals, evidence_signals
 
 __all__ = [
     "Models",
@@ -208,8 +203,8 @@ class SearchOutcome:
         top_docs: int = 5,
         lay_words: frozenset[str] = frozenset(),
     ) -> EvidenceSignals:
-        """The evidence gate's signals (``app.gate``) of ``docs`` (default: this outcome's evidence) for the
-        corrected question: dense similarities, the Boolean tier that matched, coverage, rerank scores."""
+        """The evidence gate's signals (:mod:`app.trust`) of ``docs`` (default: this outcome's evidence) for
+        the corrected question: dense similarities, the Boolean tier that matched, coverage, rerank scores."""
         docs = list(self.evidence.docs) if docs is None else docs
         plan = self.understanding.plan
         return evidence_signals(
@@ -425,7 +420,7 @@ class Pipeline:
         self.models = models or Models(settings, dense=dense)
         self.evidence = EvidenceBuilder(client, settings.evidence)
         self.use_passages = use_passages
-        self._everyday: tuple[object, frozenset[str], frozenset[str]] | None = None  # see _everyday_words
+        self.absence = AbsenceCounter(settings.gate, client)  # the gate's count lookups
 
     def cache_stats(self) -> dict[str, dict[str, int]]:
         """:meth:`Models.cache_stats` plus the E-utilities response cache when it lives in this process."""
@@ -442,7 +437,7 @@ class Pipeline:
         def load() -> None:
             self.understander.rewriter.rewrite("does chemotherapy help breast cancer patients")
             self.understander.rewriter.prepare()  # clean text never touches the speller's index
-            self._everyday_words()  # the gate's everyday words
+            self.absence.everyday_words(self.understander.rewriter)  # the gate's everyday words
             self.adapte.prepare()
 
         await asyncio.to_thread(load)
@@ -652,116 +647,7 @@ class Pipeline:
         if evidence.docs and await self.passage_retriever() is not None:
             timings["passages"] = (time.perf_counter() - t3) * 1000
         outcome = SearchOutcome(understanding, boolean, dense, fused, evidence, context, warnings, timings)
-        absent = await self._absent(understanding, evidence, dense, api_key, gate_documents)
+        rewriter = self.understander.rewriter
+        absent = await self.absence.count(understanding, evidence, dense, rewriter, api_key, gate_documents)
         outcome.absent_terms, outcome.absent_technical, outcome.absent_phrases = absent
         return outcome
-
-    def _everyday_words(self) -> tuple[frozenset[str], frozenset[str]]:
-        """(everyday English plus the rewriter's common words and stopwords, the latter two alone): large
-        unions, built once per rewriter rather than per question on the event loop. The first is empty when
-        :func:`~app.gate.common_english` is."""
-        rewriter = self.understander.rewriter
-        cached = self._everyday
-        if cached is None or cached[0] is not rewriter:
-            everyday = frozenset(rewriter.lexicon.common_words | rewriter.lexicon.stopwords)
-            english = common_english()
-            cached = self._everyday = (rewriter, english | everyday if english else frozenset(), everyday)
-        return cached[1], cached[2]
-
-    async def _absent(
-        self,
-        understanding: Understanding,
-        evidence: EvidenceSet,
-        dense: Sequence[DenseHit],
-        api_key: str | None,
-        gate_documents: int | None = None,
-    ) -> tuple[int, int, int]:
-        """Rare words of the question that not one PubMed record contains, those of them that are not English
-        (technical terms), and phrases of the question whose words the evidence contains but not one record
-        together (the evidence gate's signals).
-
-        A word or phrase the fetched evidence already contains needs no lookup; only the others cost one
-        count-only ESearch each, so an answerable question usually adds no E-utilities call (issue 17's
-        budget). Phrases are counted only when a dense hit is among the gate's own documents (the first
-        ``gate_documents`` of the evidence, which every caller's cut keeps) and the best of them stays below
-        the similarity that lets an absent phrase pass anyway: with no such hit (the dense arm found nothing,
-        or nothing the gate reads) the gate has no similarity and never abstains on phrases, so the count
-        could not change the verdict. Every count query passes the ladder's PHI check (:func:`_may_leave`);
-        none is sent when the gate's everyday words are missing (:func:`~app.gate.common_english`)."""
-        gate = self.settings.gate
-        rewriter = self.understander.rewriter
-        plain, everyday = self._everyday_words()
-        if not plain:
-            return 0, 0, 0  # fail closed: without everyday English, common first names would count as rare
-        question = understanding.plan.corrected_question
-        checks = gate.absent_term_checks
-        terms = rare_words(question, rewriter.is_known_word, limit=checks) if checks else []
-        phrases: list[str] = []
-        if gate.absent_phrase_checks and gate.absent_phrase_max_dense > -1.0 and dense:
-            shown = {d.pmid for d in evidence.docs[:gate_documents]}
-            best = max((h.score for h in dense if h.pmid in shown), default=None)
-            if best is not None and best < gate.absent_phrase_max_dense:
-                phrases = phrase_candidates(
-                    question, rewriter.is_known_word, everyday, limit=gate.absent_phrase_checks
-                )
-        if not terms and not phrases:
-            return 0, 0, 0  # most questions: every word is known, so the documents need not be read
-        # Reading every full text is CPU work: off the event loop.
-        terms, queries = await asyncio.to_thread(_unseen, evidence.docs, terms, phrases)
-        # A name starts with no everyday word: "my doctor suggests risedronate" names no doctor "Suggests".
-        checked = (understanding.phi, scrub_any_case(question, plain, rewriter.is_known_word))
-        leaving = [t for t in terms if _may_leave(f'"{t}"[tiab]', checked)]
-        term_queries = [f'"{t}"[tiab]' for t in leaving]
-        queries = [q for q in queries if _may_leave(q, checked)]
-
-        async def count(query: str) -> int:
-            try:
-                return (await self.client.esearch(query, retmax=0, api_key=api_key)).count
-            except EutilsError:
-                return 1  # unknown: never a reason to abstain
-
-        counts = await asyncio.gather(*(count(q) for q in term_queries), *(count(q) for q in queries))
-        n = len(term_queries)
-        absent = [t for t, c in zip(leaving, counts[:n], strict=True) if c == 0]
-        # Each test builds the word's one-edit neighbours: CPU work, off the event loop.
-        technical = (
-            await asyncio.to_thread(lambda: sum(1 for t in absent if rewriter.is_technical_word(t)))
-            if absent
-            else 0
-        )
-        return len(absent), technical, sum(1 for c in counts[n:] if c == 0)
-
-
-def _unseen(docs: Sequence[EvidenceDoc], terms: list[str], phrases: list[str]) -> tuple[list[str], list[str]]:
-    """The ``terms`` no document of ``docs`` contains, and the count queries of the ``phrases`` whose words
-    the documents contain, but never side by side."""
-    seen: set[str] = set()
-    pairs: set[tuple[str, str]] = set()
-    for d in docs:
-        for text in (d.title, *(u.text for u in d.text_units)):
-            tokens = words(text)
-            seen.update(tokens)
-            if phrases:
-                stems = [light_stem(w) for w in tokens]
-                pairs.update(itertools.pairwise(stems))
-    stems_seen = {light_stem(w) for w in seen} if phrases else set()
-    queries: list[str] = []
-    for phrase in phrases:
-        a, b = phrase.split()
-        pair = (light_stem(a), light_stem(b))
-        # Only the words found apart: a word the literature lacks is rare_words' signal, not this one.
-        if pair[0] in stems_seen and pair[1] in stems_seen and pair not in pairs:
-            queries.append(f'"{phrase}*"[tiab]' if len(b) >= 4 else f'"{phrase}"[tiab]')
-    return [t for t in terms if t not in seen], queries
-
-
-def _may_leave(query: str, found: Sequence[ScrubResult]) -> bool:
-    """Whether a count query built from the question passes the ladder's PHI check against what the
-    scrubber found in the question (and, :func:`~retrieval.understand.scrub_any_case`, what its name cues
-    would find in any casing)."""
-    try:
-        for f in found:
-            assert_no_phi(query, f)
-    except PhiLeakError:
-        return False
-    return True

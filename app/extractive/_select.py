@@ -7,13 +7,11 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from core import TOPIC_STOPWORDS, prefix_stem
+from retrieval.evidence import StudyGrade
 from segmentation import INTRO_SECTIONS, RESULT_SECTIONS, labelled_sentences
-
-if TYPE_CHECKING:
-    from app.gate import StudyGrade
 
 __all__ = [
     "NOT_ADDRESSED",

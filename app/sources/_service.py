@@ -39,7 +39,6 @@ from app.answer import (
     content_terms,
     extractive_answer,
 )
-from app.gate import EvidenceSignals, EvidenceVerdict, assess_evidence, text_signals
 from app.judge import CrossSourceJudge, JudgeReport, SourceAnswer, SourceAnswerer, has_absent_prefix
 from app.pipeline import Models, Pipeline
 from app.privacy import PhiPolicy
@@ -55,6 +54,7 @@ from app.schemas import (
     SourceStatusOut,
 )
 from app.settings import Settings
+from app.trust import EvidenceSignals, EvidenceVerdict, assess_evidence, text_signals
 from core import CometaError, Encoder, Reranker
 from llm import LLMClient
 from prompts import load_prompt

@@ -202,7 +202,7 @@ async def test_a_phrase_whose_words_never_meet_in_the_literature_is_counted(
     phrase_pipeline: Pipeline,
 ) -> None:
     pipeline = phrase_pipeline
-    from app.gate import assess_evidence
+    from app.trust import assess_evidence
 
     queries = spy_esearch(pipeline)
     # "tongue" and "splitting" are both in the evidence, never together in any record: the evidence is
@@ -279,7 +279,7 @@ async def test_only_the_clinical_rare_word_is_counted_after_i_am(pipeline: Pipel
 async def test_no_count_query_leaves_without_the_everyday_words(
     pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import app.pipeline as module
+    import app.trust._counts as module
 
     outcome = await pipeline.search("i'm zofia kowalczyk, does quintaflozamide help angina?")
     queries: list[str] = []
@@ -291,14 +291,17 @@ async def test_no_count_query_leaves_without_the_everyday_words(
     pipeline.client.esearch = spy  # type: ignore[method-assign]
     # The MiniLM vocabulary package missing: "zofia" would look as rare as "quintaflozamide". Fail closed.
     monkeypatch.setattr(module, "common_english", frozenset)
-    pipeline._everyday = None
-    got = await pipeline._absent(outcome.understanding, outcome.evidence, outcome.dense, None, 5)
+    pipeline.absence.forget()
+    rewriter = pipeline.understander.rewriter
+    got = await pipeline.absence.count(
+        outcome.understanding, outcome.evidence, outcome.dense, rewriter, None, 5
+    )
     assert got == (0, 0, 0) and not queries
 
 
 def test_a_count_query_passes_the_ladders_phi_check_in_any_casing() -> None:
-    from app.gate import common_english
-    from app.pipeline import _may_leave
+    from app.trust._counts import _may_leave
+    from core import common_english
     from retrieval.understand import scrub, scrub_any_case
 
     question = "my wife zofia kowalczyk has angina; my doctor suggests tongue splitting or quintaflozamide"
@@ -317,8 +320,8 @@ async def test_phrases_are_counted_on_the_documents_the_gate_will_see(phrase_pip
     pipeline = phrase_pipeline
     import threading
 
-    import app.pipeline as module
-    from app.gate import assess_evidence
+    import app.trust._counts as module
+    from app.trust import assess_evidence
     from retrieval.embed import DenseHit
 
     outcome = await pipeline.search("Does tongue splitting help breast cancer?")
@@ -335,9 +338,16 @@ async def test_phrases_are_counted_on_the_documents_the_gate_will_see(phrase_pip
         return unseen(*args)  # type: ignore[arg-type]
 
     module._unseen = spy  # type: ignore[assignment]
+
+    async def count(dense: list[DenseHit], shown: int | None) -> tuple[int, int, int]:
+        rewriter = pipeline.understander.rewriter
+        return await pipeline.absence.count(
+            outcome.understanding, outcome.evidence, dense, rewriter, None, shown
+        )
+
     try:
-        shown = await pipeline._absent(outcome.understanding, outcome.evidence, dense, None, 5)
-        everything = await pipeline._absent(outcome.understanding, outcome.evidence, dense, None, None)
+        shown = await count(dense, 5)
+        everything = await count(dense, None)
     finally:
         module._unseen = unseen
     terms = (outcome.absent_terms, outcome.absent_technical)
@@ -347,7 +357,7 @@ async def test_phrases_are_counted_on_the_documents_the_gate_will_see(phrase_pip
     # on phrases, so no phrase count is sent for nothing.
     sent = spy_esearch(pipeline)
     elsewhere = [DenseHit(docs[6].pmid, threshold - 0.1, 1)]
-    assert (await pipeline._absent(outcome.understanding, outcome.evidence, elsewhere, None, 5))[2] == 0
+    assert (await count(elsewhere, 5))[2] == 0
     assert not [q for q in sent if "*" in q or " " in q], sent
     # Full texts are read off the event loop.
     assert threads and threading.main_thread().name not in threads
