@@ -39,8 +39,9 @@ from app.answer import (
     content_terms,
     extractive_answer,
 )
+from app.factories import Models
 from app.judge import CrossSourceJudge, JudgeReport, SourceAnswer, SourceAnswerer, has_absent_prefix
-from app.pipeline import Models, Pipeline
+from app.pipeline import Pipeline
 from app.privacy import PhiPolicy
 from app.schemas import (
     AnswerMode,

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from app.answer import Answerer
-from app.pipeline import Pipeline
+from app.container import build_pipeline
 from app.settings import Settings
 from app.trust import EvidenceSignals, GateSettings, assess_evidence, gate_checks
 
@@ -83,7 +83,7 @@ async def collect_records(
     # skips them (a record must hold what every threshold would see).
     gate = settings.gate.model_copy(update={"absent_phrase_max_dense": 2.0})
     settings = settings.model_copy(update={"gate": gate})
-    async with Pipeline(settings, use_llm=False, use_passages=False) as pipeline:
+    async with build_pipeline(settings, use_llm=False, use_passages=False) as pipeline:
         for n, (name, item) in enumerate(items, start=1):
             question = item["question"]
             category = item.get("category") or "answerable"

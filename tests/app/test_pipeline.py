@@ -10,7 +10,9 @@ import pytest
 from starlette.applications import Starlette
 
 from app.api import create_app
-from app.pipeline import Pipeline, build_dense_retriever
+from app.container import build_pipeline
+from app.factories import build_dense_retriever
+from app.pipeline import Pipeline
 from app.settings import Settings
 from retrieval import EutilsError, FaultSettings, LocalServerSettings, create_eutils_app, eutils_transport
 from retrieval.embed import DenseRetriever
@@ -35,7 +37,7 @@ def dense(settings: Settings) -> DenseRetriever:
 
 @pytest.fixture
 async def pipeline(settings: Settings, dense: DenseRetriever) -> AsyncIterator[Pipeline]:
-    async with Pipeline(settings, use_llm=False, dense=dense) as p:
+    async with build_pipeline(settings, use_llm=False, dense=dense) as p:
         yield p
 
 
@@ -43,7 +45,7 @@ async def pipeline(settings: Settings, dense: DenseRetriever) -> AsyncIterator[P
 async def phrase_pipeline(settings: Settings, dense: DenseRetriever) -> AsyncIterator[Pipeline]:
     # The absent-phrase tests pin the threshold they were written for (the default is calibrated).
     gate = settings.gate.model_copy(update={"absent_phrase_max_dense": 0.44})
-    async with Pipeline(settings.model_copy(update={"gate": gate}), use_llm=False, dense=dense) as p:
+    async with build_pipeline(settings.model_copy(update={"gate": gate}), use_llm=False, dense=dense) as p:
         yield p
 
 
@@ -89,7 +91,7 @@ async def test_without_a_dense_model_the_boolean_arm_still_answers(
     broken = settings.model_copy(
         update={"dense": settings.dense.model_copy(update={"st_model": str(tmp_path / "no-such-model")})}
     )
-    async with Pipeline(broken, use_llm=False) as p:
+    async with build_pipeline(broken, use_llm=False) as p:
         outcome = await p.search(NARRATIVE)
     assert outcome.dense == [] and outcome.evidence.docs
     assert any("dense retrieval unavailable" in w for w in outcome.warnings)
@@ -118,7 +120,7 @@ def _pipeline_on_a_failable_server(
     )
     client = EutilsClient(eutils, transport=eutils_transport(server), store=store)
     # Passages off: SEOS and reranking are local and beside the point here, and slow on 2 cores.
-    return Pipeline(settings, client=client, use_llm=False, dense=dense, use_passages=False), server
+    return build_pipeline(settings, client=client, use_llm=False, dense=dense, use_passages=False), server
 
 
 def _ncbi_goes_down(server: Starlette) -> None:
