@@ -43,12 +43,12 @@ from app.settings import AnswerSettings
 from llm import LLMClient, LLMError, LLMOutputInvalid, LLMResult, Message
 from prompts import load_prompt
 from retrieval.collections import InstEvidence
-from retrieval.evidence import EvidenceDoc
+from retrieval.evidence import EvidenceDoc, StudyGrade, grade_study
 from retrieval.passages import PassageContext
 from retrieval.search import DENSE_ARM
 
 from .extractive import NOT_ADDRESSED, content_terms, extractive_answer, has_words
-from .gate import INSUFFICIENT_EVIDENCE_TEXT, EvidenceVerdict, StudyGrade, grade_study
+from .trust import INSUFFICIENT_EVIDENCE_TEXT, EvidenceVerdict
 
 __all__ = [
     "INSUFFICIENT_TEXT",
@@ -118,7 +118,7 @@ class Citation:
     publication_types: tuple[str, ...]
     url: str
     doc_class: str | None
-    design: str | None = None  # app.gate.grade_study: "randomised trial", "meta-analysis", ...
+    design: str | None = None  # retrieval.evidence.grade_study: "randomised trial", "meta-analysis", ...
     patients: int | None = None  # the sample size the abstract states
 
 
@@ -456,7 +456,7 @@ class Answerer:
         language: str = "English",
         concepts: Sequence[str] = (),
     ) -> Answer:
-        """The answer; ``verdict``: the evidence gate's (``app.gate``), ``none`` answers
+        """The answer; ``verdict``: the evidence gate's (``app.trust``), ``none`` answers
         ``insufficient_evidence`` without the LLM, naming the ``searched`` queries."""
         evidence, done = await self._prepare(
             question, docs, context, options, answer_type, allow_insufficient, verdict, searched, concepts

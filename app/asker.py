@@ -43,10 +43,10 @@ from retrieval.search import Provenance
 from retrieval.understand import LANGUAGE_NAMES, Scope, Understanding, hash_text
 
 from .answer import Answer, Answerer, AnswerMode, Citation
-from .gate import EvidenceVerdict, assess_evidence
 from .judge import CrossSourceJudge, JudgeReport, SourceAnswer
 from .pipeline import Pipeline, SearchOutcome
 from .privacy import PhiPolicy
+from .trust import EvidenceVerdict, assess_evidence
 
 __all__ = [
     "ABSTENTIONS",

@@ -3,7 +3,7 @@
 Construction order (each part gets what it needs from the ones before it; none builds another's parts):
 
 1. the PHI policy (:class:`~app.privacy.PhiPolicy`), the one decision on what an LLM may see;
-2. the models (:class:`~app.pipeline.Models`: dense retriever, encoder, reranker, passage stage), which
+2. the models (:class:`~app.factories.Models`: dense retriever, encoder, reranker, passage stage), which
    load on first use, so building the container (and ``/healthz``) waits on none of them;
 3. the E-utilities transport: offline, the local NCBI-compatible server over the corpus, in-process (its
    similar-articles answers come from the models of 2); live, none (real HTTP);
@@ -18,6 +18,9 @@ Construction order (each part gets what it needs from the ones before it; none b
 10. on first use (the API's start-up): the :class:`~app.sources.SourcesService` (collections store,
     access policies, federation) on the same models and PHI policy.
 
+:func:`build_pipeline` builds the retrieval pipeline alone (the CLI's offline jobs, evaluation, benchmarks,
+tests) with the same factories (:mod:`app.factories`).
+
 :meth:`Container.aclose` closes what it built, in reverse: the request limiter, then the pipeline, which
 closes the LLM and the E-utilities client, then the cache store and the NCBI rate limiter.
 """
@@ -31,20 +34,22 @@ from functools import cached_property
 import httpx
 
 from app.sources import SourcesService
-from llm import LLMClient, build_llm
-from retrieval.eutils import CacheStore, RateLimiter, open_limiter, open_store
+from llm import LLMClient
+from retrieval.embed import DenseRetriever
+from retrieval.eutils import CacheStore, EutilsClient, RateLimiter, open_limiter, open_store
 from retrieval.understand import QueryUnderstander
 
 from ._caches import CACHE_METRICS
 from ._limits import RequestLimiter, build_request_limiter
 from .answer import Answerer
 from .asker import Asker
+from .factories import Models, build_eutils_client, build_eutils_transport, build_llm, build_understander
 from .judge import CrossSourceJudge
-from .pipeline import Models, Pipeline, build_eutils_client, build_eutils_transport
+from .pipeline import Pipeline
 from .privacy import PhiPolicy
 from .settings import ApiSettings, Settings
 
-__all__ = ["Container", "build_judge"]
+__all__ = ["Container", "build_judge", "build_pipeline"]
 
 log = logging.getLogger("cometa.container")
 
@@ -58,6 +63,40 @@ def build_judge(llm: LLMClient | None, api: ApiSettings) -> CrossSourceJudge | N
     if llm is None:
         return None  # judging is LLM-only: there is no honest deterministic stand-in
     return CrossSourceJudge(llm, max_sources=api.judge_max_sources, concurrency=api.judge_concurrency)
+
+
+def build_pipeline(
+    settings: Settings,
+    *,
+    client: EutilsClient | None = None,
+    llm: LLMClient | None = None,
+    use_llm: bool = True,
+    dense: DenseRetriever | None = None,
+    use_dense: bool = True,
+    use_passages: bool = True,
+    models: Models | None = None,
+    understander: QueryUnderstander | None = None,
+) -> Pipeline:
+    """The retrieval pipeline alone: what is not given is built from ``settings`` (the E-utilities client
+    over its transport, the LLM unless ``use_llm`` is False, the understander with the settings' PHI
+    policy). ``aclose`` closes the client and the LLM, given or built."""
+    if client is None:
+        client = build_eutils_client(settings, build_eutils_transport(settings))
+    if llm is None and use_llm:
+        llm = build_llm(settings.llm)
+    llm = llm if use_llm else None
+    if understander is None:
+        understander = build_understander(settings, llm)
+    return Pipeline(
+        settings,
+        client=client,
+        llm=llm,
+        understander=understander,
+        dense=dense,
+        use_dense=use_dense,
+        use_passages=use_passages,
+        models=models,
+    )
 
 
 class Container:
@@ -96,12 +135,11 @@ class Container:
                 settings, self.transport, store=self.store, limiter=self.ncbi_limiter
             )
             llm = build_llm(settings.llm) if use_llm else None
-            understander = QueryUnderstander(llm=llm, scrub_for_llm=self.phi.scrub_for_llm)
+            understander = build_understander(settings, llm, phi=self.phi)
             pipeline = Pipeline(
                 settings,
                 client=client,
                 llm=llm,
-                use_llm=llm is not None,
                 use_dense=use_dense,
                 use_passages=use_passages,
                 models=models,

@@ -24,6 +24,8 @@ from retrieval.embed import DenseSettings, RerankSettings
 from retrieval.evidence import EvidenceSettings
 from retrieval.passages import PassageSettings
 
+from .trust import GateSettings
+
 __all__ = [
     "AccessSettings",
     "AnswerSettings",
@@ -78,102 +80,6 @@ class AnswerSettings(BaseModel):
             "share of the most similar answering study's (0: off). Calibrated on the dev split for the "
             "offline MiniLM model (docs/answers.md); recalibrate for MedCPT."
         ),
-    )
-
-
-class GateSettings(BaseModel):
-    """The relevance and sufficiency gate (``COMETA_GATE__*``; ``app.gate``): below these thresholds the
-    answer is ``insufficient_evidence``, with no citations and no LLM call.
-
-    The defaults are calibrated for the offline models (MiniLM-L6 dense encoder, bi-encoder rerank) on the
-    dev split of the world's gold sets; recalibrate for MedCPT / your cross-encoder with
-    ``cometa eval calibrate-gate`` (it prints the settings to use).
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    enabled: bool = Field(default=True, description="Off: every non-empty evidence set is answered (weak).")
-    min_dense: float = Field(
-        default=0.40,
-        ge=-1,
-        le=1,
-        description="Abstain below this best dense similarity (question vs document).",
-    )
-    min_dense_strict: float = Field(
-        default=0.25,
-        ge=-1,
-        le=1,
-        description="When a strict Boolean query (every concept of the question, AND-ed) matched: abstain "
-        "below this similarity instead of min_dense (a general encoder can miss what the concepts prove).",
-    )
-    min_dense_generic: float = Field(
-        default=0.50,
-        ge=-1,
-        le=1,
-        description="When only the generic last-resort Boolean query matched: abstain below this similarity.",
-    )
-    min_coverage: float = Field(
-        default=0.30,
-        ge=0,
-        le=1,
-        description="Abstain below this share of the question's words in the top studies.",
-    )
-    min_rerank: float | None = Field(
-        default=None,
-        description="With a cross-encoder: abstain below this best passage score (None: unused).",
-    )
-    absent_max_dense: float = Field(
-        default=0.55,
-        ge=-1,
-        le=2,
-        description="A question word no document contains: abstain unless the best similarity reaches this "
-        "and the words' share is below absent_min_share (-1: only the share rule, when there is a "
-        "similarity; 2: always).",
-    )
-    absent_term_checks: int = Field(
-        default=4,
-        ge=0,
-        le=20,
-        description='Rare question words counted with one "word"[tiab] search each; 0: off.',
-    )
-    strong_dense: float = Field(
-        default=0.55, ge=-1, le=1, description="Similarity of moderate/strong evidence."
-    )
-    strong_coverage: float = Field(
-        default=0.6, ge=0, le=1, description="Coverage of moderate/strong evidence."
-    )
-    coverage_documents: int = Field(
-        default=5, ge=1, le=100, description="Top studies whose title and abstract the coverage looks at."
-    )
-    absent_min_share: float = Field(
-        default=2.0,
-        ge=0,
-        le=2,
-        description="Question words no document contains, as a share of the question's concepts and words: "
-        "at or above this share abstain whatever the similarity (a nonexistent drug compared with a real "
-        "one); above 1: off.",
-    )
-    absent_phrase_checks: int = Field(
-        default=4,
-        ge=0,
-        le=20,
-        description="Two-word phrases of the question whose words the evidence has but never together, "
-        'counted with one "w1 w2*"[tiab] search each (only while the similarity is below '
-        "absent_phrase_max_dense); 0: off.",
-    )
-    absent_phrase_max_dense: float = Field(
-        default=0.5,
-        ge=-1,
-        le=2,
-        description="A question phrase no document contains (its words found apart): abstain unless the "
-        "best similarity reaches this; -1: off.",
-    )
-    absent_technical_max_dense: float = Field(
-        default=2.0,
-        ge=-1,
-        le=2,
-        description="A question word that is not English (a drug or procedure name) and that no study of the "
-        "whole source contains: abstain unless the best similarity reaches this; 2: always; -1: off.",
     )
 
 

@@ -46,7 +46,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import load_average, load_questions, machine_line, markdown_table, percentile
 
-from app.pipeline import Pipeline, build_dense_retriever
+from app.container import build_pipeline
+from app.factories import build_dense_retriever
 from app.settings import Settings
 from retrieval.embed import load_reranker
 from retrieval.evidence import EvidenceDoc
@@ -110,7 +111,7 @@ async def _run(
 ) -> tuple[dict[str, dict[str, Any]], list[PassageContext | None]]:
     out: dict[str, dict[str, Any]] = {}
     contexts: list[PassageContext | None] = []
-    async with Pipeline(settings, use_llm=False, dense=dense) as pipeline:
+    async with build_pipeline(settings, use_llm=False, dense=dense) as pipeline:
         retriever = await pipeline.passage_retriever()
         assert retriever is not None, "passages unavailable: is the MiniLM model installed?"
         if before:
@@ -150,7 +151,7 @@ async def _full_text_requests(
 ) -> list[tuple[str, list[EvidenceDoc]]]:
     """(corrected question, evidence documents) of the first ``want`` questions with a full text."""
     out: list[tuple[str, list[EvidenceDoc]]] = []
-    async with Pipeline(settings, use_llm=False, dense=dense, use_passages=False) as pipeline:
+    async with build_pipeline(settings, use_llm=False, dense=dense, use_passages=False) as pipeline:
         for q in questions:
             outcome = await pipeline.search(q)
             docs = list(outcome.evidence.docs)

@@ -131,7 +131,8 @@ async def cometa_runs(
     from pydantic import SecretStr
 
     from app.api import admission_slots
-    from app.pipeline import Pipeline, build_dense_retriever
+    from app.container import build_pipeline
+    from app.factories import build_dense_retriever
     from app.settings import Settings
     from retrieval.eutils import EutilsClient, open_limiter
 
@@ -155,7 +156,9 @@ async def cometa_runs(
             limiter=timeline.limiter(open_limiter(eutils)),
             sleep=timeline.sleep(asyncio.sleep),
         )
-    async with Pipeline(settings, client=client, dense=dense, use_llm=False, use_passages=passages) as pipe:
+    async with build_pipeline(
+        settings, client=client, dense=dense, use_llm=False, use_passages=passages
+    ) as pipe:
         if timeline is not None:
             timeline.wrap_async(pipe.understander, "understand", "understand")
             timeline.wrap_async(dense, "asearch", "dense")

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from app.container import build_pipeline
 from app.pipeline import Pipeline
 from app.settings import Settings
 from eval.retrieval import load_items, score_ranking
@@ -77,7 +78,7 @@ async def _question(pipe: Pipeline, text: str, gold: set[str]) -> dict[str, Any]
 
 async def run(subsets: Sequence[str]) -> list[str]:
     """Prints the table; returns the per-question JSON lines."""
-    pipe = Pipeline(Settings().offline(), use_llm=False, use_passages=False)
+    pipe = build_pipeline(Settings().offline(), use_llm=False, use_passages=False)
     totals: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
     lines: list[str] = []
     try:

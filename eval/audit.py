@@ -432,9 +432,9 @@ async def _in_process(
     judge_llm_in: LLMClient | None = None,
 ) -> list[str]:
     from app.answer import Answerer
+    from app.container import build_pipeline
     from app.frontends import across_response
     from app.judge import CrossSourceJudge
-    from app.pipeline import Pipeline
     from app.sources import (
         ANONYMOUS,
         InvalidToken,
@@ -451,7 +451,7 @@ async def _in_process(
     if judge_llm is None or reader_llm is None:
         raise EvalInputError("the audit needs a reader and a judge: pass --llm and --judge-llm (or --server)")
     owned = service is None  # an injected service's pipeline belongs to the caller
-    pipeline = service.pipeline if service is not None else Pipeline(settings, llm=reader_llm)
+    pipeline = service.pipeline if service is not None else build_pipeline(settings, llm=reader_llm)
     try:
         if service is None:
             encoder = reranker = None

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from app.container import build_pipeline
 from app.pipeline import Pipeline
 from core import OnProgress
 from llm import LLMSettings, build_llm
@@ -339,11 +340,11 @@ async def _close_pipelines(pipelines: Mapping[str, Pipeline]) -> None:
 async def _pipelines(opts: RunOptions) -> dict[str, Pipeline]:
     """The deterministic pipeline, plus an LLM-rewriter pipeline sharing its client and dense arm."""
     settings = eval_settings(opts)
-    det = Pipeline(settings, use_llm=False, use_passages=False)
+    det = build_pipeline(settings, use_llm=False, use_passages=False)
     pipelines: dict[str, Pipeline] = {"deterministic": det}
     llm = build_llm(settings.llm)
     if llm is not None:
-        pipelines[f"LLM: {llm.model_name}"] = Pipeline(
+        pipelines[f"LLM: {llm.model_name}"] = build_pipeline(
             settings, client=det.client, llm=llm, dense=await det.dense_retriever(), use_passages=False
         )
     return pipelines

@@ -19,9 +19,10 @@ from rich.table import Table
 
 from app import __version__, progress_bar
 from app.asker import Done, Stage, Token
-from app.container import Container
+from app.container import Container, build_pipeline
+from app.factories import build_eutils_client, build_eutils_transport
 from app.frontends import ask_response, event_json, search_out
-from app.pipeline import SearchOutcome, build_eutils_client, build_eutils_transport
+from app.pipeline import SearchOutcome
 from app.schemas import AskRequest, AskResponse
 from app.settings import Settings, get_settings
 from core import OnProgress
@@ -109,7 +110,7 @@ def eutils_serve(
     """Run the NCBI-compatible local E-utilities server (paths under /entrez/eutils/)."""
     import uvicorn
 
-    from app.pipeline import Models, similar_articles
+    from app.factories import Models, similar_articles
     from retrieval.localncbi import create_eutils_app
     from retrieval.understand import spell_correct
 
@@ -457,13 +458,13 @@ def index_build(
 def index_passages(offline: OfflineOpt = False) -> None:
     """Segment (SEOS) and encode, once, the corpus's full texts that questions deepen (the depth policy; D2
     reviews with a PMC copy by default), beside the dense index; the service then loads them."""
-    from app.pipeline import Pipeline, build_passage_store
+    from app.pipeline import build_passage_store
 
     settings = _settings(offline)
     started = time.perf_counter()
 
     async def run(on_progress: OnProgress) -> tuple[int, int, Path]:
-        async with Pipeline(settings, use_llm=False) as pipeline:
+        async with build_pipeline(settings, use_llm=False) as pipeline:
             return await build_passage_store(pipeline, on_progress=on_progress)
 
     try:

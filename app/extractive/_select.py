@@ -7,12 +7,11 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
+from core import TOPIC_STOPWORDS, prefix_stem
+from retrieval.evidence import StudyGrade
 from segmentation import INTRO_SECTIONS, RESULT_SECTIONS, labelled_sentences
-
-if TYPE_CHECKING:
-    from app.gate import StudyGrade
 
 __all__ = [
     "NOT_ADDRESSED",
@@ -30,13 +29,6 @@ _WORD_RE = re.compile(r"[^\W\d_]{2,}")
 _CONTENT_WORD_RE = re.compile(r"[a-z0-9]+")
 # An upper-case acronym followed by numbers: "CA 19-9", "HER-2", "IL 6".
 _ACRONYM_RE = re.compile(r"\b([A-Z]{1,5})[\s-]?(\d{1,3})(?:[\s-](\d{1,3}))?\b")
-# Words that say nothing about what a question is about (the question's content words are matched).
-_STOP = frozenset(
-    "a an and are as at be been before but by can could do does for from had has have how i if in into is it "
-    "its may me my of on or our should so than that the their them then there these they this to was we "
-    "what when where which who will with would you your after long much many any get go going "
-    "help helps work works really".split()
-)
 
 
 def content_terms(text: str) -> set[str]:
@@ -45,9 +37,9 @@ def content_terms(text: str) -> set[str]:
     written ("CA 19-9", "CA19-9", "CA 19 9" -> ``ca199``; "HER2", "HER-2" -> ``her2``)."""
     text = _ACRONYM_RE.sub(lambda m: "".join(g for g in m.groups() if g) + " ", text)
     return {
-        w[:5] if not any(c.isdigit() for c in w) else w
+        prefix_stem(w, 5) if not any(c.isdigit() for c in w) else w
         for w in _CONTENT_WORD_RE.findall(text.lower())
-        if w not in _STOP and len(w) > 2
+        if w not in TOPIC_STOPWORDS and len(w) > 2
     }
 
 

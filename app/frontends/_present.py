@@ -13,7 +13,6 @@ from typing import Any
 
 from app.answer import Citation
 from app.asker import Answered, AskEvent, AskResult, Done, Evidence, Judged, Stage, Token
-from app.gate import EvidenceVerdict
 from app.judge import JudgeReport
 from app.pipeline import SearchOutcome
 from app.schemas import (
@@ -40,6 +39,7 @@ from app.schemas import (
     TokenCountsOut,
 )
 from app.sources import AcrossOutcome, FusedItem
+from app.trust import EvidenceVerdict
 from prompts import load_prompt
 from retrieval.collections import InstEvidence, SectionRef
 from retrieval.evidence import EvidenceDoc

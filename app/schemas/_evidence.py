@@ -5,10 +5,10 @@ the edge, and OpenAPI (``/docs``) documents every field. Field order is the JSON
 evidence (``POST /collections/search``) is written and read with :class:`CollectionEvidenceOut`
 (``app.sources``).
 
-The wire schema sits above the stages it shows (answer, judge, pipeline, gate) and below the question flow
+The wire schema sits above the stages it shows (answer, judge, pipeline, trust) and below the question flow
 that answers with it (sources, the Asker): the stages own their vocabulary (:data:`~app.answer.AnswerMode`,
 the judge's :data:`~app.judge.Label` and :data:`~app.judge.Significance`, the gate's
-:data:`~app.gate.Verdict`), re-exported here for the wire, and never import the schema.
+:data:`~app.trust.Verdict`), re-exported here for the wire, and never import the schema.
 """
 
 from __future__ import annotations

@@ -6,13 +6,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from app.gate import Verdict
+from app.trust import Verdict
 
 __all__ = ["EvidenceVerdictOut", "Verdict"]
 
 
 class EvidenceVerdictOut(BaseModel):
-    """The relevance and sufficiency gate's verdict on the evidence of one answer (``app.gate``)."""
+    """The relevance and sufficiency gate's verdict on the evidence of one answer (``app.trust``)."""
 
     verdict: Verdict = Field(description="strong | moderate | weak | none (none: the answer abstained)")
     signals: dict[str, Any] = Field(

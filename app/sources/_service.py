@@ -39,15 +39,16 @@ from app.answer import (
     content_terms,
     extractive_answer,
 )
-from app.gate import EvidenceSignals, EvidenceVerdict, assess_evidence, text_signals
+from app.factories import Models
 from app.judge import CrossSourceJudge, JudgeReport, SourceAnswer, SourceAnswerer, has_absent_prefix
-from app.pipeline import Models, Pipeline
+from app.pipeline import Pipeline
 from app.privacy import PhiPolicy
 from app.schemas import (
     AnswerMode,
     AskRequest,
 )
 from app.settings import Settings
+from app.trust import EvidenceSignals, EvidenceVerdict, assess_evidence, text_signals
 from core import CometaError, Encoder, Reranker
 from llm import LLMClient
 from retrieval.collections import (
@@ -148,7 +149,7 @@ class SourceOutcome:
     answer: SourceAnswer | None = None
     answer_mode: AnswerMode | None = None
     warnings: list[str] = field(default_factory=list)
-    # The evidence gate (app.gate): PubMed's signals from its search; a collection's from its texts.
+    # The evidence gate (app.trust): PubMed's signals from its search; a collection's from its texts.
     signals: EvidenceSignals | None = None
     verdict: EvidenceVerdict | None = None
 

@@ -7,7 +7,7 @@ signals, whether the scope check stopped it, and whether a gold study is among t
 grid search on the **dev** split picks the thresholds that abstain most on unanswerable questions while the
 answerable questions keep their gold study among the citations at least ``keep`` as often as without the gate
 (default 0.98: with ~80 dev questions citing their gold study, 0.99 would allow no loss at all); the **test**
-split is reported with them. The search evaluates each of the gate's checks (:func:`app.gate.gate_checks`)
+split is reported with them. The search evaluates each of the gate's checks (:func:`app.trust.gate_checks`)
 once per distinct value of its own thresholds and combines the results as bit masks, so the grid takes
 seconds and every decision is still the gate's own. The printed thresholds go into ``COMETA_GATE__*``;
 recalibrate for MedCPT / your cross-encoder (``--encoder`` settings via the
@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from app.answer import Answerer
-from app.gate import EvidenceSignals, assess_evidence, gate_checks
-from app.pipeline import Pipeline
-from app.settings import GateSettings, Settings
+from app.container import build_pipeline
+from app.settings import Settings
+from app.trust import EvidenceSignals, GateSettings, assess_evidence, gate_checks
 
 from ..gold import load_gold
 
@@ -83,7 +83,7 @@ async def collect_records(
     # skips them (a record must hold what every threshold would see).
     gate = settings.gate.model_copy(update={"absent_phrase_max_dense": 2.0})
     settings = settings.model_copy(update={"gate": gate})
-    async with Pipeline(settings, use_llm=False, use_passages=False) as pipeline:
+    async with build_pipeline(settings, use_llm=False, use_passages=False) as pipeline:
         for n, (name, item) in enumerate(items, start=1):
             question = item["question"]
             category = item.get("category") or "answerable"
@@ -229,7 +229,7 @@ class _DevMasks:
         self._cache: dict[tuple[str, tuple[Any, ...]], int] = {}
 
     def check_mask(self, name: str, fields: tuple[str, ...], check: Any, point: dict[str, float]) -> int:
-        """The records ``check`` (one of :func:`app.gate.gate_checks`) abstains on with ``point``'s values of
+        """The records ``check`` (one of :func:`app.trust.gate_checks`) abstains on with ``point``'s values of
         its ``fields`` (the base settings' for the others); computed once per distinct value."""
         values = tuple(point.get(f, getattr(self.base, f)) for f in fields)
         key = (name, values)

@@ -31,6 +31,7 @@ from typing import Any
 
 from app.answer import Answerer, content_terms
 from app.asker import Asker
+from app.container import build_pipeline
 from app.frontends import ask_response
 from app.pipeline import Pipeline
 from app.privacy import PhiPolicy
@@ -104,7 +105,7 @@ async def run_answer_quality(
 ) -> dict[str, Any]:
     """Per set: n, gold contained %, gold cited %, modes, answers with section labels; and the rows."""
     report: dict[str, Any] = {}
-    async with Pipeline(settings, use_llm=False) as pipeline:
+    async with build_pipeline(settings, use_llm=False) as pipeline:
         asker = Asker(
             pipeline, Answerer(None, settings.answer), None, phi=PhiPolicy.from_settings(settings.llm)
         )

@@ -1,5 +1,6 @@
 """The evidence policy: one batched EFetch, publication-type classes, depth by type (abstract or PMC full
-text), date windows, retractions, and why each candidate was dropped."""
+text), date windows, retractions, why each candidate was dropped, and what each study was (its grade: design,
+year, size)."""
 
 from ._config import EvidenceSettings
 from ._evidence import (
@@ -26,8 +27,10 @@ from ._evidence import (
     policy_table,
     pubmed_url,
 )
+from ._grade import DESIGN_RANK, StudyGrade, grade_study
 
 __all__ = [
+    "DESIGN_RANK",
     "DROP_NOT_FOUND",
     "DROP_NO_ABSTRACT",
     "DROP_NO_YEAR",
@@ -46,9 +49,11 @@ __all__ = [
     "EvidenceSet",
     "EvidenceSettings",
     "PolicyRow",
+    "StudyGrade",
     "TextUnit",
     "classify",
     "depth_for",
+    "grade_study",
     "policy_table",
     "pubmed_url",
 ]

@@ -1,7 +1,7 @@
 """Searching: Adapt-E (the Boolean ladder against ESearch, stopping early) and rank fusion (RRF) of the
 Boolean and dense arms."""
 
-from ._adapte import AdaptE, AdaptEResult, TierResult, union_query
+from ._adapte import AdaptE, AdaptEResult, MatchedTier, TierResult, union_query
 from ._config import AdaptESettings
 from ._fusion import BOOLEAN_ARM, DENSE_ARM, ArmHit, FusedHit, Provenance, boolean_hits, dense_hits, fuse, rrf
 
@@ -13,6 +13,7 @@ __all__ = [
     "AdaptESettings",
     "ArmHit",
     "FusedHit",
+    "MatchedTier",
     "Provenance",
     "TierResult",
     "boolean_hits",

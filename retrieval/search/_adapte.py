@@ -1,7 +1,8 @@
 """Adapt-E: run the Boolean ladder strict -> relaxed against ESearch and stop once enough PMIDs are in.
 
 A query that returns nothing is a *zero-hit*. When every tier is a zero-hit, one last relaxed OR of the
-plan's top concepts runs; only when that also finds nothing is the question a final zero-hit.
+plan's top concepts runs; only when that also finds nothing is the question a final zero-hit. The result
+says which kind of tier matched first (:attr:`AdaptEResult.matched_tier`, what the evidence gate weighs).
 """
 
 from __future__ import annotations
@@ -16,13 +17,18 @@ from typing import Literal
 
 from retrieval.eutils import EutilsClient
 from retrieval.ncbi import ESearchResult, EutilsError, LiteratureIndex, PubmedRecord
-from retrieval.query import parse_query
+from retrieval.query import And, Node, Not, Or, QuerySyntaxError, Term, parse_query
 from retrieval.understand import QueryPlan
 from retrieval.vocab import MeshVocabulary
 
 from ._metrics import ADAPTE_FINAL_ZERO_HIT, ADAPTE_TIERS, ADAPTE_ZERO_HIT
 
-__all__ = ["AdaptE", "AdaptEResult", "TierResult", "relaxed_or", "union_query"]
+__all__ = ["AdaptE", "AdaptEResult", "MatchedTier", "TierResult", "relaxed_or", "union_query"]
+
+# Which kind of query matched first: "strict" a ladder tier that AND-s concepts, "relaxed" one concept or an
+# OR of them, "generic" a lone MeSH heading that is none of the plan's concepts (the rewriter's last resort
+# when the question names no concept it knows), "none" nothing matched.
+MatchedTier = Literal["strict", "relaxed", "generic", "none"]
 
 _Outcome = tuple["ESearchResult | EutilsError", float]  # result or error, latency in ms
 
@@ -63,10 +69,50 @@ class AdaptEResult:
     # given up (``date_limits_relaxed``). Candidates of other arms joining a tier must fall inside it too.
     mindate: str | None = None
     maxdate: str | None = None
+    # The plan's concepts, their texts and MeSH headings lower-cased (:meth:`AdaptE.run`): a lone heading
+    # among them is the question's own concept, not the generic last resort.
+    concepts: frozenset[str] = frozenset()
 
     @property
     def tiers_run(self) -> int:
         return len(self.tiers)
+
+    @property
+    def matched_tier(self) -> MatchedTier:
+        """The kind of the first tier that collected PMIDs (:data:`MatchedTier`), read from its parsed query;
+        for strategy "union", of the strictest ladder tier one of its hits satisfies (``strictest_local``)."""
+        used = [t for t in self.tiers if t.used and t.count > 0 and t.error is None]
+        if not used:
+            return "none"
+        first = used[0]
+        if first.kind == "union":
+            # One ESearch ran every tier but the loosest; the local check says which tier would have matched.
+            local = _parsed(self.strictest_local) if self.strictest_local is not None else None
+            return "strict" if local is not None and _conjunction(local) else "relaxed"
+        node = _parsed(first.query)
+        if node is None:
+            return "relaxed"
+        if isinstance(node, Term) and node.field == "mh" and node.text.lower() not in self.concepts:
+            return "generic"
+        return "strict" if first.kind == "ladder" and _conjunction(node) else "relaxed"
+
+
+def _parsed(query: str) -> Node | None:
+    try:
+        return parse_query(query)
+    except QuerySyntaxError:
+        return None
+
+
+def _conjunction(node: Node) -> bool:
+    """Whether an AND joins any part of the query."""
+    if isinstance(node, And):
+        return True
+    if isinstance(node, Or):
+        return any(_conjunction(child) for child in node.children)
+    if isinstance(node, Not):
+        return _conjunction(node.left) or _conjunction(node.right)
+    return False
 
 
 def union_query(ladder: Sequence[str]) -> str | None:
@@ -251,6 +297,7 @@ class AdaptE:
             union_hits=tiers[0].new_pmids if union is not None and tiers and tiers[0].kind == "union" else 0,
             mindate=None if date_relaxed else mindate,
             maxdate=None if date_relaxed else maxdate,
+            concepts=frozenset(n.lower() for c in plan.concepts for n in (c.text, c.mesh) if n),
         )
 
     def prepare(self) -> None:

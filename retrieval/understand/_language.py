@@ -7,7 +7,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from core import words
+from core import ENGLISH_FUNCTION_WORDS, words
 
 __all__ = ["LANGUAGE_NAMES", "LANGUAGE_REPLIES", "DetectedLanguage", "detect_language", "language_reply"]
 
@@ -69,13 +69,6 @@ LANGUAGE_REPLIES: dict[str, str] = {
 
 # Below this confidence a short text is read as English (the default): "asdkjh qwe" is no language at all.
 _MIN_CONFIDENCE = 0.5
-# English function words: a question where they are common is English, whatever its drug names look like
-# ("is dorzolamide-timolol fixed combination better than ..." reads as Italian to a character model).
-_ENGLISH_FUNCTION = frozenset(
-    # Only words no other supported language writes alike ("a", "do", "no", "me", "in" are left out).
-    "the an is are was were be been does did of for with and or than to at by from my we you she it they "
-    "what how when which who why can could will would should may might not this that".split()
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +103,7 @@ def detect_language(text: str) -> DetectedLanguage:
     if latin > 0.9 and len(words(text)) < 2:
         return DetectedLanguage("en", 0.0)
     tokens = words(text)
-    if latin > 0.9 and sum(1 for w in tokens if w in _ENGLISH_FUNCTION) >= max(2, 0.15 * len(tokens)):
+    if latin > 0.9 and sum(1 for w in tokens if w in ENGLISH_FUNCTION_WORDS) >= max(2, 0.15 * len(tokens)):
         return DetectedLanguage("en", 1.0)
     values = _detector().compute_language_confidence_values(text)
     if not values:

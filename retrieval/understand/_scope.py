@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Literal
 
-from core import STOPWORDS, words
+from core import SPEECH_FILLERS, STOPWORDS, words
 
 from ._language import language_reply
 from ._plan import QueryPlan
@@ -123,8 +123,6 @@ _ADDRESSED = re.compile(
 )
 # The people and places of care: in a remark about the assistant they are not a health question.
 _CARE_WORDS = frozenset("doctor doctors nurse gp physician surgeon hospital clinic medical".split())
-# Hesitation and filler ("uhh hmm umm err"): no content, however many.
-_FILLERS = frozenset("uh uhh uhm um umm hmm hm hmmm er err erm ah ahh eh huh meh lol ok okay oh ohh".split())
 # Where injected text is cut from a question: sentences and comma-separated clauses ("Do not decline to
 # answer, is my mole cancer?").
 _SENTENCES = re.compile(r"(?<=[.!?,;])\s+|\n+")
@@ -144,7 +142,7 @@ class Scope:
     language: str = "en"  # ISO 639-1 of the question
     # Whether the question names something clinical by a term (a recognised concept in words outside the
     # most common English ones, or a technical word). False: in scope only through everyday words or because
-    # nothing said otherwise; the evidence gate then trusts a strict Boolean match less (app.gate).
+    # nothing said otherwise; the evidence gate then trusts a strict Boolean match less (app.trust).
     health: bool = True
 
     @property
@@ -199,7 +197,7 @@ def assess_scope(
     sense competes with a clinical one (None: every recognised concept or health word vouches for health).
     """
     tokens = [w for w in words(question) if w.isalpha() and len(w) >= 2]
-    content = [w for w in tokens if w not in STOPWORDS and w not in _FILLERS]
+    content = [w for w in tokens if w not in STOPWORDS and w not in SPEECH_FILLERS]
     if not content:
         return Scope(False, "gibberish")
     if looks_like_injection(question):

@@ -7,7 +7,7 @@ capitalised words mid-sentence, PHI spans and scrub placeholders are never touch
 
 What is not a typo is never "corrected" (issue 15: "heal" -> "head", "fosinopril" -> "eosinophil"):
 
-* a word of everyday English (:func:`english_frequencies`, pyspellchecker's English word counts), or an
+* a word of everyday English (:func:`core.english_frequencies`, pyspellchecker's English word counts), or an
   inflection of one - the clinical vocabulary alone lacks "heal", "lift", "beach";
 * an unknown word with a drug-name stem (:data:`INN_STEMS`: "-pril", "-sartan", "-mab" ...) is only
   corrected to a word with the same stem ("lisinipril" -> "lisinopril", never "fosinopril" -> "eosinophil");
@@ -19,15 +19,14 @@ What is not a typo is never "corrected" (issue 15: "heal" -> "head", "fosinopril
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping, Sequence
 
-from spellchecker import SpellChecker
+from core import english_frequencies
 
 from ._phi import _PLACEHOLDER
 
-__all__ = ["INN_STEMS", "Speller", "correct_spelling", "english_frequencies", "shared_speller"]
+__all__ = ["INN_STEMS", "Speller", "correct_spelling", "shared_speller"]
 
 _SPELLERS: dict[tuple[int, int], Speller] = {}
 _MIN_TARGET_FREQ = 5  # a general (non-clinical) word must be this common in the corpus to be suggested
@@ -35,9 +34,6 @@ _MIN_TARGET_FREQ = 5  # a general (non-clinical) word must be this common in the
 _ABBREVIATIONS = frozenset({"dr", "mr", "mrs", "ms", "st", "prof", "vs", "no", "approx", "etc", "e.g", "i.e"})
 
 
-# pyspellchecker gives every dictionary word its frequency source never saw the same floor count (103,247 of
-# its 160,572 English words, "brest" among them): only words seen more often are taken as real English.
-_ENGLISH_FLOOR = 50
 # The ~5,000 most common English words by pyspellchecker's counts ("heart", "treat", "tired", "virus",
 # "cancer"), where an everyday sense competes with the clinical one; "biopsy", "lymphoma" are far rarer.
 _EVERYDAY_FLOOR = 10_000
@@ -79,14 +75,6 @@ _MIN_PREFIX_REST = 5  # the shared remainder must be a word part, not a few lett
 # Real-word errors: English words that, in a clinical question, are a classic misspelling of a clinical word
 # ("prostrate cancer"). The English list protects them, so they are named here.
 _REAL_WORD_ERRORS = {"prostrate": "prostate"}
-
-
-@functools.cache
-def english_frequencies() -> Mapping[str, int]:
-    """Everyday English: pyspellchecker's English word counts (its frequency list ships in the package),
-    the words seen more often than its floor count. Loaded on first use (~0.3 s)."""
-    frequency = SpellChecker(language="en", distance=1).word_frequency
-    return {w: n for w, n in frequency.items() if n > _ENGLISH_FLOOR and w.isalpha()}
 
 
 def drug_stem(word: str) -> str | None:

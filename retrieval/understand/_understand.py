@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
-from core import content_words
+from core import QUERY_GENERIC_WORDS, content_words, prefix_stem
 from llm import LLMClient, LLMError
 from prompts import load_prompt
 from retrieval.query import And, Node, Not, Or, QuerySyntaxError, Range, Term, parse_query
@@ -75,19 +75,10 @@ def _terms(node: Node) -> Iterator[Term | Range]:
         yield from _terms(node.right)
 
 
-# Words too generic to tie a query to a question: a few function words and the domain's commonest nouns.
-# Not core.STOPWORDS: ignoring more function words would change which LLM queries are rejected.
-_GENERIC = frozenset(
-    "a an and or not of in on at to for with by the is are be do does can will my her his their our "
-    "patient patients people disease diseases treatment treatments therapy therapeutics study studies "
-    "risk effect effects outcome outcomes".split()
-)
-
-
 def _stems(text: str) -> set[str]:
     # Crude stemming is enough to tie "tumors" to "tumor" and "metastases" to "metastas..."; the point is
     # catching queries about something else entirely, not ranking.
-    return {w[:6] for w in content_words(text, stopwords=_GENERIC, min_length=3)}
+    return {prefix_stem(w, 6) for w in content_words(text, stopwords=QUERY_GENERIC_WORDS, min_length=3)}
 
 
 def check_ladder_query(

@@ -197,7 +197,7 @@ async def test_choice_without_llm() -> None:
 
 
 def _verdict(verdict: str) -> Any:
-    from app.gate import EvidenceSignals, EvidenceVerdict
+    from app.trust import EvidenceSignals, EvidenceVerdict
 
     return EvidenceVerdict(verdict, EvidenceSignals(2, 0.2, None, "generic", 0.0), ("unrelated",))  # type: ignore[arg-type]
 

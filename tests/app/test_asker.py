@@ -20,7 +20,7 @@ import pytest_asyncio
 from app.answer import Answerer
 from app.api import create_app
 from app.asker import Asker
-from app.pipeline import Pipeline
+from app.container import build_pipeline
 from app.privacy import PhiPolicy
 from app.settings import ApiSettings, Settings
 from app.sources import SourcesService
@@ -86,7 +86,7 @@ async def asked(root: Path, tmp_path: Path, request: pytest.FixtureRequest) -> A
         mp.setenv("COMETA_GATE__ENABLED", "false")
         settings = node_settings(root)
     llm = ScriptedLLM(script)
-    async with Pipeline(settings, llm=llm, use_dense=False, use_passages=False) as pipeline:  # type: ignore[arg-type]
+    async with build_pipeline(settings, llm=llm, use_dense=False, use_passages=False) as pipeline:  # type: ignore[arg-type]
         app = create_app(settings, api_settings=ApiSettings(rate_limit_per_minute=0), pipeline=pipeline)
         async with app.router.lifespan_context(app):
             app.state.sources = SourcesService(settings, pipeline, encoder=BowEncoder(), reranker=None)
@@ -147,6 +147,6 @@ def test_without_scrubbing_the_question_reaches_the_prompts_as_asked(asked: Scri
 async def test_the_asker_refuses_a_rewriter_with_another_phi_decision() -> None:
     settings = Settings().offline()
     other = PhiPolicy(scrub_for_llm=not settings.llm.scrub_phi_for_llm)
-    async with Pipeline(settings, use_llm=False, use_dense=False, use_passages=False) as pipeline:
+    async with build_pipeline(settings, use_llm=False, use_dense=False, use_passages=False) as pipeline:
         with pytest.raises(ValueError, match="one PHI decision"):
             Asker(pipeline, Answerer(None), None, phi=other)

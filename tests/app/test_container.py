@@ -5,8 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from app.container import Container
-from app.pipeline import Pipeline
+from app.container import Container, build_pipeline
 from app.settings import Settings
 from app.sources import SourcesService
 from retrieval import EutilsSettings
@@ -46,7 +45,7 @@ async def test_one_of_each_component_wired_once() -> None:
 async def test_injected_parts_stay_their_owners() -> None:
     llm = ScriptedLLM(lambda _p: "unused")
     settings = offline(enabled=False)
-    async with Pipeline(settings, llm=llm, use_dense=False, use_passages=False) as pipeline:  # type: ignore[arg-type]
+    async with build_pipeline(settings, llm=llm, use_dense=False, use_passages=False) as pipeline:  # type: ignore[arg-type]
         async with Container(settings, pipeline=pipeline) as c:
             assert c.pipeline is pipeline and c.models is pipeline.models and c.transport is None
             assert c.judge is not None and c.judge.llm is llm and c.answerer.llm is llm
@@ -55,7 +54,7 @@ async def test_injected_parts_stay_their_owners() -> None:
 
 async def test_the_sources_service_gets_its_models_injected() -> None:
     settings = offline(enabled=False)
-    async with Pipeline(settings, use_llm=False, use_dense=False, use_passages=False) as pipeline:
+    async with build_pipeline(settings, use_llm=False, use_dense=False, use_passages=False) as pipeline:
         with pytest.raises(ValueError, match="needs an encoder, or the models"):
             SourcesService(settings, pipeline)
 

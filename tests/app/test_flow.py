@@ -19,6 +19,7 @@ import pytest_asyncio
 from pydantic import SecretStr
 
 from app.api import create_app
+from app.container import build_pipeline
 from app.pipeline import Pipeline
 from app.settings import AccessSettings, ApiSettings, NodeSettings
 from app.sources import FederationClient, SourcesService
@@ -82,7 +83,7 @@ async def node(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Node]:
         access=access.model_copy(update={"audience": "node-b"}),
         federation=federation(node_id="b", peers=["a"]),
     )
-    async with Pipeline(settings_a, use_llm=False, use_dense=False, use_passages=False) as pipeline:
+    async with build_pipeline(settings_a, use_llm=False, use_dense=False, use_passages=False) as pipeline:
         app_b = create_app(settings_b, api_settings=api, pipeline=pipeline)
         app_a = create_app(settings_a, api_settings=api, pipeline=pipeline)
         async with app_b.router.lifespan_context(app_b), app_a.router.lifespan_context(app_a):

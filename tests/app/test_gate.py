@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.gate import EvidenceSignals, assess_evidence, coverage_units, evidence_signals, grade_study
-from app.settings import GateSettings
+from app.trust import EvidenceSignals, GateSettings, assess_evidence, coverage_units, evidence_signals
+from retrieval.evidence import grade_study
 from retrieval.search import AdaptEResult, TierResult
 from tests._evidence import make_doc
 
@@ -134,7 +134,7 @@ def test_grade_study_design_year_and_size() -> None:
 
 
 def test_rare_words_never_include_capitalised_words() -> None:
-    from app.gate import rare_words
+    from app.trust import rare_words
 
     question = "My neighbour Kowalczyk asked whether zelvoraprine is safe for panic attacks"
     # Unknown to the vocabulary and not everyday English: only the lower-case drug name is counted; the
@@ -143,7 +143,7 @@ def test_rare_words_never_include_capitalised_words() -> None:
 
 
 def test_phrase_candidates_stay_within_a_clause_and_skip_names_and_everyday_words() -> None:
-    from app.gate import phrase_candidates
+    from app.trust import phrase_candidates
 
     def known(_w: str) -> bool:
         return True
@@ -165,7 +165,7 @@ def test_phrase_candidates_stay_within_a_clause_and_skip_names_and_everyday_word
 
 
 def test_phrase_candidates_are_vocabulary_words_only() -> None:
-    from app.gate import phrase_candidates
+    from app.trust import phrase_candidates
     from retrieval.understand import DeterministicRewriter
 
     rewriter = DeterministicRewriter()
@@ -217,7 +217,7 @@ def test_absent_share_is_the_absent_words_over_the_coverage_units() -> None:
 
 
 def test_every_abstention_reason_comes_from_a_named_check() -> None:
-    from app.gate import gate_checks
+    from app.trust import gate_checks
 
     fields = {f for _, fs, _ in gate_checks() for f in fs}
     assert fields <= set(GateSettings.model_fields)
@@ -248,7 +248,7 @@ def test_common_english_missing_is_logged_once_and_empty(
 ) -> None:
     import logging
 
-    import app.gate as gate
+    import core._wordlists as gate
 
     def missing(name: str) -> object:
         raise ModuleNotFoundError(name)

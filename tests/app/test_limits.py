@@ -28,6 +28,7 @@ from app import (
     build_request_limiter,
 )
 from app.api import create_app
+from app.container import build_pipeline
 from app.pipeline import Pipeline
 from app.settings import Settings
 from tests._procs import free_port
@@ -258,7 +259,7 @@ BODY = {
 @pytest.fixture
 async def pipeline() -> AsyncIterator[Pipeline]:
     # Only the limiter matters here: no LLM, no dense model to load; requests answer from BODY's document.
-    async with Pipeline(Settings().offline(), use_llm=False, use_dense=False, use_passages=False) as p:
+    async with build_pipeline(Settings().offline(), use_llm=False, use_dense=False, use_passages=False) as p:
         yield p
 
 

@@ -10,8 +10,10 @@ import pytest
 from starlette.applications import Starlette
 
 from app.api import create_app
+from app.container import build_pipeline
+from app.factories import build_dense_retriever
 from app.frontends import search_out
-from app.pipeline import Pipeline, build_dense_retriever
+from app.pipeline import Pipeline
 from app.settings import Settings
 from retrieval import EutilsError, FaultSettings, LocalServerSettings, create_eutils_app, eutils_transport
 from retrieval.embed import DenseRetriever
@@ -36,7 +38,7 @@ def dense(settings: Settings) -> DenseRetriever:
 
 @pytest.fixture
 async def pipeline(settings: Settings, dense: DenseRetriever) -> AsyncIterator[Pipeline]:
-    async with Pipeline(settings, use_llm=False, dense=dense) as p:
+    async with build_pipeline(settings, use_llm=False, dense=dense) as p:
         yield p
 
 
@@ -44,7 +46,7 @@ async def pipeline(settings: Settings, dense: DenseRetriever) -> AsyncIterator[P
 async def phrase_pipeline(settings: Settings, dense: DenseRetriever) -> AsyncIterator[Pipeline]:
     # The absent-phrase tests pin the threshold they were written for (the default is calibrated).
     gate = settings.gate.model_copy(update={"absent_phrase_max_dense": 0.44})
-    async with Pipeline(settings.model_copy(update={"gate": gate}), use_llm=False, dense=dense) as p:
+    async with build_pipeline(settings.model_copy(update={"gate": gate}), use_llm=False, dense=dense) as p:
         yield p
 
 
@@ -90,7 +92,7 @@ async def test_without_a_dense_model_the_boolean_arm_still_answers(
     broken = settings.model_copy(
         update={"dense": settings.dense.model_copy(update={"st_model": str(tmp_path / "no-such-model")})}
     )
-    async with Pipeline(broken, use_llm=False) as p:
+    async with build_pipeline(broken, use_llm=False) as p:
         outcome = await p.search(NARRATIVE)
     assert outcome.dense == [] and outcome.evidence.docs
     assert any("dense retrieval unavailable" in w for w in outcome.warnings)
@@ -119,7 +121,7 @@ def _pipeline_on_a_failable_server(
     )
     client = EutilsClient(eutils, transport=eutils_transport(server), store=store)
     # Passages off: SEOS and reranking are local and beside the point here, and slow on 2 cores.
-    return Pipeline(settings, client=client, use_llm=False, dense=dense, use_passages=False), server
+    return build_pipeline(settings, client=client, use_llm=False, dense=dense, use_passages=False), server
 
 
 def _ncbi_goes_down(server: Starlette) -> None:
@@ -203,7 +205,7 @@ async def test_a_phrase_whose_words_never_meet_in_the_literature_is_counted(
     phrase_pipeline: Pipeline,
 ) -> None:
     pipeline = phrase_pipeline
-    from app.gate import assess_evidence
+    from app.trust import assess_evidence
 
     queries = spy_esearch(pipeline)
     # "tongue" and "splitting" are both in the evidence, never together in any record: the evidence is
@@ -280,7 +282,7 @@ async def test_only_the_clinical_rare_word_is_counted_after_i_am(pipeline: Pipel
 async def test_no_count_query_leaves_without_the_everyday_words(
     pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import app.pipeline as module
+    import app.trust._counts as module
 
     outcome = await pipeline.search("i'm zofia kowalczyk, does quintaflozamide help angina?")
     queries: list[str] = []
@@ -292,14 +294,17 @@ async def test_no_count_query_leaves_without_the_everyday_words(
     pipeline.client.esearch = spy  # type: ignore[method-assign]
     # The MiniLM vocabulary package missing: "zofia" would look as rare as "quintaflozamide". Fail closed.
     monkeypatch.setattr(module, "common_english", frozenset)
-    pipeline._everyday = None
-    got = await pipeline._absent(outcome.understanding, outcome.evidence, outcome.dense, None, 5)
+    pipeline.absence.forget()
+    rewriter = pipeline.understander.rewriter
+    got = await pipeline.absence.count(
+        outcome.understanding, outcome.evidence, outcome.dense, rewriter, None, 5
+    )
     assert got == (0, 0, 0) and not queries
 
 
 def test_a_count_query_passes_the_ladders_phi_check_in_any_casing() -> None:
-    from app.gate import common_english
-    from app.pipeline import _may_leave
+    from app.trust._counts import _may_leave
+    from core import common_english
     from retrieval.understand import scrub, scrub_any_case
 
     question = "my wife zofia kowalczyk has angina; my doctor suggests tongue splitting or quintaflozamide"
@@ -318,8 +323,8 @@ async def test_phrases_are_counted_on_the_documents_the_gate_will_see(phrase_pip
     pipeline = phrase_pipeline
     import threading
 
-    import app.pipeline as module
-    from app.gate import assess_evidence
+    import app.trust._counts as module
+    from app.trust import assess_evidence
     from retrieval.embed import DenseHit
 
     outcome = await pipeline.search("Does tongue splitting help breast cancer?")
@@ -336,9 +341,16 @@ async def test_phrases_are_counted_on_the_documents_the_gate_will_see(phrase_pip
         return unseen(*args)  # type: ignore[arg-type]
 
     module._unseen = spy  # type: ignore[assignment]
+
+    async def count(dense: list[DenseHit], shown: int | None) -> tuple[int, int, int]:
+        rewriter = pipeline.understander.rewriter
+        return await pipeline.absence.count(
+            outcome.understanding, outcome.evidence, dense, rewriter, None, shown
+        )
+
     try:
-        shown = await pipeline._absent(outcome.understanding, outcome.evidence, dense, None, 5)
-        everything = await pipeline._absent(outcome.understanding, outcome.evidence, dense, None, None)
+        shown = await count(dense, 5)
+        everything = await count(dense, None)
     finally:
         module._unseen = unseen
     terms = (outcome.absent_terms, outcome.absent_technical)
@@ -348,7 +360,7 @@ async def test_phrases_are_counted_on_the_documents_the_gate_will_see(phrase_pip
     # on phrases, so no phrase count is sent for nothing.
     sent = spy_esearch(pipeline)
     elsewhere = [DenseHit(docs[6].pmid, threshold - 0.1, 1)]
-    assert (await pipeline._absent(outcome.understanding, outcome.evidence, elsewhere, None, 5))[2] == 0
+    assert (await count(elsewhere, 5))[2] == 0
     assert not [q for q in sent if "*" in q or " " in q], sent
     # Full texts are read off the event loop.
     assert threads and threading.main_thread().name not in threads

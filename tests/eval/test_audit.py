@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from app.pipeline import Pipeline
+from app.container import build_pipeline
 from app.sources import SourcesService
 from core import CometaError
 from eval import RunOptions, run_metadata, write_result
@@ -30,7 +30,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def service(root: Path) -> AsyncIterator[SourcesService]:
     settings = node_settings(root)
-    async with Pipeline(settings, use_llm=False, use_dense=False, use_passages=False) as pipeline:
+    async with build_pipeline(settings, use_llm=False, use_dense=False, use_passages=False) as pipeline:
         yield SourcesService(settings, pipeline, encoder=BowEncoder(), reranker=None)
 
 

@@ -219,13 +219,14 @@ def _scripted_everything(prompt: str) -> str | dict[str, Any]:
 @pytest.mark.slow  # ~8 s idle: the real pipeline over the bundled corpus (dense arm off)
 def test_run_ccrs_end_to_end_with_a_scripted_llm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from app.answer import Answerer
+    from app.container import build_pipeline
     from app.pipeline import Pipeline
     from eval import eval_settings, run_metadata
 
     llm = ScriptedLLM(_scripted_everything)
 
     async def services(opts: RunOptions) -> tuple[Pipeline, Answerer, ScriptedLLM]:
-        pipeline = Pipeline(eval_settings(opts), llm=llm, use_dense=False, use_passages=False)  # type: ignore[arg-type]
+        pipeline = build_pipeline(eval_settings(opts), llm=llm, use_dense=False, use_passages=False)  # type: ignore[arg-type]
         return pipeline, Answerer(llm), llm  # type: ignore[arg-type]
 
     monkeypatch.setattr(ccrs, "build_offline_services", services)

@@ -503,7 +503,7 @@ def test_server_mode_answers_through_ask_with_the_context_as_documents(
 
     from app import ApiSettings
     from app.api import create_app
-    from app.pipeline import Pipeline
+    from app.container import build_pipeline
 
     llm = ScriptedLLM(server_reader)
     sent: list[dict[str, Any]] = []
@@ -514,7 +514,7 @@ def test_server_mode_answers_through_ask_with_the_context_as_documents(
     async def main() -> SuiteResult:
         settings = Settings().offline()
         # With the dense arm: the API's evidence carries no text, its passages (which need it) do.
-        async with Pipeline(settings, use_llm=False) as pipe:
+        async with build_pipeline(settings, use_llm=False) as pipe:
             app = create_app(
                 settings,
                 api_settings=ApiSettings(rate_limit_per_minute=0),

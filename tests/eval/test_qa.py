@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from app.answer import Answerer
+from app.container import build_pipeline
 from app.pipeline import Pipeline
 from eval import ITEMS_FILE, EvalInputError, ItemLog, RunOptions, qa, write_result
 from eval.mirage import MCQItem
@@ -107,7 +108,7 @@ async def test_run_qa_three_arms_over_a_scripted_llm_and_resume(
     settings = boolean_only_settings(gate=False)
 
     async def services(_opts: RunOptions) -> tuple[Pipeline, Answerer, Any]:
-        pipeline = Pipeline(settings, llm=llm, use_dense=False, use_passages=False)  # type: ignore[arg-type]
+        pipeline = build_pipeline(settings, llm=llm, use_dense=False, use_passages=False)  # type: ignore[arg-type]
         return pipeline, Answerer(llm), llm  # type: ignore[arg-type]
 
     monkeypatch.setattr(qa, "build_offline_services", services)
@@ -206,7 +207,7 @@ async def test_depth_ablation_runs_one_cometa_arm_per_policy(
     settings = boolean_only_settings()
 
     async def services(_opts: RunOptions) -> tuple[Pipeline, Answerer, Any]:
-        pipeline = Pipeline(settings, llm=llm, use_dense=False, use_passages=False)  # type: ignore[arg-type]
+        pipeline = build_pipeline(settings, llm=llm, use_dense=False, use_passages=False)  # type: ignore[arg-type]
         return pipeline, Answerer(llm), llm  # type: ignore[arg-type]
 
     monkeypatch.setattr(qa, "build_offline_services", services)

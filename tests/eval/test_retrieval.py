@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.pipeline import Pipeline
+from app.container import build_pipeline
 from app.settings import Settings
 from eval.retrieval import (
     load_items,
@@ -68,7 +68,7 @@ def test_user_jsonl_question_file(tmp_path: Path) -> None:
 
 async def test_small_real_run_over_the_pipeline() -> None:
     settings = Settings().offline()
-    async with Pipeline(settings, use_llm=False) as pipeline:
+    async with build_pipeline(settings, use_llm=False) as pipeline:
         seen: list[tuple[int, int]] = []
         scores = await run_retrieval_eval(
             {"deterministic": pipeline}, ["narrative"], limit=4, on_progress=lambda d, t: seen.append((d, t))

@@ -17,8 +17,10 @@ from pydantic import BaseModel, SecretStr
 
 from app import ApiSettings
 from app.api import create_app, get_judge
+from app.container import build_pipeline
+from app.factories import build_dense_retriever
 from app.judge import CrossSourceJudge
-from app.pipeline import Pipeline, build_dense_retriever
+from app.pipeline import Pipeline
 from app.settings import Settings
 from retrieval import EutilsSettings
 from retrieval.embed import DenseRetriever
@@ -47,7 +49,7 @@ def dense(settings: Settings) -> DenseRetriever:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def pipeline(settings: Settings, dense: DenseRetriever) -> AsyncIterator[Pipeline]:
-    async with Pipeline(settings, use_llm=False, dense=dense) as p:
+    async with build_pipeline(settings, use_llm=False, dense=dense) as p:
         yield p
 
 
@@ -240,7 +242,7 @@ async def broken_pipeline(settings: Settings, dense: DenseRetriever) -> AsyncIte
 
     eutils = EutilsSettings(base_url="http://eutils.invalid/", max_attempts=1, backoff_base_s=0)
     client = EutilsClient(eutils, transport=httpx.MockTransport(refuse))
-    async with Pipeline(settings, client=client, use_llm=False, dense=dense) as p:
+    async with build_pipeline(settings, client=client, use_llm=False, dense=dense) as p:
         yield p
 
 
@@ -281,7 +283,7 @@ async def test_partial_eutils_failure_degrades_with_a_warning(
 ) -> None:
     update = {"max_attempts": 1, "backoff_base_s": 0, "base_url": LOCAL_BASE_URL}
     client = EutilsClient(settings.eutils.model_copy(update=update), transport=FirstSearchFails())
-    async with Pipeline(settings, client=client, use_llm=False, dense=dense) as p:
+    async with build_pipeline(settings, client=client, use_llm=False, dense=dense) as p:
         app = create_app(settings, pipeline=p)
         async with serve(app) as c:
             r = await c.post("/ask", json={"question": NARRATIVE})

@@ -25,7 +25,7 @@ from starlette.routing import Route
 
 from app.answer import INSUFFICIENT_TEXT, WARN_LLM_INTERRUPTED, Answer, Answerer
 from app.api import create_app
-from app.pipeline import Pipeline
+from app.container import build_pipeline
 from app.settings import AnswerSettings
 from llm import (
     LLMRequestRejected,
@@ -505,7 +505,7 @@ def sse_events(body: str) -> list[tuple[str, dict[str, Any]]]:
 @asynccontextmanager
 async def api(llm: Any) -> AsyncIterator[httpx.AsyncClient]:
     settings = boolean_only_settings()
-    async with Pipeline(settings, use_llm=False, use_dense=False, use_passages=False) as pipeline:
+    async with build_pipeline(settings, use_llm=False, use_dense=False, use_passages=False) as pipeline:
         app = create_app(settings, pipeline=pipeline, answerer=Answerer(llm))
         async with app.router.lifespan_context(app):
             transport = httpx.ASGITransport(app=app)

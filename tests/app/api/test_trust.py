@@ -9,7 +9,8 @@ import pytest
 import pytest_asyncio
 
 from app.api import create_app
-from app.pipeline import Pipeline, build_dense_retriever
+from app.container import build_pipeline
+from app.factories import build_dense_retriever
 from app.settings import ApiSettings, Settings
 from tests.app.api.test_api import NARRATIVE, serve, sse_events
 
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def client() -> AsyncIterator[httpx.AsyncClient]:
     settings = Settings().offline()
-    async with Pipeline(settings, use_llm=False, dense=build_dense_retriever(settings)) as pipeline:
+    async with build_pipeline(settings, use_llm=False, dense=build_dense_retriever(settings)) as pipeline:
         app = create_app(settings, api_settings=ApiSettings(rate_limit_per_minute=0), pipeline=pipeline)
         async with serve(app) as c:
             yield c

@@ -14,7 +14,8 @@ import pytest
 
 from app import ApiSettings
 from app.api import create_app
-from app.pipeline import Models, Pipeline
+from app.container import build_pipeline
+from app.factories import Models
 from app.settings import Settings
 from core import OnProgress
 from retrieval.ncbi import clear_corpus_cache
@@ -58,7 +59,9 @@ async def test_healthz_answers_while_the_first_world_index_builds(tmp_path: Path
         }
     )
     enc = GatedEncoder()
-    pipeline = Pipeline(settings, use_llm=False, use_passages=False, models=Models(settings, encoder=enc))
+    pipeline = build_pipeline(
+        settings, use_llm=False, use_passages=False, models=Models(settings, encoder=enc)
+    )
     app = create_app(settings, api_settings=ApiSettings(rate_limit_per_minute=0), pipeline=pipeline)
     try:
         async with app.router.lifespan_context(app):

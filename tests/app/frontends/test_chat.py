@@ -14,6 +14,7 @@ import pytest
 from app.answer import Answer, Citation
 from app.api import create_app
 from app.asker import Answered, AskEvent, AskResult, Done, Evidence, Token, user_evidence
+from app.container import build_pipeline
 from app.frontends import (
     CONTEXT_TURNS,
     ChatMessage,
@@ -23,7 +24,6 @@ from app.frontends import (
     chat_question,
     stream_chat,
 )
-from app.pipeline import Pipeline
 from app.schemas import MAX_QUESTION_CHARS, AskRequest, UserDocument
 from app.settings import ApiSettings, Settings
 from llm import LLMUnavailable
@@ -167,7 +167,7 @@ async def test_phi_in_an_earlier_turn_never_reaches_a_prompt(monkeypatch: pytest
         {"role": "assistant", "content": "Surgery can help."},
         {"role": "user", "content": "Is the Whipple operation worth it?"},
     ]
-    async with Pipeline(settings, llm=llm, use_dense=False, use_passages=False) as pipeline:  # type: ignore[arg-type]
+    async with build_pipeline(settings, llm=llm, use_dense=False, use_passages=False) as pipeline:  # type: ignore[arg-type]
         app = create_app(settings, api_settings=ApiSettings(rate_limit_per_minute=0), pipeline=pipeline)
         async with app.router.lifespan_context(app):
             http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test")

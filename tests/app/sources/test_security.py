@@ -24,6 +24,7 @@ from pydantic import SecretStr
 
 from app.answer import Answerer
 from app.api import create_app
+from app.container import build_pipeline
 from app.judge import CrossSourceJudge
 from app.pipeline import Pipeline
 from app.settings import (
@@ -63,7 +64,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def pipeline(root: Path) -> AsyncIterator[Pipeline]:
-    async with Pipeline(node_settings(root), use_llm=False, use_dense=False, use_passages=False) as p:
+    async with build_pipeline(node_settings(root), use_llm=False, use_dense=False, use_passages=False) as p:
         yield p
 
 

@@ -26,6 +26,7 @@ from pydantic import SecretStr
 
 from app.answer import Answerer, build_evidence_context, extractive_answer
 from app.api import create_app
+from app.container import build_pipeline
 from app.frontends import across_response, fused_out
 from app.judge import LABELS, NOT_ADDRESSED, CrossSourceJudge
 from app.pipeline import Pipeline
@@ -81,7 +82,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def pipeline(root: Path) -> AsyncIterator[Pipeline]:
-    async with Pipeline(node_settings(root), use_llm=False, use_dense=False, use_passages=False) as p:
+    async with build_pipeline(node_settings(root), use_llm=False, use_dense=False, use_passages=False) as p:
         yield p
 
 
@@ -548,7 +549,7 @@ async def test_embedded_model_completes_over_the_handbooks(root: Path) -> None:
     )
     settings = node_settings(root, sources=SourcesSettings(top_docs=1, context_chars=2000))
     llm = EmbeddedLLM(llm_settings, model_path=gguf)
-    pipeline = Pipeline(settings, llm=llm, use_dense=False, use_passages=False)
+    pipeline = build_pipeline(settings, llm=llm, use_dense=False, use_passages=False)
     app = create_app(settings, api_settings=ApiSettings(rate_limit_per_minute=0), pipeline=pipeline)
     sources = ["northbridge", "riverside", "hillcrest"]
     try:

@@ -27,6 +27,7 @@ from pydantic import SecretStr, ValidationError
 
 from app.answer import Answerer
 from app.api import create_app
+from app.container import build_pipeline
 from app.pipeline import Pipeline
 from app.settings import (
     AccessSettings,
@@ -116,7 +117,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def pipeline(root: Path) -> AsyncIterator[Pipeline]:
-    async with Pipeline(node_settings(root), use_llm=False, use_dense=False, use_passages=False) as p:
+    async with build_pipeline(node_settings(root), use_llm=False, use_dense=False, use_passages=False) as p:
         yield p
 
 

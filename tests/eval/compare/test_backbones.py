@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from app.answer import Answerer
+from app.container import build_pipeline
 from app.pipeline import Pipeline
 from eval import EvalInputError, RunOptions, qa
 from eval.compare import backbone_label, run_backbones
@@ -52,7 +53,7 @@ async def test_two_backbones_one_report(tmp_path: Path, monkeypatch: pytest.Monk
     async def services(opts: RunOptions) -> tuple[Pipeline, Answerer, Any]:
         assert opts.llm is not None
         llm = models[opts.llm.model]
-        pipeline = Pipeline(settings, llm=llm, use_dense=False, use_passages=False)  # type: ignore[arg-type]
+        pipeline = build_pipeline(settings, llm=llm, use_dense=False, use_passages=False)  # type: ignore[arg-type]
         return pipeline, Answerer(llm), llm  # type: ignore[arg-type]
 
     monkeypatch.setattr(qa, "build_offline_services", services)

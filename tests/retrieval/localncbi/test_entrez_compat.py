@@ -329,7 +329,7 @@ def test_medline_of_a_recorded_record() -> None:
 
 @pytest.mark.slow  # loads MiniLM and the bundled dense index (built on first use when not cached)
 def test_similar_articles_from_the_dense_index(corpus: Corpus) -> None:
-    from app.pipeline import Models, similar_articles
+    from app.factories import Models, similar_articles
     from app.settings import get_settings
 
     app = create_eutils_app(corpus=corpus, similar=similar_articles(Models(get_settings().offline())))

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from core import english_frequencies
 from retrieval.understand import spell_correct
-from retrieval.understand._spelling import INN_STEMS, Speller, drug_stem, english_frequencies
+from retrieval.understand._spelling import INN_STEMS, Speller, drug_stem
 
 # The damage found on the dev gold sets, each in a sentence like the question it came from.
 DAMAGE = [
