@@ -54,6 +54,7 @@ from .gate import INSUFFICIENT_EVIDENCE_TEXT, EvidenceVerdict, StudyGrade, grade
 __all__ = [
     "INSUFFICIENT_TEXT",
     "NOT_ADDRESSED",
+    "WARN_UNPARSEABLE",
     "Answer",
     "AnswerMode",
     "Answerer",
