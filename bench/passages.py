@@ -46,8 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import load_average, load_questions, machine_line, markdown_table, percentile
 
-from app.pipeline import Pipeline, build_dense_retriever
-from app.settings import Settings
+from app import Pipeline, Settings, build_dense_retriever
 from retrieval.embed import load_reranker
 from retrieval.evidence import EvidenceDoc
 from retrieval.passages import PassageContext, PassageRetriever

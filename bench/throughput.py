@@ -130,9 +130,8 @@ async def cometa_runs(
     import httpx
     from pydantic import SecretStr
 
+    from app import Pipeline, Settings, build_dense_retriever
     from app.api import admission_slots
-    from app.pipeline import Pipeline, build_dense_retriever
-    from app.settings import Settings
     from retrieval.eutils import EutilsClient, open_limiter
 
     offline = Settings().offline()

@@ -431,9 +431,7 @@ async def _in_process(
     service: SourcesService | None,
     judge_llm_in: LLMClient | None = None,
 ) -> list[str]:
-    from app.answer import Answerer
-    from app.judge import CrossSourceJudge
-    from app.pipeline import Pipeline
+    from app import Answerer, CrossSourceJudge, Pipeline
     from app.sources import (
         ANONYMOUS,
         InvalidToken,

@@ -27,10 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from app.answer import Answerer
-from app.gate import EvidenceSignals, assess_evidence, gate_checks
-from app.pipeline import Pipeline
-from app.settings import GateSettings, Settings
+from app import Answerer, EvidenceSignals, GateSettings, Pipeline, Settings, assess_evidence, gate_checks
 
 from ..gold import load_gold
 
