@@ -53,6 +53,7 @@ from .trust import INSUFFICIENT_EVIDENCE_TEXT, EvidenceVerdict
 __all__ = [
     "INSUFFICIENT_TEXT",
     "NOT_ADDRESSED",
+    "WARN_UNPARSEABLE",
     "Answer",
     "AnswerMode",
     "Answerer",

@@ -363,8 +363,7 @@ def serve_api(port: int) -> None:
 
     import uvicorn
 
-    from app.api import create_app
-    from app.settings import Settings
+    from app import Settings, create_app
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     _instrument()

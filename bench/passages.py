@@ -46,9 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import load_average, load_questions, machine_line, markdown_table, percentile
 
-from app.container import build_pipeline
-from app.factories import build_dense_retriever
-from app.settings import Settings
+from app import Settings, build_dense_retriever, build_pipeline
 from retrieval.embed import load_reranker
 from retrieval.evidence import EvidenceDoc
 from retrieval.passages import PassageContext, PassageRetriever

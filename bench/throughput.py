@@ -130,10 +130,8 @@ async def cometa_runs(
     import httpx
     from pydantic import SecretStr
 
+    from app import Settings, build_dense_retriever, build_pipeline
     from app.api import admission_slots
-    from app.container import build_pipeline
-    from app.factories import build_dense_retriever
-    from app.settings import Settings
     from retrieval.eutils import EutilsClient, open_limiter
 
     offline = Settings().offline()

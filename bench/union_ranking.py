@@ -25,9 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from app.container import build_pipeline
-from app.pipeline import Pipeline
-from app.settings import Settings
+from app import Pipeline, Settings, build_pipeline
 from eval.retrieval import load_items, score_ranking
 from retrieval.search import AdaptEResult, fuse
 

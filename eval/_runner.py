@@ -27,10 +27,7 @@ from core import CometaError
 from llm import LLMSettings
 
 if TYPE_CHECKING:
-    from app.answer import Answerer
-    from app.asker import Asker
-    from app.pipeline import Pipeline
-    from app.settings import Settings
+    from app import Answerer, Asker, Pipeline, Settings
     from llm import LLMClient
 
 __all__ = [
@@ -260,7 +257,7 @@ def config_hash(obj: Any) -> str:
 
 def eval_settings(opts: RunOptions) -> Settings:
     """``Settings().offline()`` with ``opts.llm`` applied: the components every suite runs on."""
-    from app.settings import Settings
+    from app import Settings
 
     settings = Settings().offline()
     if opts.llm is not None:
@@ -562,7 +559,7 @@ async def build_offline_services(opts: RunOptions) -> tuple[Pipeline, Answerer, 
     E-utilities client and the LLM. The dense retriever and passage stage load here, as the server's
     lifespan does, so the first item is not the slow one.
     """
-    from app.container import Container
+    from app import Container
 
     container = Container(eval_settings(opts))
     try:
@@ -674,12 +671,11 @@ class AskRunner:
             self.pipeline, self.answerer, _ = await build_offline_services(self.opts)
             self._owned = True
         elif self.answerer is None:
-            from app.answer import Answerer
+            from app import Answerer
 
             self.answerer = Answerer(self.pipeline.llm, self.pipeline.settings.answer)
         if self.pipeline is not None and self.answerer is not None:
-            from app.asker import Asker
-            from app.privacy import PhiPolicy
+            from app import Asker, PhiPolicy
 
             phi = PhiPolicy.from_settings(self.pipeline.settings.llm)
             self._asker = Asker(self.pipeline, self.answerer, None, phi=phi)

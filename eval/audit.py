@@ -431,10 +431,7 @@ async def _in_process(
     service: SourcesService | None,
     judge_llm_in: LLMClient | None = None,
 ) -> list[str]:
-    from app.answer import Answerer
-    from app.container import build_pipeline
-    from app.frontends import across_response
-    from app.judge import CrossSourceJudge
+    from app import Answerer, CrossSourceJudge, across_response, build_pipeline
     from app.sources import (
         ANONYMOUS,
         InvalidToken,

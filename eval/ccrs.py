@@ -454,10 +454,7 @@ def _build_systems(
     max_context_chars: int = 12_000,
     http: Any | None = None,
 ) -> dict[str, AnswerFn]:
-    from app import UserDocument
-    from app.answer import Answerer, build_evidence_context
-    from app.asker import user_evidence
-    from app.settings import AnswerSettings
+    from app import Answerer, AnswerSettings, UserDocument, build_evidence_context, user_evidence
 
     settings = AnswerSettings(max_tokens=max_tokens, max_context_chars=max_context_chars)
     extractive = Answerer(None, settings)

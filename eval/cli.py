@@ -107,7 +107,7 @@ ParamOpt = Annotated[
 def _llm_settings(choice: LLMChoice | None) -> Any:
     if choice is None:
         return None
-    from app.settings import Settings
+    from app import Settings
 
     # The backend from the flag; model, URL and key from COMETA_LLM__* as everywhere else.
     return Settings().llm.model_copy(update={"backend": choice})
@@ -116,7 +116,7 @@ def _llm_settings(choice: LLMChoice | None) -> Any:
 def _judge_settings(spec: str | None) -> Any:
     if spec is None:
         return None
-    from app.settings import Settings
+    from app import Settings
     from eval.judging import parse_llm_spec
 
     settings = Settings()
@@ -505,7 +505,7 @@ def backbones_command(
     param: ParamOpt = None,
 ) -> None:
     """CoMeta Table 6: the QA suite (naive RAG vs CoMeta by default) once per reader LLM, one report."""
-    from app.settings import Settings
+    from app import Settings
     from eval.compare import run_backbones
     from eval.judging import parse_llm_spec
 
@@ -551,8 +551,7 @@ def calibrate_gate_command(
     offline MiniLM encoder; recalibrate for MedCPT / your cross-encoder and set the printed COMETA_GATE__*.
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from app import progress_bar
-    from app.settings import Settings
+    from app import Settings, progress_bar
 
     try:
         module = importlib.import_module("eval.answers")
@@ -617,8 +616,7 @@ def answer_quality_command(
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-    from app import progress_bar
-    from app.settings import Settings
+    from app import Settings, progress_bar
 
     try:
         module = importlib.import_module("eval.answers")

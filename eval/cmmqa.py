@@ -490,7 +490,7 @@ def main(argv: Sequence[str] | None = None) -> int:  # pragma: no cover - thin C
         Console().print(summary["table"].markdown())
         Console().print(json.dumps(manifest["datasets"]))
         return 0
-    from app.settings import Settings
+    from app import Settings
 
     llm = Settings().llm.model_copy(update={"backend": args.llm})
     try:

@@ -31,7 +31,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from app.answer import WARN_UNPARSEABLE, ChoiceOutput
+from app import WARN_UNPARSEABLE, ChoiceOutput
 from llm import LLMClient, LLMError, LLMOutputInvalid
 from prompts import PromptTemplate
 
@@ -173,8 +173,7 @@ def _status_of(choice: str | None, mode: str, warnings: Sequence[str]) -> Status
 
 async def answer_rag(pipeline: Any, answerer: Any, item: Any, *, k: int = RAG_K) -> Outcome:
     """Top-``k`` dense hits for the raw question, fetched whole, as the choice prompt's evidence."""
-    from app import UserDocument
-    from app.asker import user_evidence
+    from app import UserDocument, user_evidence
 
     stages: dict[str, float] = {}
     started = time.perf_counter()

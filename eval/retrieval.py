@@ -43,8 +43,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from app.container import build_pipeline
-from app.pipeline import Pipeline
+from app import Pipeline, build_pipeline
 from core import OnProgress
 from llm import LLMSettings, build_llm
 from retrieval import EutilsClient, EutilsError

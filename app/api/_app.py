@@ -40,7 +40,7 @@ from core import CometaError
 from llm import LLMError
 
 from ._admission import AdmissionGate, admission_slots
-from ._collections import _install_collection_routes
+from ._collections import collections_router
 from ._deps import (
     ApiError,
     _error_payload,
@@ -48,10 +48,11 @@ from ._deps import (
     _request_id,
 )
 from ._gate import _Gate
-from ._mcp import _install_mcp
-from ._openai import _install_openai_routes
-from ._page import _install_page
-from ._routes import _install_routes
+from ._mcp import mcp_router
+from ._openai import openai_router
+from ._ops import ops_router
+from ._page import page_router
+from ._routes import ask_router, judge_router, search_router
 
 __all__ = ["create_app"]
 
@@ -112,13 +113,15 @@ def create_app(
     app.add_middleware(AdmissionGate, settings=api, max_in_flight=admission_slots(settings))
     # Added last = outermost: every response, CORS preflights included, carries a request id.
     app.add_middleware(_Gate, max_body_bytes=api.max_body_bytes, settings=settings)
+    app.state.settings = settings  # for the routes (``settings_of``), lifespan or not
     _install_handlers(app, settings)
-    _install_routes(app, settings)
-    _install_collection_routes(app)
-    _install_openai_routes(app, settings)  # /v1/chat/completions, /v1/models
-    mcp_running = _install_mcp(app, api)  # /mcp (streamable HTTP)
+    mcp, mcp_running = mcp_router(api, lambda: cast(Container, app.state.container))
+    routers = [ask_router, search_router, judge_router, ops_router, collections_router]
+    routers += [openai_router, mcp]  # /v1/chat/completions, /v1/models; /mcp (streamable HTTP)
     if api.chat_page:
-        _install_page(app)  # / and /ui/*
+        routers.append(page_router)  # / and /ui/*
+    for router in routers:
+        app.include_router(router)
     return app
 
 

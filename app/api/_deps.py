@@ -84,6 +84,11 @@ def get_asker(container: ContainerDep) -> Asker:
     return container.asker
 
 
+def settings_of(request: Request) -> Settings:
+    """The settings the app was created with (``app.state.settings``, set by ``create_app``)."""
+    return cast(Settings, request.app.state.settings)
+
+
 def service_of(request: Request) -> SourcesService:
     """This node's collections, access decisions and federation (``app.state.sources``)."""
     service = getattr(request.app.state, "sources", None)
@@ -145,6 +150,7 @@ PipelineDep = Annotated[Pipeline, Depends(get_pipeline)]
 JudgeDep = Annotated[CrossSourceJudge | None, Depends(get_judge)]
 AskerDep = Annotated[Asker, Depends(get_asker)]
 AuthDep = Annotated[str, Depends(authorize)]
+SettingsDep = Annotated[Settings, Depends(settings_of)]
 
 
 def _question_log(settings: Settings, question: str) -> dict[str, str]:

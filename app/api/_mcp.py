@@ -2,17 +2,16 @@
 rate limit (``X-API-Key`` or ``Authorization: Bearer``).
 
 Stateless: every request is its own MCP session (the tools keep no state), so any replica can answer any
-request. The SDK's session manager needs a running task group: :func:`_install_mcp` returns the context
-the lifespan enters."""
+request. The SDK's session manager needs a running task group: :func:`mcp_router` returns, beside the
+router, the context the lifespan enters."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import cast
 
-from fastapi import FastAPI
+from fastapi import APIRouter
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
@@ -44,12 +43,11 @@ class _McpEndpoint:
         await self.manager.handle_request(scope, receive, send)
 
 
-def _install_mcp(app: FastAPI, api: ApiSettings) -> Callable[[], AbstractAsyncContextManager[None]]:
-    """Mount ``/mcp``; returns the session manager's ``run`` for the lifespan."""
-
-    def container() -> Container:
-        return cast(Container, app.state.container)
-
+def mcp_router(
+    api: ApiSettings, container: Callable[[], Container]
+) -> tuple[APIRouter, Callable[[], AbstractAsyncContextManager[None]]]:
+    """The MCP router (``/mcp``, raw ASGI: no OpenAPI entry) over the tools on ``container`` (the app's,
+    once its lifespan started), and the session manager's ``run`` for the lifespan."""
     server = build_mcp_server(container)
     hosts = api.mcp_allowed_hosts
     security = TransportSecuritySettings(
@@ -64,7 +62,8 @@ def _install_mcp(app: FastAPI, api: ApiSettings) -> Callable[[], AbstractAsyncCo
         max_request_body_size=api.max_body_bytes,
     )
     manager = server.session_manager
-    app.router.routes.append(Route("/mcp", endpoint=_McpEndpoint(manager), methods=["GET", "POST", "DELETE"]))
+    router = APIRouter(tags=["mcp"])
+    router.routes.append(Route("/mcp", endpoint=_McpEndpoint(manager), methods=["GET", "POST", "DELETE"]))
 
     @asynccontextmanager
     async def running() -> AsyncIterator[None]:
@@ -89,4 +88,4 @@ def _install_mcp(app: FastAPI, api: ApiSettings) -> Callable[[], AbstractAsyncCo
             stop.set()
             await task
 
-    return running
+    return router, running

@@ -1,4 +1,4 @@
-"""``POST /v1/chat/completions`` and ``GET /v1/models``: OpenAI-compatible, thin over
+"""The OpenAI router: ``POST /v1/chat/completions`` and ``GET /v1/models``, OpenAI-compatible, thin over
 :mod:`app.frontends`, every failure in OpenAI's error shape (``{"error": {message, type, param, code}}``).
 
 The routes parse and authorise themselves (``X-API-Key`` or ``Authorization: Bearer``) rather than through
@@ -13,7 +13,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any, cast
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
 
@@ -25,6 +25,7 @@ from app.frontends import (
     list_models,
     stream_chat,
 )
+from app.schemas import ModelListOut, ModelOut
 from app.settings import Settings
 
 from ._deps import (
@@ -36,6 +37,7 @@ from ._deps import (
     check_key,
     get_container,
     key_of,
+    settings_of,
 )
 
 log = logging.getLogger("cometa.api")
@@ -103,83 +105,90 @@ def _sse(data: dict[str, Any] | str) -> bytes:
     return f"data: {text}\n\n".encode()
 
 
-def _install_openai_routes(app: FastAPI, settings: Settings) -> None:
-    async def authorised(request: Request) -> None:
-        await check_key(request, get_container(request), key_of(request), "API key (Authorization: Bearer)")
+async def _authorised(request: Request) -> None:
+    await check_key(request, get_container(request), key_of(request), "API key (Authorization: Bearer)")
 
-    def refuse(exc: BaseException, request_id: str) -> JSONResponse:
-        code, body, headers = _failure(exc, request_id, settings)
-        return JSONResponse(body, status_code=code, headers=headers)
 
-    @app.get("/v1/models", tags=["openai"])
-    async def models(request: Request) -> JSONResponse:
-        """The models this endpoint serves (one: ``cometa``)."""
-        try:
-            await authorised(request)
-        except Exception as exc:
-            return refuse(exc, _request_id(request))
-        return JSONResponse(list_models())
+def _refuse(exc: BaseException, request: Request, request_id: str) -> JSONResponse:
+    code, body, headers = _failure(exc, request_id, settings_of(request))
+    return JSONResponse(body, status_code=code, headers=headers)
 
-    @app.get("/v1/models/{model_id}", tags=["openai"])
-    async def model(model_id: str, request: Request) -> JSONResponse:
-        """One model (404 ``model_not_found`` for any but ``cometa``)."""
-        try:
-            await authorised(request)
-            found = [m for m in list_models()["data"] if m["id"] == model_id]
-            if not found:
-                raise ChatRequestError(
-                    f"the model {model_id!r} does not exist", code="model_not_found", status=404
-                )
-        except Exception as exc:
-            return refuse(exc, _request_id(request))
-        return JSONResponse(found[0])
 
-    @app.post(
-        "/v1/chat/completions",
-        tags=["openai"],
-        openapi_extra={
-            "requestBody": {
-                "required": True,
-                "content": {"application/json": {"schema": _inlined(ChatRequest.model_json_schema())}},
-            }
-        },
-    )
-    async def chat_completions(request: Request) -> Any:
-        """OpenAI Chat Completions (streamed with ``"stream": true``): the ``/ask`` answer to the last user
-        message, citations as markdown links; the whole ``/ask`` response in the extra field ``cometa``."""
-        request_id = _request_id(request)
-        try:
-            await authorised(request)
-            try:
-                body = json.loads(await request.body())
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise ChatRequestError("the body is not valid JSON") from exc
-            req = ChatRequest.model_validate(body)
-            question = chat_question(req.messages)
-            log.info(
-                json.dumps({"event": "chat", "request_id": request_id, **_question_log(settings, question)})
+openai_router = APIRouter(tags=["openai"])
+
+
+@openai_router.get("/v1/models", response_model=ModelListOut)
+async def models(request: Request) -> ModelListOut | JSONResponse:
+    """The models this endpoint serves (one: ``cometa``)."""
+    try:
+        await _authorised(request)
+    except Exception as exc:
+        return _refuse(exc, request, _request_id(request))
+    return ModelListOut.model_validate(list_models())
+
+
+@openai_router.get("/v1/models/{model_id}", response_model=ModelOut)
+async def model(model_id: str, request: Request) -> ModelOut | JSONResponse:
+    """One model (404 ``model_not_found`` for any but ``cometa``)."""
+    try:
+        await _authorised(request)
+        found = [m for m in list_models()["data"] if m["id"] == model_id]
+        if not found:
+            raise ChatRequestError(
+                f"the model {model_id!r} does not exist", code="model_not_found", status=404
             )
-            asker = get_container(request).asker
-            if not req.stream:
-                return JSONResponse(await chat_completion(asker, req, request_id))
-            chunks = stream_chat(asker, req, request_id)
-            first = await anext(chunks)  # a bad request still fails here, as a status code
+    except Exception as exc:
+        return _refuse(exc, request, _request_id(request))
+    return ModelOut.model_validate(found[0])
+
+
+@openai_router.post(
+    "/v1/chat/completions",
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": _inlined(ChatRequest.model_json_schema())}},
+        }
+    },
+)
+async def chat_completions(request: Request) -> Any:
+    """OpenAI Chat Completions (streamed with ``"stream": true``): the ``/ask`` answer to the last user
+    message, citations as markdown links; the whole ``/ask`` response in the extra field ``cometa``."""
+    request_id = _request_id(request)
+    try:
+        await _authorised(request)
+        try:
+            body = json.loads(await request.body())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ChatRequestError("the body is not valid JSON") from exc
+        req = ChatRequest.model_validate(body)
+        question = chat_question(req.messages)
+        log.info(
+            json.dumps(
+                {"event": "chat", "request_id": request_id, **_question_log(settings_of(request), question)}
+            )
+        )
+        asker = get_container(request).asker
+        if not req.stream:
+            return JSONResponse(await chat_completion(asker, req, request_id))
+        chunks = stream_chat(asker, req, request_id)
+        first = await anext(chunks)  # a bad request still fails here, as a status code
+    except Exception as exc:
+        return _refuse(exc, request, request_id)
+
+    async def events() -> AsyncIterator[bytes]:
+        yield _sse(first)
+        try:
+            async for chunk in chunks:
+                yield _sse(chunk)
+        except asyncio.CancelledError:
+            raise
         except Exception as exc:
-            return refuse(exc, request_id)
+            # Headers are gone: the failure becomes an error chunk, which the openai client raises.
+            yield _sse(_failure(exc, request_id, settings_of(request))[1])
+        finally:
+            await chunks.aclose()
+        yield _sse("[DONE]")
 
-        async def events() -> AsyncIterator[bytes]:
-            yield _sse(first)
-            try:
-                async for chunk in chunks:
-                    yield _sse(chunk)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                # Headers are gone: the failure becomes an error chunk, which the openai client raises.
-                yield _sse(_failure(exc, request_id, settings)[1])
-            finally:
-                await chunks.aclose()
-            yield _sse("[DONE]")
-
-        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-        return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(events(), media_type="text/event-stream", headers=headers)

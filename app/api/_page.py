@@ -1,10 +1,10 @@
-"""The reference chat page: ``GET /`` and its two static files under ``/ui/`` (package data of
-:mod:`app.frontends`, no build step, nothing fetched from elsewhere), served with a strict
+"""The page router: the reference chat page, ``GET /``, and its two static files under ``/ui/`` (package
+data of :mod:`app.frontends`, no build step, nothing fetched from elsewhere), served with a strict
 Content-Security-Policy: the page may talk to this origin only."""
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+from fastapi import APIRouter
 from fastapi.responses import Response
 
 from app.frontends import web_root
@@ -31,12 +31,15 @@ def _file(name: str) -> Response:
     return Response(web_root().joinpath(name).read_bytes(), media_type=_TYPES[name], headers=_HEADERS)
 
 
-def _install_page(app: FastAPI) -> None:
-    @app.get("/", tags=["page"], include_in_schema=False)
-    async def page() -> Response:
-        """The reference chat page."""
-        return _file("index.html")
+page_router = APIRouter(tags=["page"], include_in_schema=False)
 
-    @app.get("/ui/{name}", tags=["page"], include_in_schema=False)
-    async def asset(name: str) -> Response:
-        return _file(name)
+
+@page_router.get("/")
+async def page() -> Response:
+    """The reference chat page."""
+    return _file("index.html")
+
+
+@page_router.get("/ui/{name}")
+async def asset(name: str) -> Response:
+    return _file(name)

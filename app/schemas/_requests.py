@@ -34,8 +34,12 @@ __all__ = [
     "CollectionSearchRequest",
     "CollectionSearchResponse",
     "ErrorResponse",
+    "HealthResponse",
     "JudgeAnswerIn",
     "JudgeRequest",
+    "ModelListOut",
+    "ModelOut",
+    "ReadyResponse",
     "SearchRequest",
     "SourceResultOut",
     "SourceStatusOut",
@@ -346,6 +350,38 @@ class SearchResponse(SearchOut):
     """``POST /search``: the request id, then the search outcome (built by ``SearchOut``)."""
 
     request_id: str
+
+
+class HealthResponse(BaseModel):
+    """``GET /healthz``: the process answers."""
+
+    status: Literal["ok"] = "ok"
+
+
+class ReadyResponse(BaseModel):
+    """``GET /readyz`` (200 when ready, else 503): each dependency's check, all ``ok`` for ready."""
+
+    ready: bool
+    checks: dict[str, dict[str, Any]] = Field(
+        description="eutils (reachable, ms or reason), dense (index loaded or what is under way), llm "
+        "(configured, model: informational, never makes the service unready)"
+    )
+
+
+class ModelOut(BaseModel):
+    """``GET /v1/models/{id}``: one model, in OpenAI's shape."""
+
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str
+
+
+class ModelListOut(BaseModel):
+    """``GET /v1/models``: the models served, in OpenAI's shape."""
+
+    object: Literal["list"] = "list"
+    data: list[ModelOut]
 
 
 class JudgeResponse(JudgeReportOut):

@@ -27,10 +27,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from app.answer import Answerer
-from app.container import build_pipeline
-from app.settings import Settings
-from app.trust import EvidenceSignals, GateSettings, assess_evidence, gate_checks
+from app import (
+    Answerer,
+    EvidenceSignals,
+    GateSettings,
+    Settings,
+    assess_evidence,
+    build_pipeline,
+    gate_checks,
+)
 
 from ..gold import load_gold
 

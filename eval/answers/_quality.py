@@ -29,14 +29,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from app.answer import Answerer, content_terms
-from app.asker import Asker
-from app.container import build_pipeline
-from app.frontends import ask_response
-from app.pipeline import Pipeline
-from app.privacy import PhiPolicy
-from app.schemas import AskRequest
-from app.settings import Settings
+from app import (
+    Answerer,
+    Asker,
+    AskRequest,
+    PhiPolicy,
+    Pipeline,
+    Settings,
+    ask_response,
+    build_pipeline,
+    content_terms,
+)
 from eval.gold import default_gold_dir
 
 __all__ = ["contains", "contains_in_study_line", "gold_first", "label_left", "run_answer_quality"]

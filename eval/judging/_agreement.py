@@ -70,7 +70,7 @@ def map_label(label: str | None, dataset: str) -> str | None:
 
 
 async def _judge_one(judge: Any, item: ClaimItem, evidence_chars: int) -> dict[str, Any]:
-    from app.judge import SourceAnswer
+    from app import SourceAnswer
 
     question = item.question or f"Is it true that {item.claim.rstrip('.')}?"
     claim = SourceAnswer("claim", "CLAIM", item.claim, False, None)
@@ -120,7 +120,7 @@ def _fmt(x: Any) -> Any:
 
 async def run_judge(opts: RunOptions, *, llm: LLMClient | None = None) -> SuiteResult:
     """Validate the cross-source judge on the claim sets (module docstring); ``llm`` injects the judge."""
-    from app.judge import CrossSourceJudge
+    from app import CrossSourceJudge
 
     settings = eval_settings(opts)
     root = find_claims_dir(Path(str(opts.params["claims_dir"])) if "claims_dir" in opts.params else None)

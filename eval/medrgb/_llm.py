@@ -10,7 +10,7 @@ from typing import Any, ClassVar, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from app.answer import ChoiceOutput
+from app import ChoiceOutput
 from eval import StageTimes
 from llm import LLMClient, LLMError, LLMOutputInvalid
 from prompts import PromptTemplate

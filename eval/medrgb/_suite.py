@@ -10,7 +10,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from app.settings import AnswerSettings
+from app import AnswerSettings
 from eval import (
     EvalInputError,
     ItemLog,
@@ -54,8 +54,7 @@ from ._llm import (
 from ._scoring import _generation_stats, _plots, _tables, exact_match, normalise_answer, summarise
 
 if TYPE_CHECKING:
-    from app.answer import Answerer
-    from app.pipeline import Pipeline
+    from app import Answerer, Pipeline
     from retrieval.evidence import EvidenceDoc
 
 __all__ = ["run_medrgb"]
@@ -248,7 +247,7 @@ class _Suite:
         await self.gather(jobs, "medrgb: signal relevance (judge)")
 
     async def _relevance_one(self, judge: LLMClient, item: MCQItem, doc: RGBDoc) -> None:
-        from app.judge import parse_yes_no
+        from app import parse_yes_no
         from llm import LLMError
 
         prompt = self.prompts["relevance"]
@@ -376,8 +375,7 @@ class _Suite:
             choice, mode = data.get("answer_choice"), str(data.get("mode"))
             tokens = sum(int(v) for v in (data.get("tokens") or {}).values())
         else:
-            from app import UserDocument
-            from app.asker import user_evidence
+            from app import UserDocument, user_evidence
 
             assert self.answerer is not None
             evidence = user_evidence([UserDocument(pmid=d.pmid, text=d.text) for d in docs])
@@ -641,7 +639,7 @@ async def run_medrgb(opts: RunOptions) -> SuiteResult:
             )
         else:
             pipeline, _answerer, llm = await build_offline_services(opts)
-            from app.answer import Answerer
+            from app import Answerer
 
             suite.pipeline, suite.llm = pipeline, llm
             if p.rewriter == "deterministic":
