@@ -502,9 +502,6 @@ class FederationSettings(BaseModel):
     max_response_bytes: int = Field(
         default=16_000_000, ge=10_000, description="Larger node responses are refused."
     )
-    rrf_k: float = Field(
-        default=60.0, ge=0, description="Reciprocal rank fusion constant k of the ranking across sources."
-    )
     node_id: str | None = Field(
         default=None, pattern=_NAME, description="This node's name: the iss of the assertions it signs."
     )

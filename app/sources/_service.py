@@ -349,7 +349,9 @@ class SourcesService:
         if cached is not None and cached[0] == fingerprint:
             cached[1].collection = collection  # fresh metadata, same documents: keep the index
             return cached[1]
-        retriever = CollectionRetriever(collection, encoder, reranker, self.settings.collections.search)
+        retriever = CollectionRetriever(
+            collection, encoder, reranker, self.settings.collections.search, rrf_k=self.settings.evidence.rrf_k
+        )
         self._retrievers[collection.name] = (fingerprint, retriever)
         return retriever
 
@@ -681,7 +683,7 @@ class SourcesService:
                 ranked[o.name] = [(e.doc_id, e.title, e.cite()) for e in o.evidence]
         fused = [
             FusedEvidenceOut.of(f).model_dump(mode="json")
-            for f in fuse_sources(ranked, key=lambda it: it[0], k=self.settings.federation.rrf_k)
+            for f in fuse_sources(ranked, key=lambda it: it[0], k=self.settings.evidence.rrf_k)
         ]
         return AcrossOutcome(
             question_hash=hash_text(question),
