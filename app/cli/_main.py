@@ -21,7 +21,7 @@ from app import __version__, progress_bar
 from app.container import Container
 from app.pipeline import SearchOutcome, build_eutils_client, build_eutils_transport
 from app.schemas import AskRequest, AskResponse
-from app.settings import Settings, get_settings
+from app.settings import LocalCorpusSettings, Settings, get_settings, local_server_settings
 from core import OnProgress
 from retrieval import CometaError, EutilsError, PubmedRecord
 
@@ -111,7 +111,7 @@ def eutils_serve(
     from retrieval.ncbi import create_eutils_app
     from retrieval.understand import spell_correct
 
-    settings = get_settings().local_server
+    settings = local_server_settings()
     update: dict[str, Any] = {}
     if host is not None:
         update["host"] = host
@@ -123,7 +123,8 @@ def eutils_serve(
         update["rate_limit"] = rate_limit
     settings = settings.model_copy(update=update)
     # Similar articles come from the dense index over the same corpus, loaded on the first such request.
-    models = Models(get_settings().offline().model_copy(update={"local_server": settings}))
+    corpus = LocalCorpusSettings(corpus_dir=settings.corpus_dir)
+    models = Models(get_settings().offline().model_copy(update={"local_server": corpus}))
     try:
         application = create_eutils_app(settings, speller=spell_correct, similar=similar_articles(models))
         # The search index is built here, before the port opens, not by the first ESearch (half a second on

@@ -349,9 +349,8 @@ class SourcesService:
         if cached is not None and cached[0] == fingerprint:
             cached[1].collection = collection  # fresh metadata, same documents: keep the index
             return cached[1]
-        retriever = CollectionRetriever(
-            collection, encoder, reranker, self.settings.collections.search, rrf_k=self.settings.evidence.rrf_k
-        )
+        search, rrf_k = self.settings.collections.search, self.settings.evidence.rrf_k
+        retriever = CollectionRetriever(collection, encoder, reranker, search, rrf_k=rrf_k)
         self._retrievers[collection.name] = (fingerprint, retriever)
         return retriever
 
