@@ -123,8 +123,8 @@ def eutils_serve(
         update["rate_limit"] = rate_limit
     settings = settings.model_copy(update=update)
     # Similar articles come from the dense index over the same corpus, loaded on the first such request.
-    corpus = LocalCorpusSettings(corpus_dir=settings.corpus_dir)
-    models = Models(get_settings().offline().model_copy(update={"local_server": corpus}))
+    served = LocalCorpusSettings(corpus_dir=settings.corpus_dir)
+    models = Models(get_settings().offline().model_copy(update={"local_server": served}))
     try:
         application = create_eutils_app(settings, speller=spell_correct, similar=similar_articles(models))
         # The search index is built here, before the port opens, not by the first ESearch (half a second on

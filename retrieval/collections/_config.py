@@ -17,8 +17,9 @@ class CollectionSearchSettings(BaseModel):
     """HERO-QA routing and retrieval over one institutional collection (``collections/_search.py``).
 
     Defaults follow the HERO-QA paper: whole document up to 80k characters, 160-word windows with 32-word
-    overlap, four arms fused by RRF (k: ``COMETA_EVIDENCE__RRF_K``, 60) with the two navigation arms down-weighted, top-5 chunks
-    expanded to their parent sections and immediate neighbours, full-document fallback on weak evidence.
+    overlap, four arms fused by RRF (k=60: the service's one ``COMETA_EVIDENCE__RRF_K``) with the two
+    navigation arms down-weighted, top-5 chunks expanded to their parent sections and immediate neighbours,
+    full-document fallback on weak evidence.
     """
 
     whole_doc_max_chars: int = Field(
