@@ -27,7 +27,7 @@ from retrieval.understand import QueryUnderstander, spell_correct
 from segmentation import SEOSSegmenter, counter_for
 
 from .privacy import PhiPolicy
-from .settings import Settings
+from .settings import Settings, local_server_settings
 
 __all__ = [
     "Models",
@@ -68,7 +68,8 @@ def build_eutils_transport(
     if settings.eutils.backend != "local":
         return None
     similar = similar_articles(models) if models is not None else None
-    app = create_eutils_app(settings.local_server, speller=spell_correct, similar=similar)
+    server = local_server_settings(settings.local_server)  # its rate limit and faults: COMETA_LOCAL_SERVER__*
+    app = create_eutils_app(server, speller=spell_correct, similar=similar)
     return eutils_transport(app)
 
 

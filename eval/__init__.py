@@ -20,6 +20,7 @@ from ._runner import (
     config_hash,
     describe_llm,
     eval_settings,
+    judge_settings,
     parse_param,
     progress,
     read_item_records,
@@ -27,12 +28,15 @@ from ._runner import (
     select_items,
     write_result,
 )
+from ._settings import EvalSettings, EvaluationSettings
 
 __all__ = [
     "ITEMS_FILE",
     "AskRunner",
     "EvalInputError",
     "EvalServerError",
+    "EvalSettings",
+    "EvaluationSettings",
     "ItemLog",
     "Plot",
     "RunOptions",
@@ -44,6 +48,7 @@ __all__ = [
     "config_hash",
     "describe_llm",
     "eval_settings",
+    "judge_settings",
     "parse_param",
     "progress",
     "read_item_records",

@@ -262,9 +262,16 @@ def eval_settings(opts: RunOptions) -> Settings:
     settings = Settings().offline()
     if opts.llm is not None:
         settings = settings.model_copy(update={"llm": opts.llm})
-    if opts.judge_llm is not None:
-        settings = settings.model_copy(update={"judge_llm": opts.judge_llm})
     return settings
+
+
+def judge_settings(opts: RunOptions) -> LLMSettings | None:
+    """The judged suites' grader: ``opts.judge_llm``, else ``COMETA_JUDGE_LLM__*`` when set (None: none)."""
+    if opts.judge_llm is not None:
+        return opts.judge_llm
+    from ._settings import EvalSettings
+
+    return EvalSettings().judge_llm
 
 
 def describe_llm(llm: LLMSettings) -> dict[str, Any]:
@@ -357,7 +364,7 @@ def _hashable_options(suite: str, opts: RunOptions, settings: Settings) -> dict[
         "dense": {"encoder": settings.dense.encoder, "enabled": settings.dense.enabled},
         "rerank": settings.rerank.model,
         # Only when a judge is configured, so the hashes (and resumable folders) of unjudged runs stay put.
-        **({"judge_llm": _llm_description(settings.judge_llm)} if settings.judge_llm is not None else {}),
+        **({"judge_llm": _llm_description(judge)} if (judge := judge_settings(opts)) is not None else {}),
         **({"allow_self_judge": True} if opts.allow_self_judge else {}),
     }
 
@@ -367,6 +374,7 @@ def run_metadata(suite: str, opts: RunOptions) -> dict[str, Any]:
     from prompts import available_prompts
 
     settings = eval_settings(opts)
+    judge = judge_settings(opts)
     hashed = _hashable_options(suite, opts, settings)
     return {
         "suite": suite,
@@ -374,9 +382,7 @@ def run_metadata(suite: str, opts: RunOptions) -> dict[str, Any]:
         "config": hashed,
         "models": {
             "llm": _llm_description(settings.llm),
-            "judge_llm": (
-                _llm_description(settings.judge_llm) if settings.judge_llm is not None else "none configured"
-            ),
+            "judge_llm": _llm_description(judge) if judge is not None else "none configured",
             "dense_encoder": _dense_description(settings),
             "reranker": settings.rerank.model,
         },

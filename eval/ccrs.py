@@ -82,6 +82,7 @@ from ._runner import (
     eval_settings,
     progress,
 )
+from ._settings import EvalSettings
 
 __all__ = [
     "GOLD_FILE",
@@ -564,7 +565,7 @@ async def run_ccrs(opts: RunOptions) -> SuiteResult:
 
     settings = eval_settings(opts)
     choice = resolve_judge(opts, "ccrs", reader_in_process=not opts.server_url)
-    budgets = settings.evaluation
+    budgets = EvalSettings().evaluation
     params = dict(opts.params)
     B = int(params.get("B", budgets.ccrs_tukey_b))
     alpha = float(params.get("alpha", 0.05))

@@ -116,12 +116,11 @@ def _llm_settings(choice: LLMChoice | None) -> Any:
 def _judge_settings(spec: str | None) -> Any:
     if spec is None:
         return None
-    from app import Settings
+    from eval import EvalSettings
     from eval.judging import parse_llm_spec
 
-    settings = Settings()
     # Model, URL and key from COMETA_JUDGE_LLM__* when set, else the LLM layer's defaults.
-    return parse_llm_spec(spec, settings.judge_llm)
+    return parse_llm_spec(spec, EvalSettings().judge_llm)
 
 
 def _options(

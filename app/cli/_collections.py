@@ -260,7 +260,12 @@ def search(
         reranker = load_reranker(settings.rerank, encoder=encoder)
         with progress_bar("encoding the chunks", min_total=65) as on_progress:
             retriever = CollectionRetriever(
-                coll, encoder, reranker, search_settings, on_progress=None if as_json else on_progress
+                coll,
+                encoder,
+                reranker,
+                search_settings,
+                rrf_k=settings.evidence.rrf_k,
+                on_progress=None if as_json else on_progress,
             )
             evidence = asyncio.run(retriever.search(question, top_docs=top_docs))
     except CometaError as exc:

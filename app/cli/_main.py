@@ -24,7 +24,7 @@ from app.factories import build_eutils_client, build_eutils_transport
 from app.frontends import ask_response, event_json, search_out
 from app.pipeline import SearchOutcome
 from app.schemas import AskRequest, AskResponse
-from app.settings import Settings, get_settings
+from app.settings import LocalCorpusSettings, Settings, get_settings, local_server_settings
 from core import OnProgress
 from retrieval import CometaError, EutilsError, PubmedRecord
 
@@ -114,7 +114,7 @@ def eutils_serve(
     from retrieval.localncbi import create_eutils_app
     from retrieval.understand import spell_correct
 
-    settings = get_settings().local_server
+    settings = local_server_settings()
     update: dict[str, Any] = {}
     if host is not None:
         update["host"] = host
@@ -126,7 +126,8 @@ def eutils_serve(
         update["rate_limit"] = rate_limit
     settings = settings.model_copy(update=update)
     # Similar articles come from the dense index over the same corpus, loaded on the first such request.
-    models = Models(get_settings().offline().model_copy(update={"local_server": settings}))
+    served = LocalCorpusSettings(corpus_dir=settings.corpus_dir)
+    models = Models(get_settings().offline().model_copy(update={"local_server": served}))
     try:
         application = create_eutils_app(settings, speller=spell_correct, similar=similar_articles(models))
         # The search index is built here, before the port opens, not by the first ESearch (half a second on

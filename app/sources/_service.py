@@ -347,7 +347,8 @@ class SourcesService:
         if cached is not None and cached[0] == fingerprint:
             cached[1].collection = collection  # fresh metadata, same documents: keep the index
             return cached[1]
-        retriever = CollectionRetriever(collection, encoder, reranker, self.settings.collections.search)
+        search, rrf_k = self.settings.collections.search, self.settings.evidence.rrf_k
+        retriever = CollectionRetriever(collection, encoder, reranker, search, rrf_k=rrf_k)
         self._retrievers[collection.name] = (fingerprint, retriever)
         return retriever
 
@@ -675,7 +676,7 @@ class SourcesService:
         ranked: dict[str, list[EvidenceDoc | InstEvidence]] = {}
         for o in outcomes:
             ranked[o.name] = list(o.docs) if o.kind == "pubmed" else list(o.evidence)
-        fused = fuse_sources(ranked, key=evidence_id, k=self.settings.federation.rrf_k)
+        fused = fuse_sources(ranked, key=evidence_id, k=self.settings.evidence.rrf_k)
         return AcrossOutcome(
             question_hash=hash_text(question),
             sources=outcomes,

@@ -32,6 +32,7 @@ from eval import (
     SuiteResult,
     Table,
     eval_settings,
+    judge_settings,
     progress,
     select_items,
 )
@@ -138,7 +139,8 @@ async def run_judge(opts: RunOptions, *, llm: LLMClient | None = None) -> SuiteR
         items += select_items(load_claims(ds, root), opts.limit, opts.seed)
     # The judge under test: the evaluation judge when one is configured (--judge-llm, COMETA_JUDGE_LLM__*),
     # else --llm. Nothing here is a reader's answer, so self-judging does not arise.
-    under_test = settings.judge_llm if settings.judge_llm is not None else settings.llm
+    configured = judge_settings(opts)
+    under_test = configured if configured is not None else settings.llm
     client = llm if llm is not None else build_llm(under_test)
     if client is None:
         raise EvalInputError(

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eval import EvalInputError, RunOptions, describe_llm, eval_settings
+from eval import EvalInputError, RunOptions, describe_llm, eval_settings, judge_settings
 from llm import LLMSettings, build_llm
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ def resolve_judge(opts: RunOptions, suite: str, *, reader_in_process: bool = Tru
     """
     settings = eval_settings(opts)
     reader = settings.llm
-    judge = settings.judge_llm
+    judge = judge_settings(opts)
     hint = (
         f"{suite} grades answers with a judge model: pass --judge-llm openai:MODEL@URL (or set "
         "COMETA_JUDGE_LLM__BACKEND/MODEL/BASE_URL) to a model other than the reader"

@@ -17,8 +17,9 @@ class CollectionSearchSettings(BaseModel):
     """HERO-QA routing and retrieval over one institutional collection (``collections/_search.py``).
 
     Defaults follow the HERO-QA paper: whole document up to 80k characters, 160-word windows with 32-word
-    overlap, four arms fused by RRF (k=60) with the two navigation arms down-weighted, top-5 chunks
-    expanded to their parent sections and immediate neighbours, full-document fallback on weak evidence.
+    overlap, four arms fused by RRF (k=60: the service's one ``COMETA_EVIDENCE__RRF_K``) with the two
+    navigation arms down-weighted, top-5 chunks expanded to their parent sections and immediate neighbours,
+    full-document fallback on weak evidence.
     """
 
     whole_doc_max_chars: int = Field(
@@ -29,7 +30,6 @@ class CollectionSearchSettings(BaseModel):
     )
     window_words: int = Field(default=160, ge=8, le=4096, description="Words per window chunk.")
     window_overlap: int = Field(default=32, ge=0, le=2048, description="Words shared by consecutive windows.")
-    rrf_k: int = Field(default=60, ge=1, description="Reciprocal rank fusion constant k.")
     dense_weight: float = Field(default=1.0, ge=0, description="RRF weight of the dense chunk arm.")
     bm25_chunk_weight: float = Field(default=1.0, ge=0, description="RRF weight of BM25 over chunks.")
     bm25_section_weight: float = Field(

@@ -179,14 +179,17 @@ class CollectionRetriever:
         reranker: Reranker | None,
         settings: CollectionSearchSettings | None = None,
         *,
+        rrf_k: int = 60,
         on_progress: OnProgress | None = None,
     ) -> None:
-        """``on_progress(chunks encoded, chunks)`` follows the encoding of the chunk index, when it is built
-        rather than loaded from the collection's cache."""
+        """``rrf_k``: the reciprocal rank fusion constant of the four arms (the service passes its one
+        ``COMETA_EVIDENCE__RRF_K``); ``on_progress(chunks encoded, chunks)`` follows the encoding of the chunk
+        index, when it is built rather than loaded from the collection's cache."""
         self.collection = collection
         self.encoder = encoder
         self.reranker = reranker
         self.settings = settings or CollectionSearchSettings()
+        self.rrf_k = rrf_k
         self._on_progress = on_progress
         self._index: _Index | None = None
         self._lock = threading.Lock()
@@ -413,7 +416,7 @@ class CollectionRetriever:
             ARM_BM25_SECTIONS: s.bm25_section_weight,
             ARM_BM25_HEADINGS: s.bm25_heading_weight,
         }
-        return rrf(arms, k=s.rrf_k, weights=weights)
+        return rrf(arms, k=self.rrf_k, weights=weights)
 
     def _coverage(self, index: _Index, query_terms: frozenset[str], hits: Sequence[int]) -> float:
         """IDF-weighted share of the question's terms found in the ``hits`` chunks (1.0 without terms).

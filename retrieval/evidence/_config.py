@@ -14,7 +14,12 @@ __all__ = [
 class EvidenceSettings(BaseModel):
     """Fusion and metadata policy (CHSDR stage 4): RRF, filters and retrieval depth per document class."""
 
-    rrf_k: int = Field(default=60, ge=1, description="Reciprocal rank fusion constant k.")
+    rrf_k: int = Field(
+        default=60,
+        ge=1,
+        description="Reciprocal rank fusion constant k of every fusion: the Boolean and dense arms, the four "
+        "arms within a collection, and the ranking across sources.",
+    )
     boolean_weight: float = Field(default=1.0, ge=0, description="RRF weight of the Boolean (Adapt-E) arm.")
     dense_weight: float = Field(default=1.0, ge=0, description="RRF weight of the dense arm.")
     tie_break: Literal["dense", "boolean"] = Field(
