@@ -110,6 +110,8 @@ class Speller:
         self.clinical = clinical
         self._english = english
         self._index: dict[str, list[str]] | None = None
+        self._longest_target = 0  # the longest word a correction can be (set with the index)
+        self._longest_english: int | None = None
 
     def prepare(self) -> None:
         """Load the English list and build the delete index now (~0.8 s together) rather than on the first
@@ -152,6 +154,7 @@ class Speller:
                 continue  # rare corpus words are known (never corrected) but not suggested
             for d in (w, *self._deletes(w, self._max_distance(w))):
                 index.setdefault(d, []).append(w)
+            self._longest_target = max(self._longest_target, len(w))
         return index
 
     def is_known(self, word: str) -> bool:
@@ -173,6 +176,12 @@ class Speller:
         typos, not terms): a drug or procedure name, or a coined word."""
         if self.is_english(word):
             return False
+        if self._longest_english is None:
+            self._longest_english = max(map(len, self._english_counts()), default=0)
+        if len(word) > self._longest_english + 4:
+            # One edit and an inflection ("-ies" -> "y") shorten a word by 4 at most: no neighbour of this
+            # one can be English. Said before building them: a 2,000-letter "word" has ~100,000 neighbours.
+            return True
         # The one-edit neighbours, as pyspellchecker's edit_distance_1 builds them; its method needs a live
         # SpellChecker (its whole 160k-word list) and english_frequencies keeps only the words it needs.
         letters = "abcdefghijklmnopqrstuvwxyz"
@@ -192,8 +201,12 @@ class Speller:
             return None
         if self._index is None:
             self._index = self._build()  # built on first use: ~0.5 s, never on the happy path of clean text
-        stem = drug_stem(word)
         max_d = self._max_distance(word)
+        if len(word) > self._longest_target + max_d:
+            # No dictionary word is within reach. Said before the deletes: a long "word" ("ab" * 1000) has
+            # millions of distance-2 deletes (seconds of CPU and gigabytes of memory on the event loop).
+            return None
+        stem = drug_stem(word)
         seen: set[str] = set()
         best: tuple[int, int, int, str] | None = None
         for variant in (word, *self._deletes(word, max_d)):

@@ -160,3 +160,32 @@ def test_everyday_words_are_the_common_ones() -> None:
     # Words whose everyday sense competes with a clinical one, against terms a person uses for the clinic.
     assert all(speller.is_everyday(w) for w in ("heart", "treat", "tired", "eat", "virus"))
     assert not any(speller.is_everyday(w) for w in ("lymphoma", "biopsy", "whipple", "tamoxifen", "zzxq"))
+
+
+@pytest.mark.parametrize(
+    "word", ["ab" * 1000, "x" * 4000, "pneumonoultramicroscopicsilicovolcanoconiosisxyzzyq" * 20]
+)
+def test_a_long_word_costs_no_memory_to_check(word: str) -> None:
+    """An attacker's one-word question (issue 27, finding 1): the distance-2 deletes of a 2,000-letter word
+    were millions of strings (gigabytes, seconds on the event loop). No dictionary word is within two edits
+    of it, so it is left as written without building them; and no English word is one edit away."""
+    import tracemalloc
+
+    speller = Speller({"pancreatic": 10}, frozenset({"pancreatic"}), english=english_frequencies())
+    speller.prepare()
+    tracemalloc.start()
+    try:
+        assert speller.correct(word) is None
+        assert speller.is_technical(word)
+        assert spell_correct(f"is {word} dangerous") == f"is {word} dangerous"
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20_000_000, peak
+
+
+def test_words_at_the_edge_of_reach_are_still_corrected() -> None:
+    # The bound is exact: a word within two letters of the longest dictionary word is still checked.
+    speller = Speller({"pancreatitis": 10}, frozenset({"pancreatitis"}), english={})
+    assert speller.correct("pancreatitisz") == "pancreatitis"  # one letter longer
+    assert speller.correct("pancreatitiszzz") is None  # three: out of reach
