@@ -31,7 +31,6 @@ from ._present import (
     passages_out,
     query_out,
     search_out,
-    section_out,
     source_evidence_out,
     verdict_out,
 )
@@ -64,7 +63,6 @@ __all__ = [
     "render_markdown",
     "run_stdio",
     "search_out",
-    "section_out",
     "source_evidence_out",
     "stream_chat",
     "verdict_out",

@@ -31,17 +31,16 @@ from app.schemas import (
     RejectedQueryOut,
     RewriterOut,
     SearchOut,
-    SectionOut,
     SourceEvidenceOut,
     SourceResultOut,
     SourceStatusOut,
     TierOut,
     TokenCountsOut,
 )
-from app.sources import AcrossOutcome, FusedItem
+from app.sources import AcrossOutcome, FusedItem, section_out
 from app.trust import EvidenceVerdict
 from prompts import load_prompt
-from retrieval.collections import InstEvidence, SectionRef
+from retrieval.collections import InstEvidence
 from retrieval.evidence import EvidenceDoc
 from retrieval.passages import Passage, PassageContext
 from retrieval.search import Provenance
@@ -57,7 +56,6 @@ __all__ = [
     "passages_out",
     "query_out",
     "search_out",
-    "section_out",
     "source_evidence_out",
     "verdict_out",
 ]
@@ -243,12 +241,6 @@ def citation_out(
 
 
 # --- collection evidence and sources -----------------------------------------------------------------------
-
-
-def section_out(s: SectionRef) -> SectionOut:
-    return SectionOut(
-        section_id=s.section_id, heading=s.heading, page_start=s.page_start, page_end=s.page_end
-    )
 
 
 def _pages(ev: InstEvidence) -> str | None:

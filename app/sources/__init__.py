@@ -23,6 +23,7 @@ from ._federation import (
     evidence_out,
     evidence_to_json,
     fuse_sources,
+    section_out,
 )
 from ._service import (
     AcrossOutcome,
@@ -64,4 +65,5 @@ __all__ = [
     "fuse_sources",
     "load_policies",
     "parse_sources",
+    "section_out",
 ]

@@ -40,7 +40,7 @@ from ._access import NOT_AVAILABLE, Subject
 from ._exchange import AssertionSigner
 
 if TYPE_CHECKING:  # settings import this module: keep the collection stack out of that import
-    from retrieval.collections import InstEvidence
+    from retrieval.collections import InstEvidence, SectionRef
 
 __all__ = [
     "FederationClient",
@@ -77,6 +77,13 @@ class SourceStatus:
         }
 
 
+def section_out(s: SectionRef) -> SectionOut:
+    """A section of a collection document on the wire (between nodes, and in ``/ask`` across sources)."""
+    return SectionOut(
+        section_id=s.section_id, heading=s.heading, page_start=s.page_start, page_end=s.page_end
+    )
+
+
 def evidence_out(ev: InstEvidence) -> CollectionEvidenceOut:
     """One evidence item of a ``POST /collections/search`` reply, as this node sends it."""
     return CollectionEvidenceOut(
@@ -85,12 +92,7 @@ def evidence_out(ev: InstEvidence) -> CollectionEvidenceOut:
         title=ev.title,
         route=ev.route,
         text=ev.text,
-        sections=[
-            SectionOut(
-                section_id=s.section_id, heading=s.heading, page_start=s.page_start, page_end=s.page_end
-            )
-            for s in ev.sections
-        ],
+        sections=[section_out(s) for s in ev.sections],
         score=ev.score,
         cite=ev.cite(),
     )
