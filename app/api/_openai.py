@@ -159,7 +159,8 @@ async def chat_completions(request: Request) -> Any:
         await _authorised(request)
         try:
             body = json.loads(await request.body())
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+            # RecursionError: JSON nested deeper than the parser goes ("[" * 1000) is a bad body, not a 500.
             raise ChatRequestError("the body is not valid JSON") from exc
         req = ChatRequest.model_validate(body)
         question = chat_question(req.messages)

@@ -142,6 +142,11 @@ def test_errors_come_in_openai_shape(server: str, client: openai.OpenAI) -> None
     # Not JSON at all, and X-API-Key accepted as on the rest of the API.
     r = httpx.post(server + "/v1/chat/completions", content=b"{", headers={"X-API-Key": KEY})
     assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request_error"
+    # Nested deeper than the JSON parser goes (issue 27, finding 9: a 500 RecursionError): a bad body.
+    for depth in (1000, 100_000):
+        nested = b"[" * depth + b"]" * depth
+        r = httpx.post(server + "/v1/chat/completions", content=nested, headers={"X-API-Key": KEY})
+        assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request_error", r.text
     r = httpx.post(
         server + "/v1/chat/completions", json={"model": "cometa", "messages": USER, "stream": True}
     )
