@@ -293,6 +293,11 @@ def decode_jwt(
         raise InvalidToken("token signature does not verify") from exc
     except (jwt.PyJWTError, ValueError, TypeError) as exc:
         raise InvalidToken(f"invalid token ({type(exc).__name__})") from exc
+    for name in ("exp", "iat", "nbf"):
+        # PyJWT reads "exp": "1999999999" as a number: a string here would also slip past the lifetime cap.
+        value = claims.get(name)
+        if name in claims and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise InvalidToken(f"token claim {name!r} is not a number")
     exp = claims.get("exp")
     if max_lifetime_s is not None and isinstance(exp, int | float):
         iat = claims.get("iat")

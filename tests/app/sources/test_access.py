@@ -97,6 +97,23 @@ def test_bad_hs256_tokens_are_refused_with_a_reason(
         verifier.verify(hs({"sub": "u", **claims}, secret))
 
 
+@pytest.mark.parametrize(
+    "claims",
+    [
+        {"exp": str(int(time.time()) + 10 * 365 * 86400)},  # ten years ahead, as a string
+        {"exp": str(int(time.time()) + 60)},
+        {"iat": str(int(time.time()))},
+        {"nbf": str(int(time.time()) - 10)},
+        {"iat": True},
+    ],
+)
+def test_time_claims_that_are_not_numbers_are_refused(claims: dict[str, Any]) -> None:
+    """Issue 27, finding 10: PyJWT reads a numeric string as a time, and the lifetime cap skipped it."""
+    verifier = TokenVerifier(AccessSettings(jwt_secret=SecretStr(SECRET)))
+    with pytest.raises(InvalidToken, match="not a number|invalid token"):
+        verifier.verify(hs({"sub": "u", **claims}))
+
+
 def test_leeway_accepts_a_token_that_just_expired() -> None:
     verifier = TokenVerifier(AccessSettings(jwt_secret=SecretStr(SECRET), leeway_s=60))
     assert verifier.verify(hs({"exp": int(time.time()) - 10})).authenticated
