@@ -110,7 +110,7 @@ def test_bad_hs256_tokens_are_refused_with_a_reason(
 def test_time_claims_that_are_not_numbers_are_refused(claims: dict[str, Any]) -> None:
     """Issue 27, finding 10: PyJWT reads a numeric string as a time, and the lifetime cap skipped it."""
     verifier = TokenVerifier(AccessSettings(jwt_secret=SecretStr(SECRET)))
-    with pytest.raises(InvalidToken, match="not a number|invalid token"):
+    with pytest.raises(InvalidToken, match="is not a number"):
         verifier.verify(hs({"sub": "u", **claims}))
 
 
