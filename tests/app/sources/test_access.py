@@ -101,7 +101,6 @@ def test_bad_hs256_tokens_are_refused_with_a_reason(
     "claims",
     [
         {"exp": str(int(time.time()) + 10 * 365 * 86400)},  # ten years ahead, as a string
-        {"exp": str(int(time.time()) + 60)},
         {"iat": str(int(time.time()))},
         {"nbf": str(int(time.time()) - 10)},
         {"iat": True},
