@@ -122,6 +122,15 @@ class Citation:
     design: str | None = None  # retrieval.evidence.grade_study: "randomised trial", "meta-analysis", ...
     patients: int | None = None  # the sample size the abstract states
 
+    def age(self, current_year: int | None) -> int | None:
+        """Years since publication (None: the year or today's year unknown)."""
+        return current_year - self.year if current_year is not None and self.year is not None else None
+
+    def older_than(self, years: int | None, current_year: int | None) -> bool:
+        """Published more than ``years`` ago: the answer warns that newer evidence may differ."""
+        age = self.age(current_year)
+        return age is not None and years is not None and age > years
+
 
 @dataclass(frozen=True, slots=True)
 class Answer:

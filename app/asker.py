@@ -42,7 +42,7 @@ from retrieval.passages import PassageContext
 from retrieval.search import Provenance
 from retrieval.understand import LANGUAGE_NAMES, Scope, Understanding, hash_text
 
-from .answer import Answer, Answerer, AnswerMode, Citation
+from .answer import Answer, Answerer, AnswerMode
 from .judge import CrossSourceJudge, JudgeReport, SourceAnswer
 from .pipeline import Pipeline, SearchOutcome
 from .privacy import PhiPolicy
@@ -160,22 +160,6 @@ class AskResult:
     across: AcrossOutcome | None = None
     excerpt_chars: int = 0  # the length of a collection document's excerpt on the wire (across sources)
 
-    @property
-    def mode(self) -> AnswerMode:
-        return self.answered.mode
-
-    @property
-    def text(self) -> str:
-        return self.answered.text
-
-    @property
-    def citations(self) -> tuple[Citation, ...]:
-        """The PubMed citations (across sources: PubMed's, if it was asked)."""
-        if self.across is not None:
-            pubmed = next((o for o in self.across.sources if o.kind == "pubmed"), None)
-            return () if pubmed is None else tuple(pubmed.citations)
-        return () if self.answered.answer is None else self.answered.answer.citations
-
 
 @dataclass(frozen=True, slots=True)
 class Done:
@@ -232,10 +216,6 @@ def user_evidence(documents: Sequence[UserDocument], *, start_rank: int = 1) -> 
             )
         )
     return docs
-
-
-def _stage(name: str, status: Literal["started", "finished"]) -> Stage:
-    return Stage(name, status)
 
 
 class Asker:
@@ -319,19 +299,19 @@ class Asker:
 
         if req.documents is not None and req.documents_mode == "replace":
             # The caller's evidence only: no Understand, no retrieval (the evaluation suites' path).
-            yield _stage("retrieve", "started")
+            yield Stage("retrieve", "started")
             t0 = time.perf_counter()
             docs = user_evidence(req.documents)[: req.max_documents]
             context = await pipeline.passages_for(question, docs, warnings)
             timings["passages"] = (time.perf_counter() - t0) * 1000
             warnings.append("retrieval skipped: answering from the documents supplied with the request")
-            yield _stage("retrieve", "finished")
+            yield Stage("retrieve", "finished")
         else:
-            yield _stage("understand", "started")
+            yield Stage("understand", "started")
             t0 = time.perf_counter()
             understanding = await pipeline.understander.understand(question)
             timings["understand"] = (time.perf_counter() - t0) * 1000
-            yield _stage("understand", "finished")
+            yield Stage("understand", "finished")
             language = understanding.language
             if language != "en":
                 name = LANGUAGE_NAMES.get(language, language)
@@ -354,7 +334,7 @@ class Asker:
                 async for event in across:
                     yield event
                 return
-            yield _stage("retrieve", "started")
+            yield Stage("retrieve", "started")
             outcome = await pipeline.retrieve(
                 understanding,
                 mindate=req.mindate,
@@ -397,11 +377,11 @@ class Asker:
                     f"{len(retracted)} retracted {'study was' if len(retracted) == 1 else 'studies were'} "
                     f"excluded from the evidence: PMID {', '.join(retracted)}"
                 )
-            yield _stage("retrieve", "finished")
+            yield Stage("retrieve", "finished")
 
         yield Evidence(tuple(docs), context)
         asked = self.phi.for_llm(question)  # what the answer and judge prompts may see
-        yield _stage("answer", "started")
+        yield Stage("answer", "started")
         t1 = time.perf_counter()
         answer_args: dict[str, Any] = {
             "options": req.options,
@@ -439,14 +419,14 @@ class Asker:
         warnings.extend(answer.warnings)
         year = self.answerer.current_year()
         old_after = self.answerer.settings.old_evidence_years
-        old = [c.pmid for c in answer.citations if c.year is not None and year - c.year > old_after]
+        old = [c.pmid for c in answer.citations if c.older_than(old_after, year)]
         if old:
             warnings.append(
                 f"{len(old)} cited stud{'y is' if len(old) == 1 else 'ies are'} older than "
                 f"{old_after} years (PMID {', '.join(p or '' for p in old)}): newer evidence may differ"
             )
         answered = Answered(answer.text, answer.mode, answer, verdict, current_year=year, old_after=old_after)
-        yield _stage("answer", "finished")
+        yield Stage("answer", "finished")
         yield answered
 
         report: JudgeReport | None = None
@@ -458,11 +438,11 @@ class Asker:
             elif verdict is not None and verdict.abstain:
                 warnings.append("judge skipped: the evidence does not answer the question")
             else:
-                yield _stage("judge", "started")
+                yield Stage("judge", "started")
                 t2 = time.perf_counter()
                 report = await self.judge.run(asked, docs, context)
                 timings["judge"] = (time.perf_counter() - t2) * 1000
-                yield _stage("judge", "finished")
+                yield Stage("judge", "finished")
                 yield Judged(report)
 
         for stage_name, ms in timings.items():
@@ -496,11 +476,11 @@ class Asker:
         ANSWERS.labels("out_of_scope").inc()
         warnings.append(f"out of scope ({scope.reason}): nothing was searched")
         yield Evidence((), None)
-        yield _stage("answer", "started")
+        yield Stage("answer", "started")
         if stream_tokens:  # like every answer without a streaming model: its text as one token
             yield Token(scope.message, 0)
         answered = Answered(scope.message, "out_of_scope", None, None)
-        yield _stage("answer", "finished")
+        yield Stage("answer", "finished")
         yield answered
         yield Done(
             AskResult(
@@ -525,7 +505,7 @@ class Asker:
         warnings: list[str],
     ) -> AsyncGenerator[AskEvent, None]:
         """The retrieve, answer and judge steps over several sources (after the flow's scope check)."""
-        yield _stage("retrieve", "started")
+        yield Stage("retrieve", "started")
         outcome = await service.ask(
             req.question,
             refs,
@@ -536,7 +516,7 @@ class Asker:
             req=req,
             request_id=request_id,
         )
-        yield _stage("retrieve", "finished")
+        yield Stage("retrieve", "finished")
         log.info(
             json.dumps(
                 {

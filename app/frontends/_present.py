@@ -224,7 +224,6 @@ def citation_out(
 ) -> CitationOut:
     """The wire form of an answer's citation (``/ask`` with or without sources); with ``current_year``, its
     age, flagged when older than ``old_after`` years."""
-    age = current_year - c.year if current_year is not None and c.year is not None else None
     return CitationOut(
         pmid=c.pmid,
         pmcid=c.pmcid,
@@ -235,8 +234,8 @@ def citation_out(
         doc_class=c.doc_class,
         design=c.design,
         patients=c.patients,
-        age_years=age,
-        older_than_years=old_after if age is not None and old_after is not None and age > old_after else None,
+        age_years=c.age(current_year),
+        older_than_years=old_after if c.older_than(old_after, current_year) else None,
     )
 
 
