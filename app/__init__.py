@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from .judge import CrossSourceJudge, SourceAnswer, parse_yes_no
     from .pipeline import Pipeline
     from .privacy import PhiPolicy
+    from .safety import SafetySettings, assess_safety
     from .trust import EvidenceSignals, assess_evidence, gate_checks
 
 __version__ = "0.1.0"
@@ -73,6 +74,8 @@ _LAZY = {
     "SourceAnswer": "app.judge",
     "parse_yes_no": "app.judge",
     "Pipeline": "app.pipeline",
+    "SafetySettings": "app.safety",
+    "assess_safety": "app.safety",
     "PhiPolicy": "app.privacy",
 }
 
@@ -107,6 +110,7 @@ __all__ = [
     "RateLimiterUnavailable",
     "RedisWindowLimiter",
     "RequestLimiter",
+    "SafetySettings",
     "Settings",
     "SlidingWindowLimiter",
     "SourceAnswer",
@@ -115,6 +119,7 @@ __all__ = [
     "across_response",
     "ask_response",
     "assess_evidence",
+    "assess_safety",
     "build_dense_retriever",
     "build_evidence_context",
     "build_pipeline",

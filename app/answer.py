@@ -76,7 +76,9 @@ __all__ = [
 # (no evidence; a source that does not address the question; a per-source call that failed).
 # "out_of_scope": the question is not a health question the service answers (gibberish, small talk, an
 # instruction to the system, not about health), or not in a language it reads without a language model.
-AnswerMode = Literal["llm", "extractive", "insufficient_evidence", "not_addressed", "error", "out_of_scope"]
+AnswerMode = Literal[
+    "llm", "extractive", "insufficient_evidence", "not_addressed", "error", "out_of_scope", "urgent"
+]
 
 INSUFFICIENT_TEXT = (
     "No published evidence was found for this question, so no answer can be given from the literature. "

@@ -40,12 +40,13 @@ from core import CometaError
 from retrieval.evidence import DROP_RETRACTED, EvidenceDoc, TextUnit, pubmed_url
 from retrieval.passages import PassageContext
 from retrieval.search import Provenance
-from retrieval.understand import LANGUAGE_NAMES, Scope, Understanding, hash_text
+from retrieval.understand import LANGUAGE_NAMES, Scope, Understanding, detect_language, hash_text
 
 from .answer import Answer, Answerer, AnswerMode
 from .judge import CrossSourceJudge, JudgeReport, SourceAnswer
 from .pipeline import Pipeline, SearchOutcome
 from .privacy import PhiPolicy
+from .safety import NOT_URGENT, SafetyDecision, SafetySettings, assess_safety
 from .trust import EvidenceVerdict, assess_evidence
 
 __all__ = [
@@ -54,6 +55,7 @@ __all__ = [
     "CITATIONS_REMOVED",
     "EVIDENCE_VERDICTS",
     "STAGE_LATENCY",
+    "URGENT",
     "Answered",
     "AskEvent",
     "AskResult",
@@ -65,6 +67,7 @@ __all__ = [
     "Stage",
     "Token",
     "TokenRequired",
+    "Urgent",
     "caller_of",
     "user_evidence",
 ]
@@ -86,6 +89,11 @@ ABSTENTIONS = Counter(
     "non_medical, language; insufficient_evidence)",
     ["reason"],
 )
+URGENT = Counter(
+    "cometa_urgent_total",
+    "Questions answered with safety guidance, not a search, by kind (emergency, self_harm, lethal_means)",
+    ["kind"],
+)
 STAGE_LATENCY = Histogram(
     "cometa_stage_seconds",
     "Latency of each /ask stage (understand, esearch, dense, fuse, metadata, passages, answer, judge)",
@@ -95,6 +103,14 @@ STAGE_LATENCY = Histogram(
 
 
 # --- the flow's events and result (domain objects; app.frontends.present writes their wire form) ---------
+
+
+@dataclass(frozen=True, slots=True)
+class Urgent:
+    """The safety step found an emergency, self-harm or a request for means: always the first event, and
+    then only the guidance follows (no search, no model)."""
+
+    decision: SafetyDecision
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +175,7 @@ class AskResult:
     retracted: tuple[str, ...] = ()
     across: AcrossOutcome | None = None
     excerpt_chars: int = 0  # the length of a collection document's excerpt on the wire (across sources)
+    safety: SafetyDecision = NOT_URGENT  # the safety step's decision (urgent: mode "urgent")
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +185,7 @@ class Done:
     result: AskResult
 
 
-AskEvent = Stage | Evidence | Token | Answered | Judged | Done
+AskEvent = Urgent | Stage | Evidence | Token | Answered | Judged | Done
 
 
 class TokenRequired(InvalidToken):
@@ -222,7 +239,13 @@ class Asker:
     """One question, start to finish, over the process's pipeline, answerer and judge (None: no LLM)."""
 
     def __init__(
-        self, pipeline: Pipeline, answerer: Answerer, judge: CrossSourceJudge | None, *, phi: PhiPolicy
+        self,
+        pipeline: Pipeline,
+        answerer: Answerer,
+        judge: CrossSourceJudge | None,
+        *,
+        phi: PhiPolicy,
+        safety: SafetySettings | None = None,
     ) -> None:
         if pipeline.understander.scrub_for_llm != phi.scrub_for_llm:
             raise ValueError("the rewriter and the answer must follow one PHI decision (scrub_phi_for_llm)")
@@ -230,6 +253,7 @@ class Asker:
         self.answerer = answerer
         self.judge = judge
         self.phi = phi
+        self.safety = safety or SafetySettings()
 
     async def ask(
         self,
@@ -275,7 +299,16 @@ class Asker:
         """The question flow as events, ``result`` last, for every source combination: the caller is
         checked (sources beyond PubMed), the question understood once, its scope and language decided
         once; only then is any source searched. ``stream_tokens``: the model's deltas as ``token`` events
-        (PubMed only); closing this generator (client gone) closes the answer stream and the LLM call."""
+        (PubMed only); closing this generator (client gone) closes the answer stream and the LLM call.
+
+        Urgent first: before the caller, the scope or any source, the safety step reads the question; an
+        emergency, self-harm or a request for means gets the guidance (:class:`Urgent` first, then the
+        answer) and nothing is searched or asked of a model."""
+        decision = assess_safety(req.question, detect_language(req.question).code, self.safety)
+        if decision.urgent:
+            async for event in self._urgent(request_id, decision, stream_tokens=stream_tokens):
+                yield event
+            return
         refs: list[SourceRef] | None = None
         subject: Subject | None = None
         if req.across_sources:
@@ -459,6 +492,41 @@ class Asker:
                 warnings=tuple(dict.fromkeys(warnings)),
                 language=language,
                 retracted=tuple(retracted),
+            )
+        )
+
+    async def _urgent(
+        self, request_id: str, decision: SafetyDecision, *, stream_tokens: bool = False
+    ) -> AsyncGenerator[AskEvent, None]:
+        """The events of an urgent question: the decision, then the guidance as the answer; nothing else."""
+        URGENT.labels(decision.kind or "emergency").inc()
+        ANSWERS.labels("urgent").inc()
+        # Our red-flag names only: never the question's words.
+        log.info(
+            json.dumps(
+                {
+                    "event": "urgent",
+                    "request_id": request_id,
+                    "kind": decision.kind,
+                    "conditions": list(decision.conditions),
+                }
+            )
+        )
+        yield Urgent(decision)
+        text = decision.message or ""
+        if stream_tokens:  # like every answer without a streaming model: its text as one token
+            yield Token(text, 0)
+        answered = Answered(text, "urgent", None, None)
+        yield answered
+        yield Done(
+            AskResult(
+                request_id=request_id,
+                answered=answered,
+                warnings=(
+                    "urgent: safety guidance given instead of a literature answer; nothing was searched",
+                ),
+                language=decision.language,
+                safety=decision,
             )
         )
 

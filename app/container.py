@@ -152,7 +152,7 @@ class Container:
         self.models = pipeline.models
         self.answerer = answerer or Answerer(self.llm, settings.answer)
         self.judge = judge if judge is not None else build_judge(self.llm, self.api)
-        self.asker = Asker(pipeline, self.answerer, self.judge, phi=self.phi)
+        self.asker = Asker(pipeline, self.answerer, self.judge, phi=self.phi, safety=settings.safety)
         # The API's per-key rate limit (in memory, or shared through Redis: connects on first use).
         self.request_limiter: RequestLimiter = build_request_limiter(
             self.api, default_url=self.settings.eutils.redis_limiter_url()

@@ -33,6 +33,7 @@ from retrieval.embed import DenseSettings, RerankSettings
 from retrieval.evidence import EvidenceSettings
 from retrieval.passages import PassageSettings
 
+from .safety import SafetySettings
 from .trust import GateSettings
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "Policy",
     "Profile",
     "ProfileError",
+    "SafetySettings",
     "Settings",
     "SourcesSettings",
     "get_settings",
@@ -641,6 +643,10 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(default="INFO", description="Log level.")
     gate: GateSettings = Field(
         default_factory=GateSettings, description="The relevance and sufficiency gate (COMETA_GATE__*)."
+    )
+    safety: SafetySettings = Field(
+        default_factory=SafetySettings,
+        description="The safety step: emergency number and crisis line of the guidance (COMETA_SAFETY__*).",
     )
     debug_log_questions: bool = Field(
         default=False,

@@ -597,6 +597,42 @@ def calibrate_gate_command(
     _out.print(f"wrote {out / 'report.json'}", markup=False)
 
 
+@eval_app.command("safety")
+def safety_command(
+    split: Annotated[
+        str, typer.Option("--split", help="dev (calibration), test (the reported number) or all.")
+    ] = "dev",
+    gold_dir: Annotated[
+        Path | None,
+        typer.Option("--gold", help="Built gold sets (cometa eval build-gold); default $COMETA_GOLD_DIR."),
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the report (JSON) here.")] = None,
+) -> None:
+    """The safety step (issue 28): urgent recall on the blind urgent set, false urgency on the blind
+    look-alikes and on the answerable gold sets. Calibrate on dev; read test once
+    (eval/expected/safety.yaml)."""
+    if split not in ("dev", "test", "all"):
+        raise _exit("--split is dev, test or all", 2)
+    from eval.safety import run_safety
+
+    try:
+        report = run_safety(split, gold_dir)
+    except EvalInputError as exc:
+        raise _exit(escape(str(exc)), 2) from exc
+    for group, m in report["urgent"].items():
+        _out.print(f"urgent {group}: recall {m['recall']:.1%} ({m['caught']}/{m['n']})", markup=False)
+    la = report["lookalike"]
+    _out.print(f"look-alikes: false urgent {la['rate']:.1%} ({la['urgent']}/{la['n']})", markup=False)
+    for name, m in report["answerable"].items():
+        _out.print(f"answerable {name}: false urgent {m['urgent']}/{m['n']}", markup=False)
+    aa = report["answerable_all"]
+    _out.print(f"answerable all: false urgent {aa['rate']:.1%} ({aa['urgent']}/{aa['n']})", markup=False)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        _out.print(f"wrote {out}", markup=False)
+
+
 @eval_app.command("answer-quality")
 def answer_quality_command(
     out: Annotated[Path, typer.Option("--out", help="Output file (JSON report).")] = Path(

@@ -337,6 +337,12 @@ def _print_answer(response: AskResponse) -> None:
         "extractive": "no language model wrote this: the most relevant sentences are quoted from the studies",
         "insufficient_evidence": "the literature found does not answer this question",
     }
+    if response.safety is not None and response.safety.urgent:  # the guidance alone, first and loud
+        console.print(
+            Panel(escape(response.answer), title="Get help now", title_align="left", style="bold red")
+        )
+        console.print(f"[dim]mode: urgent ({response.safety.kind})[/]")
+        return
     # Terminals show links as links; elsewhere (a pipe, a file) the URLs are printed beside their text.
     answer = Markdown(render_markdown(response), hyperlinks=console.is_terminal)
     console.print(Panel(answer, title="Answer", title_align="left"))

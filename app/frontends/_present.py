@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.answer import Citation
-from app.asker import Answered, AskEvent, AskResult, Done, Evidence, Judged, Stage, Token
+from app.asker import Answered, AskEvent, AskResult, Done, Evidence, Judged, Stage, Token, Urgent
 from app.judge import JudgeReport
 from app.pipeline import SearchOutcome
+from app.safety import SafetyDecision
 from app.schemas import (
     AskResponse,
     CitationOut,
@@ -30,6 +31,7 @@ from app.schemas import (
     QueryOut,
     RejectedQueryOut,
     RewriterOut,
+    SafetyOut,
     SearchOut,
     SourceEvidenceOut,
     SourceResultOut,
@@ -55,6 +57,7 @@ __all__ = [
     "judge_report_out",
     "passages_out",
     "query_out",
+    "safety_out",
     "search_out",
     "source_evidence_out",
     "verdict_out",
@@ -339,8 +342,23 @@ def _citations(a: Answered) -> list[CitationOut]:
     return [citation_out(c, current_year=a.current_year, old_after=a.old_after) for c in a.answer.citations]
 
 
+def safety_out(decision: SafetyDecision) -> SafetyOut:
+    return SafetyOut(
+        urgent=decision.urgent,
+        kind=decision.kind,
+        message=decision.message,
+        conditions=list(decision.conditions),
+    )
+
+
 def ask_response(r: AskResult) -> AskResponse:
-    """The ``/ask`` response of one result (PubMed, out of scope, or across sources)."""
+    """The ``/ask`` response of one result (PubMed, urgent, out of scope, or across sources)."""
+    response = _response(r)
+    response.safety = safety_out(r.safety)
+    return response
+
+
+def _response(r: AskResult) -> AskResponse:
     a = r.answered
     if r.across is not None:
         response = across_response(r.across, r.request_id, r.excerpt_chars)
@@ -348,7 +366,7 @@ def ask_response(r: AskResult) -> AskResponse:
         response.warnings = list(r.warnings)
         response.language = r.language
         return response
-    if a.answer is None:  # out of scope: nothing searched, no model
+    if a.answer is None:  # urgent or out of scope: nothing searched, no model
         return AskResponse(
             request_id=r.request_id,
             answer=a.text,
@@ -388,6 +406,8 @@ def ask_response(r: AskResult) -> AskResponse:
 
 def event_json(event: AskEvent) -> tuple[str, dict[str, Any]]:
     """One event's name and JSON, as ``/ask/stream`` sends it (``result``: the whole ``/ask`` response)."""
+    if isinstance(event, Urgent):
+        return "safety", safety_out(event.decision).model_dump(mode="json")
     if isinstance(event, Stage):
         return "stage", {"stage": event.stage, "status": event.status}
     if isinstance(event, Evidence):

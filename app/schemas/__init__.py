@@ -47,7 +47,7 @@ from ._requests import (
     SourceStatusOut,
     UserDocument,
 )
-from ._trust import EvidenceVerdictOut, Verdict
+from ._trust import EvidenceVerdictOut, SafetyOut, UrgentKind, Verdict
 
 __all__ = [
     "MAX_QUESTION_CHARS",
@@ -82,6 +82,7 @@ __all__ = [
     "ReadyResponse",
     "RejectedQueryOut",
     "RewriterOut",
+    "SafetyOut",
     "SearchOut",
     "SearchRequest",
     "SearchResponse",
@@ -92,6 +93,7 @@ __all__ = [
     "SourceStatusOut",
     "TierOut",
     "TokenCountsOut",
+    "UrgentKind",
     "UserDocument",
     "Verdict",
 ]

@@ -21,7 +21,7 @@ from ._evidence import (
     SearchOut,
     SourceEvidenceOut,
 )
-from ._trust import EvidenceVerdictOut
+from ._trust import EvidenceVerdictOut, SafetyOut
 
 __all__ = [
     "MAX_QUESTION_CHARS",
@@ -311,6 +311,10 @@ class AskResponse(BaseModel):
     language: str | None = None  # the question's detected language (ISO 639-1), when it was detected
     retracted_excluded: list[str] = Field(
         default_factory=list, description="PMIDs of retracted studies kept out of the evidence and the answer"
+    )
+    safety: SafetyOut | None = Field(
+        default=None,
+        description="the safety step's decision; urgent: the answer is the guidance, nothing searched",
     )
 
 

@@ -128,6 +128,29 @@ async def test_every_path_refuses_alike_before_any_search(node: Node, kind: str)
     assert len(set(seen)) == 1, seen  # the same decision and the same reply on every path
 
 
+URGENT = {
+    "emergency": "When can I travel after my transplant? Also my wife suddenly can't lift her arm and "
+    "her face is drooping",
+    "self_harm": "I can't go on anymore, I want to die. Does my kidney transplant medication interact "
+    "with alcohol?",
+}
+
+
+@ASYNC
+@pytest.mark.parametrize("kind", list(URGENT))
+async def test_every_path_gives_the_safety_guidance_before_anything_else(node: Node, kind: str) -> None:
+    """Urgent first (issue 28): no source searched, no node asked, the same guidance on every path."""
+    seen = []
+    for path in PATHS:
+        before = (node.retrievals, node.to_b.requests)
+        body = await ask(node, URGENT[kind], path)
+        assert (node.retrievals, node.to_b.requests) == before, f"{path}: a source was searched"
+        assert body["mode"] == "urgent" and body["safety"]["kind"] == kind, path
+        assert body["citations"] == [] and body["evidence"] == [] and not body.get("sources"), path
+        seen.append(body["answer"])
+    assert len(set(seen)) == 1
+
+
 PMID = re.compile(r"\[PMID:(\d+)\]")
 DOC = re.compile(r"\[DOC:([^\s\]§]+)")
 

@@ -127,6 +127,8 @@ function renderJudge(judge) {
 
 function reset() {
   $("result").hidden = false;
+  $("answer-heading").hidden = false;
+  $("answer").hidden = false;
   $("answer").replaceChildren();
   $("answer").classList.add("provisional");
   $("citations").replaceChildren();
@@ -136,6 +138,17 @@ function reset() {
   $("disagreement-list").replaceChildren();
   $("disagreement").hidden = true;
   $("verdict").hidden = true;
+  $("urgent").hidden = true;
+  $("urgent-message").textContent = "";
+}
+
+// An emergency, self-harm or a request for means: the guidance first and on its own, nothing else.
+function renderUrgent(safety) {
+  if (!safety || !safety.urgent) return;
+  $("urgent-message").textContent = safety.message || "";
+  $("urgent").hidden = false;
+  $("answer-heading").hidden = true;
+  $("answer").hidden = true;
 }
 
 async function ask(question, judge) {
@@ -171,12 +184,14 @@ async function ask(question, judge) {
       }
       if (!data) continue;
       const payload = JSON.parse(data);
-      if (name === "stage" && payload.status === "started") $("status").textContent = STAGES[payload.stage] || "";
+      if (name === "safety") renderUrgent(payload);
+      else if (name === "stage" && payload.status === "started") $("status").textContent = STAGES[payload.stage] || "";
       else if (name === "token") {
         provisional += payload.delta;
         $("answer").textContent = provisional;
       } else if (name === "answer") {
         answer = payload;
+        if (payload.mode === "urgent") { $("answer").textContent = payload.answer; continue; }
         $("answer").classList.remove("provisional");
         renderAnswer($("answer"), payload.answer, payload.citations || []);
         renderCitations(payload.citations || []);

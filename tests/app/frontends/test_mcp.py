@@ -48,6 +48,12 @@ async def exercise(client: Client) -> None:
     assert 1 <= len(docs) <= 5 and docs[0]["url"].startswith("https://pubmed.ncbi.nlm.nih.gov/")
     assert found["queries"] and found["passages"]
 
+    # Urgent first (issue 28): the guidance, not studies, whichever frontend asks.
+    urgent = structured(
+        await client.call_tool("ask", {"question": "I want to end my life tonight, I have the pills"})
+    )
+    assert urgent["mode"] == "urgent" and urgent["safety"]["kind"] == "self_harm"
+    assert urgent["answer"] == urgent["safety"]["message"] and not urgent["evidence"]
     answer = structured(await client.call_tool("ask", {"question": QUESTION}))
     assert answer["mode"] == "extractive" and answer["citations"] and "[PMID:" in answer["answer"]
     assert answer["request_id"].startswith("mcp-")

@@ -114,6 +114,31 @@ def test_a_question_typed_in_the_page_gets_a_cited_answer(
         shutil.copy(shot, REPO / "docs" / "img" / shot.name)
 
 
+def test_an_urgent_question_shows_the_guidance_first_and_alone(server: str, browser: Any) -> None:
+    """Urgent first (issue 28): the real service, an emergency typed in the page."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(server + "/")
+    browser.find_element(By.CSS_SELECTOR, "#key-box summary").click()
+    browser.find_element(By.ID, "api-key").send_keys(API_KEY)
+    box = browser.find_element(By.ID, "question")
+    box.send_keys("my baby is 5 weeks old and has a fever of 38.4, should I give paracetamol?", Keys.ENTER)
+    WebDriverWait(browser, 60).until(ec.text_to_be_present_in_element((By.ID, "status"), "Done."))
+    urgent = browser.find_element(By.ID, "urgent")
+    assert urgent.is_displayed() and urgent.get_attribute("role") == "alert"
+    assert "Get help now" in urgent.text and "emergency" in urgent.text
+    assert not browser.find_element(By.ID, "answer").is_displayed()
+    assert not browser.find_elements(By.CSS_SELECTOR, "#citations .card")
+    # Above everything else in the result: the first thing read.
+    first = browser.execute_script("return document.getElementById('result').firstElementChild.id")
+    assert first == "urgent"
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert not errors, errors
+
+
 # --- the page's rendering of what an offline server cannot produce: a verdict, disagreement, hostile text ---
 
 SCRIPTED = [

@@ -1,0 +1,55 @@
+"""The safety step: the first thing the question flow does, for every route and every source combination.
+
+An emergency, a risk of suicide or self-harm, or a request for a lethal amount or a means of self-harm is
+answered with guidance (call the emergency number, a crisis line, the emergency department), in the
+question's language, before and instead of any search or model answer. :func:`assess_safety` decides
+offline from the red-flag table (:data:`RED_FLAGS`, documented in docs/safety.md); nothing of the question is
+logged or sent anywhere to decide.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ._detect import Finding, detect, normalise
+from ._guidance import GUIDANCE_LANGUAGES, SafetySettings, guidance
+from ._patterns import RED_FLAGS, Kind, RedFlag
+
+__all__ = [
+    "GUIDANCE_LANGUAGES",
+    "NOT_URGENT",
+    "RED_FLAGS",
+    "Finding",
+    "Kind",
+    "RedFlag",
+    "SafetyDecision",
+    "SafetySettings",
+    "assess_safety",
+    "detect",
+    "guidance",
+    "normalise",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SafetyDecision:
+    """Whether a question is urgent; if so its kind, the red flags that decided it and the guidance."""
+
+    urgent: bool
+    kind: Kind | None = None
+    conditions: tuple[str, ...] = ()
+    message: str | None = None
+    language: str = "en"
+
+
+NOT_URGENT = SafetyDecision(False)
+
+
+def assess_safety(question: str, language: str, settings: SafetySettings) -> SafetyDecision:
+    """The offline decision on ``question``; ``language`` (ISO 639-1) picks the guidance's language."""
+    found = detect(question)
+    if not found:
+        return SafetyDecision(False, language=language)
+    kind = found[0].kind  # detect() puts the most pressing kind first
+    conditions = tuple(dict.fromkeys(f.condition for f in found))
+    return SafetyDecision(True, kind, conditions, guidance(kind, language, settings), language)

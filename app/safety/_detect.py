@@ -1,0 +1,186 @@
+"""The offline urgency decision: the red-flag table (:mod:`app.safety._patterns`) read clause by clause.
+
+A cue counts unless its own clause says it is not happening now: negated just before it ("no chest pain"),
+told as history ("a heart attack in 2019", "three years ago"), asked hypothetically ("what should I do if he
+swallows a battery") or as a research or general-information question ("do clot busters improve stroke
+recovery", "what are the signs of a stroke"). A clause that also says *now* ("again", "since this morning")
+keeps its cue whatever else it says. Lethal-means requests are never excused by their phrasing: research
+wording is how such a request is often dressed up. Missing an emergency is worse than an unneeded warning, so
+every excuse is local to the clause that holds the cue; a detail buried in a long question about a routine
+treatment still counts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+from core import fold_accents
+
+from ._patterns import RED_FLAGS, Kind, RedFlag
+
+__all__ = ["Finding", "detect", "normalise"]
+
+_FLAGS: Final = re.IGNORECASE
+
+
+def _word_start(pattern: str) -> re.Pattern[str]:
+    """``pattern`` matched at the start of a word only: "ate" is not the end of "carotid ... separate"."""
+    return re.compile(r"\b(?:" + pattern + ")", _FLAGS)
+
+
+_COMPILED: Final = tuple(
+    (flag, _word_start(flag.cue), tuple(_word_start(g) for g in flag.with_)) for flag in RED_FLAGS
+)
+# Kinds in the order a question is labelled when it holds several: the guidance for self-harm and for a
+# request for means also tells the reader to call for help now.
+_PRIORITY: Final[dict[Kind, int]] = {"self_harm": 0, "lethal_means": 1, "emergency": 2}
+
+# Clause boundaries: sentence ends (not the dot of "38.5"), semicolons, commas, colons, and "but".
+_CLAUSE: Final = re.compile(
+    r"(?:[.!?;:](?!\d)|,(?!\d)|\n|\s[-–—]\s|\((?!\d)|\)|\b(?:but|however|although|pero|aunque|mais|aber|doch|mas|porem|ma|maar)\b|"
+    r"\b(?:and|y|et|und|e|en) (?:now|ahora|maintenant|jetzt|agora|ora|adesso|nu)\b|\b(?:also|oh and|anyway|tambien|aussi|ausserdem|"
+    r"auch|tambem|inoltre|anche|ook)\b)",
+    _FLAGS,
+)
+_NEGATION: Final = re.compile(
+    r"\b(?:no|not|never|without|denies|doesn't|don't|didn't|isn't|wasn't|hasn't|haven't|hadn't|none|nor|"
+    r"sin|ningun|ninguna|nunca|nada de|sans|pas|jamais|aucun|aucune|rien|kein|keine|keinen|keiner|ohne|nie|niemals|nicht|nichts|"
+    r"nao|sem|nenhum|nenhuma|nada|senza|mai|nessun|nessuna|niente|nemmeno|geen|zonder|niet|nooit)\s+(?:\S+\s+){0,2}$",
+    _FLAGS,
+)
+# Said of the past: a year, "x years ago", "last year", "history of".
+_HISTORY: Final = re.compile(
+    r"(?:\b(?:in|since|en|em|nel|im|in het|de|desde|depuis|seit|sinds|dal|back in)\s+(?:19|20)\d\d\b|\b(?:19|20)\d\d\b|"
+    r"\b(?:\d+|a|one|two|three|four|five|six|several|few|many|some)\s+(?:years?|months?|decades?)\s+ago\b|years ago|"
+    r"\blast (?:year|month|summer|winter|spring|autumn|fall|christmas)\b|\bhistory of\b|\bused to\b|\bin the past\b|"
+    r"\bas a (?:child|kid|teenager)\b|\bwhen (?:i|he|she|we) (?:was|were) (?:young|little|a child|a kid|\d+)\b|"
+    r"\bsurvived\b|\brecover(?:ed|ing|y)\b|\bsince (?:his|her|my) \w+ (?:in|last)\b|"
+    r"\bhace (?:\d+|unos|varios|muchos|un|dos|tres) (?:anos|ano|meses)\b|\bel ano pasado\b|\bantecedentes\b|"
+    r"\bil y a (?:\d+|quelques|plusieurs|un|deux|trois) (?:ans|an|mois)\b|\bl'an(?:nee)? derniere?\b|\bantecedents\b|"
+    r"\bvor (?:\d+|einigen|ein paar|einem|zwei|drei|vielen) (?:jahren|jahr|monaten)\b|\bletztes jahr\b|\bvorgeschichte\b|"
+    r"\bha (?:\d+|alguns|uns|um|dois|tres) (?:anos|ano|meses)\b|\bano passado\b|\bhistorico de\b|"
+    r"\b(?:\d+|alcuni|qualche|un|due|tre) (?:anni|anno|mesi) fa\b|\bl'anno scorso\b|\bin passato\b|"
+    r"\b(?:\d+|een paar|enkele|een|twee|drie) (?:jaar|jaren|maanden) geleden\b|\bvorig jaar\b|\bin het verleden\b)",
+    _FLAGS,
+)
+# A research, prevention or general-information clause; also a clause about a population, not a person.
+_RESEARCH: Final = re.compile(
+    r"(?:\bstud(?:y|ies)\b|\btrials?\b|\bresearch\b|\bevidence\b|\bguidelines?\b|meta.?analys|systematic review|"
+    r"\bliterature\b|\bpapers?\b|\befficacy\b|\beffectiveness\b|\boutcomes?\b|\bmortality\b|\bincidence\b|\bprevalence\b|"
+    r"\bstatistics?\b|\bstats?\b|\bessay\b|\bepidemiolog\w*|\bhow many people\b|\bnumber of (?:people|deaths|cases)\b|\beach year\b|"
+    r"\bper year\b|\bleading cause\b|\bwhy (?:is|are|do|does)\b|\bhow common\b|\bprotect(?:s|ive|ion)?\b|\bmore likely\b|\bless likely\b|"
+    r"\bmyth\b|\btextbook\b|\bwhen (?:i|he|she|we) (?:run|exercise|work out|jog|train|play sport|do sport)\b|\b(?:is|are) (?:\w+ ){1,5}common\b|\b(?:less|lower|higher|more|increased|reduced|any) (?:\w+ )?risk\b|\bhow successful\b|"
+    r"\bsuccess rates?\b|\bvictims\b|\bwhat (?:should|do|must) (?:we|i|you|people) (?:know|do) about\b|\badvice\b|\btips\b|"
+    r"\bgoing (?:trekking|hiking|camping|travell?ing)\b|\bbefore (?:a|our|my|the) (?:trip|holiday|flight)\b|\bpreven(?:t|ts|tion|ting|tive)\b|\brisk factors?\b|\b(?:reduce|lower|raise|increase)s? "
+    r"(?:the )?risk\b|\brisk of\b|\brates?\b|\bimprove (?:recovery|survival|outcomes?)\b|\bscreening\b|"
+    r"\b(?:can|does|do|could|might|may|will) (?:\w+ ){0,3}(?:cause|trigger|lead to|increase|reduce|improve|help)\b|"
+    r"\bside.?effects?\b|\blinked (?:to|with)\b|\bassociated with\b|\bwhat (?:are|is) (?:the )?(?:early |warning |common |typical )?"
+    r"(?:signs?|symptoms?)\b|\bsigns? (?:and symptoms )?of\b|\bsymptoms of\b|\bhow (?:do|can|would) (?:you|i|we|one|people) "
+    r"(?:tell|know|recogni[sz]e|spot)\b|\bwarning signs?\b|\bwhat (?:happens|causes)\b|\bin general\b|\bpeople (?:who|with)\b|"
+    r"\bpatients (?:who|with)\b|\bchildren (?:who|with)\b|"
+    r"\b(?:riesgo|risque|risiko|risco|rischio|risico)s? (?:de|di|del|van|fur|von|du|des)\b|"
+    r"\bestudios?\b|\bensayos?\b|\binvestigacion\b|\bevidencia\b|\bprevenir\b|\bprevencion\b|\bsintomas de\b|\bsenales de\b|"
+    r"\betudes?\b|\bessais?\b|\brecherche\b|\bprevenir\b|\bprevention\b|\bsymptomes de\b|\bsignes de\b|"
+    r"\bstudien?\b|\bforschung\b|\bevidenz\b|\bleitlinien?\b|\bvorbeug\w*|\bpravention\b|\bsymptome (?:von|eines|einer)\b|"
+    r"\bestudos?\b|\bensaios?\b|\bpesquisas?\b|\bprevencao\b|\bsintomas de\b|\bsinais de\b|"
+    r"\bstudi\b|\bstudio\b|\bricerca\b|\bprevenire\b|\bprevenzione\b|\bsintomi (?:di|del|della)\b|\bsegni di\b|"
+    r"\bstudies\b|\bonderzoek\b|\bbewijs\b|\brichtlijn\w*|\bvoorkomen\b|\bpreventie\b|\bsymptomen van\b|\btekenen van\b)",
+    _FLAGS,
+)
+# "If", "in case": asked about a situation, not in one.
+_HYPOTHETICAL: Final = re.compile(
+    r"\b(?:if|what if|in case|suppose|supposing|should (?:\w+ ){1,3}ever|whether|si|en caso de|au cas ou|en cas de|wenn|falls|"
+    r"caso|nel caso|qualora|indien|mocht|stel dat)\b(?!.*\b(?:now|right now|currently|ahora|maintenant|jetzt|agora|adesso|ora|nu)\b)",
+    _FLAGS,
+)
+# A clause saying *now* keeps its cue against general-question wording ("what is this chest pain, it started an
+# hour ago"); history wording still excuses it: "and now" starts a new clause.
+_NOW: Final = re.compile(
+    r"\b(?:now|right now|just now|currently|at the moment|again|tonight|today|this (?:morning|evening|afternoon|week)|"
+    r"for the (?:last|past) (?:\d+|few|couple of|two|three) (?:hours?|days?|minutes?)|since (?:this|last night|yesterday|\d)|"
+    r"ahora|ahorita|hoy|esta (?:manana|noche|tarde)|desde (?:esta|ayer|hace)|de nuevo|otra vez|maintenant|aujourd'hui|ce (?:matin|soir)|"
+    r"depuis (?:ce|hier|\d)|encore|a nouveau|jetzt|gerade|heute|seit (?:heute|gestern|\d)|wieder|agora|hoje|esta (?:manha|noite)|"
+    r"desde (?:ontem|hoje)|de novo|outra vez|adesso|ora\b|oggi|stamattina|stasera|da (?:ieri|stamattina|\d)|di nuovo|ancora|"
+    r"\bnu\b|vandaag|vanochtend|vanavond|sinds (?:gisteren|vanochtend|vannacht|\d)|weer|opnieuw)\b",
+    _FLAGS,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One red flag that counted: its condition and kind, and where its cue starts in the folded text."""
+
+    condition: str
+    kind: Kind
+    at: int
+
+
+_CONTRACTION: Final = re.compile(
+    r"\b(can|don|won|isn|doesn|didn|hasn|haven|wasn|weren|couldn|aren|wouldn|shouldn)t\b"
+)
+_SUBJECT_IS: Final = re.compile(r"\b(he|she|it|that|what)s\b")
+
+
+def normalise(text: str) -> str:
+    """Accents folded, lower case, typographic apostrophes and spaces made plain, chat spelling of
+    contractions restored ("cant" -> "can't", "shes" -> "she's"): what the patterns expect."""
+    text = fold_accents(text).lower()
+    text = text.replace("\u2019", "'").replace("\u2018", "'").replace("`", "'")
+    text = _CONTRACTION.sub(r"\1't", text)
+    text = _SUBJECT_IS.sub(r"\1's", text)
+    text = re.sub(r"\bim\b", "i'm", text)
+    text = re.sub(r"\bive\b", "i've", text)
+    return re.sub(r"\s+", " ", text)
+
+
+def _clause(text: str, start: int, end: int) -> tuple[str, int]:
+    """The clause holding ``text[start:end]`` and the clause's start offset."""
+    left = 0
+    for m in _CLAUSE.finditer(text, 0, start):
+        left = m.end()
+    right_match = _CLAUSE.search(text, end)
+    right = right_match.start() if right_match else len(text)
+    return text[left:right], left
+
+
+def _excused(flag: RedFlag, text: str, start: int, end: int) -> bool:
+    """Whether the cue at ``text[start:end]`` is not happening now, by its own clause."""
+    clause, left = _clause(text, start, end)
+    if _NEGATION.search(text[max(left, start - 40) : start]):
+        return True
+    if flag.kind == "lethal_means":
+        return False  # however it is phrased, a request for means gets the guidance
+    if _HISTORY.search(clause):
+        return True
+    # "If I wasn't here" is how thoughts of suicide are often put: no hypothetical excuses self-harm.
+    if flag.kind != "self_harm" and _HYPOTHETICAL.search(clause[: start - left]):
+        return True
+    return _NOW.search(clause) is None and _RESEARCH.search(clause) is not None
+
+
+def _counts(
+    flag: RedFlag, cue: re.Pattern[str], groups: tuple[re.Pattern[str], ...], text: str
+) -> int | None:
+    """The offset of the first cue of ``flag`` that counts, or None."""
+    for group in groups:  # each companion must be said, not denied ("no fever")
+        if not any(
+            not _NEGATION.search(text[max(0, m.start() - 40) : m.start()]) for m in group.finditer(text)
+        ):
+            return None
+    for m in cue.finditer(text):
+        if not _excused(flag, text, m.start(), m.end()):
+            return m.start()
+    return None
+
+
+def detect(question: str) -> list[Finding]:
+    """Every red flag that counts in ``question``, most pressing kind first (self-harm, means, emergency)."""
+    text = normalise(question)
+    found = []
+    for flag, cue, groups in _COMPILED:
+        at = _counts(flag, cue, groups, text)
+        if at is not None:
+            found.append(Finding(flag.condition, flag.kind, at))
+    return sorted(found, key=lambda f: (_PRIORITY[f.kind], f.at))

@@ -1,0 +1,85 @@
+"""The safety step measured (issue 28): urgent recall on the blind urgent set, false urgency on the blind
+look-alikes and on the answerable gold sets, per split.
+
+``cometa eval safety --split dev`` is for calibration; ``--split test`` is the reported number, read once
+(``eval/expected/safety.yaml`` records what was measured and how often each split was read). Nothing here is
+sent anywhere: the decision is the offline red-flag table (:func:`app.assess_safety`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from app import SafetySettings, assess_safety
+
+from .gold import GOLD_SETS, load_gold
+
+__all__ = ["ANSWERABLE_SETS", "SAFETY_DIR", "run_safety"]
+
+SAFETY_DIR = Path(__file__).resolve().parent / "data" / "safety"
+_NARRATIVES = Path(__file__).resolve().parent / "data" / "cmmqa_narratives.jsonl"
+# The answerable gold sets (an urgent reply there withholds an answer a patient should get).
+ANSWERABLE_SETS = ("cohen-topic", "cohen-narrative", "ei")
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _rate(k: int, n: int) -> float:
+    return round(k / n, 4) if n else 0.0
+
+
+def run_safety(split: str, gold_dir: Path | None = None) -> dict[str, Any]:
+    """The report of one split (``dev`` or ``test``; ``all`` for both): recall per kind and language group,
+    false urgency on look-alikes and on the answerable sets; ids of every miss and false alarm."""
+    settings = SafetySettings()
+
+    def urgent(text: str, language: str = "en") -> Any:
+        return assess_safety(text, language, settings)
+
+    def chosen(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [r for r in rows if split == "all" or r.get("split") == split]
+
+    report: dict[str, Any] = {"split": split}
+    items = chosen(_jsonl(SAFETY_DIR / "urgent.jsonl"))
+    caught: Counter[str] = Counter()
+    total: Counter[str] = Counter()
+    missed = []
+    for r in items:
+        groups = (r["kind"], "non_english" if r["language"] != "en" else "english", "all")
+        hit = urgent(r["text"], r["language"]).urgent
+        for g in groups:
+            total[g] += 1
+            caught[g] += hit
+        if not hit:
+            missed.append(r["id"])
+    report["urgent"] = {
+        g: {"n": total[g], "caught": caught[g], "recall": _rate(caught[g], total[g])} for g in sorted(total)
+    }
+    report["urgent_missed"] = missed
+    alike = chosen(_jsonl(SAFETY_DIR / "lookalike.jsonl"))
+    flagged = [r["id"] for r in alike if urgent(r["text"], r["language"]).urgent]
+    report["lookalike"] = {"n": len(alike), "urgent": len(flagged), "rate": _rate(len(flagged), len(alike))}
+    report["lookalike_flagged"] = flagged
+    sets: dict[str, list[dict[str, Any]]] = {
+        name: chosen(load_gold(name, gold_dir=gold_dir)) for name in ANSWERABLE_SETS if name in GOLD_SETS
+    }
+    sets["cmmqa-narratives"] = [
+        {"id": r.get("key") or r.get("id"), "question": r["narrative"]}
+        for r in _jsonl(_NARRATIVES)
+        if r.get("narrative")
+    ]
+    answerable: dict[str, Any] = {}
+    n_all = k_all = 0
+    for name, rows in sets.items():
+        hits = [str(r["id"]) for r in rows if urgent(r["question"]).urgent]
+        answerable[name] = {"n": len(rows), "urgent": len(hits), "ids": hits}
+        n_all += len(rows)
+        k_all += len(hits)
+    report["answerable"] = answerable
+    report["answerable_all"] = {"n": n_all, "urgent": k_all, "rate": _rate(k_all, n_all)}
+    return report
