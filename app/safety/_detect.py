@@ -19,6 +19,7 @@ from typing import Final
 from core import fold_accents
 
 from ._patterns import RED_FLAGS, Kind, RedFlag
+from ._signs import EMERGENCY_SIGNS, EMERGENCY_STRONG, SELF_HARM_SIGNS, SELF_HARM_STRONG
 
 __all__ = ["Finding", "detect", "normalise"]
 
@@ -33,6 +34,10 @@ def _word_start(pattern: str) -> re.Pattern[str]:
 _COMPILED: Final = tuple(
     (flag, _word_start(flag.cue), tuple(_word_start(g) for g in flag.with_)) for flag in RED_FLAGS
 )
+_EMERGENCY_SIGNS: Final = {name: _word_start(p) for name, p in EMERGENCY_SIGNS.items()}
+_SELF_HARM_SIGNS: Final = {name: _word_start(p) for name, p in SELF_HARM_SIGNS.items()}
+# Danger signs that make a second sign an emergency; fever and vomiting together alone are a stomach bug.
+_MAJOR_SIGNS: Final = frozenset(EMERGENCY_SIGNS) - {"fever", "vomiting"}
 # Kinds in the order a question is labelled when it holds several: the guidance for self-harm and for a
 # request for means also tells the reader to call for help now.
 _PRIORITY: Final[dict[Kind, int]] = {"self_harm": 0, "lethal_means": 1, "emergency": 2}
@@ -53,7 +58,8 @@ _NEGATION: Final = re.compile(
 # Said of the past: a year, "x years ago", "last year", "history of".
 _HISTORY: Final = re.compile(
     r"(?:\b(?:in|since|en|em|nel|im|in het|de|desde|depuis|seit|sinds|dal|back in)\s+(?:19|20)\d\d\b|\b(?:19|20)\d\d\b|"
-    r"\b(?:\d+|a|one|two|three|four|five|six|several|few|many|some)\s+(?:years?|months?|decades?)\s+ago\b|years ago|"
+    r"\b(?:\d+|a|one|two|three|four|five|six|several|few|many|some)\s+(?:years?|yrs?|months?|decades?)\s+ago\b|years ago|\(\d+ ?(?:yrs?|years?)\)|"
+    r"\bsurvivors?\b|\bpost[- ]\w+|\bwhen i was (?:a )?(?:teen|teenager|student|kid|child|younger)\b|\bin my (?:teens|twenties|youth)\b|"
     r"\blast (?:year|month|summer|winter|spring|autumn|fall|christmas)\b|\bhistory of\b|\bused to\b|\bin the past\b|"
     r"\bas a (?:child|kid|teenager)\b|\bwhen (?:i|he|she|we) (?:was|were) (?:young|little|a child|a kid|\d+)\b|"
     r"\bsurvived\b|\brecover(?:ed|ing|y)\b|\bsince (?:his|her|my) \w+ (?:in|last)\b|"
@@ -67,7 +73,12 @@ _HISTORY: Final = re.compile(
 )
 # A research, prevention or general-information clause; also a clause about a population, not a person.
 _RESEARCH: Final = re.compile(
-    r"(?:\bstud(?:y|ies)\b|\btrials?\b|\bresearch\b|\bevidence\b|\bguidelines?\b|meta.?analys|systematic review|"
+    r"(?:\bstud(?:y|ies)\b|\btrials?\b|\bnovel\b|\bstory\b|\bcharacter\b|\bfiction\b|\bexams?\b|\bstudying\b|\bstudents?\b|"
+    r"\bnursing\b|\bcourse\b|\blecture\b|\btraining\b|\bdifference between\b|\bread (?:about|that|online)\b|\bheard (?:about|that)\b|"
+    r"\bhow often\b|\bvaccin\w*|\bjabs?\b|\bimmuni[sz]\w*|\brisks?\b|\brisque|\w*risiko\b|\brischio\b|\brisico\b|\briesgo\b|\brisco\b|"
+    r"\b(?:reduce|reducir|reduire|senken|verringern|reduzir|ridurre|verlagen|verminderen)\b|"
+    r"\b(?:cuantas personas|combien de personnes|wie viele menschen|quantas pessoas|quante persone|hoeveel mensen)\b|"
+    r"\b(?:cada ano|chaque annee|pro jahr|jahrlich|por ano|ogni anno|per jaar|trabajo de la uni|pour un cours)\b|\bresearch\b|\bevidence\b|\bguidelines?\b|meta.?analys|systematic review|"
     r"\bliterature\b|\bpapers?\b|\befficacy\b|\beffectiveness\b|\boutcomes?\b|\bmortality\b|\bincidence\b|\bprevalence\b|"
     r"\bstatistics?\b|\bstats?\b|\bessay\b|\bepidemiolog\w*|\bhow many people\b|\bnumber of (?:people|deaths|cases)\b|\beach year\b|"
     r"\bper year\b|\bleading cause\b|\bwhy (?:is|are|do|does)\b|\bhow common\b|\bprotect(?:s|ive|ion)?\b|\bmore likely\b|\bless likely\b|"
@@ -126,7 +137,7 @@ _SUBJECT_IS: Final = re.compile(r"\b(he|she|it|that|what)s\b")
 def normalise(text: str) -> str:
     """Accents folded, lower case, typographic apostrophes and spaces made plain, chat spelling of
     contractions restored ("cant" -> "can't", "shes" -> "she's"): what the patterns expect."""
-    text = fold_accents(text).lower()
+    text = fold_accents(text).lower().replace("ß", "ss")
     text = text.replace("\u2019", "'").replace("\u2018", "'").replace("`", "'")
     text = _CONTRACTION.sub(r"\1't", text)
     text = _SUBJECT_IS.sub(r"\1's", text)
@@ -145,17 +156,17 @@ def _clause(text: str, start: int, end: int) -> tuple[str, int]:
     return text[left:right], left
 
 
-def _excused(flag: RedFlag, text: str, start: int, end: int) -> bool:
+def _excused(kind: Kind, text: str, start: int, end: int) -> bool:
     """Whether the cue at ``text[start:end]`` is not happening now, by its own clause."""
     clause, left = _clause(text, start, end)
     if _NEGATION.search(text[max(left, start - 40) : start]):
         return True
-    if flag.kind == "lethal_means":
+    if kind == "lethal_means":
         return False  # however it is phrased, a request for means gets the guidance
     if _HISTORY.search(clause):
         return True
     # "If I wasn't here" is how thoughts of suicide are often put: no hypothetical excuses self-harm.
-    if flag.kind != "self_harm" and _HYPOTHETICAL.search(clause[: start - left]):
+    if kind != "self_harm" and _HYPOTHETICAL.search(clause[: start - left]):
         return True
     return _NOW.search(clause) is None and _RESEARCH.search(clause) is not None
 
@@ -170,9 +181,32 @@ def _counts(
         ):
             return None
     for m in cue.finditer(text):
-        if not _excused(flag, text, m.start(), m.end()):
+        if not _excused(flag.kind, text, m.start(), m.end()):
             return m.start()
     return None
+
+
+def _signs(signs: dict[str, re.Pattern[str]], kind: Kind, text: str) -> dict[str, int]:
+    """The sign categories said of now in ``text``, each with where its first counted mention starts."""
+    said: dict[str, int] = {}
+    for name, pattern in signs.items():
+        for m in pattern.finditer(text):
+            if not _excused(kind, text, m.start(), m.end()):
+                said[name] = m.start()
+                break
+    return said
+
+
+def _by_signs(text: str) -> list[Finding]:
+    """Urgency from warning signs when no red flag named the condition (see :mod:`app.safety._signs`)."""
+    found = []
+    danger = _signs(_EMERGENCY_SIGNS, "emergency", text)
+    if danger.keys() & EMERGENCY_STRONG or (len(danger) >= 2 and danger.keys() & _MAJOR_SIGNS):
+        found.append(Finding("warning_signs", "emergency", min(danger.values())))
+    risk = _signs(_SELF_HARM_SIGNS, "self_harm", text)
+    if risk.keys() & SELF_HARM_STRONG or len(risk) >= 2:
+        found.append(Finding("suicide_warning_signs", "self_harm", min(risk.values())))
+    return found
 
 
 def detect(question: str) -> list[Finding]:
@@ -183,4 +217,5 @@ def detect(question: str) -> list[Finding]:
         at = _counts(flag, cue, groups, text)
         if at is not None:
             found.append(Finding(flag.condition, flag.kind, at))
+    found.extend(_by_signs(text))
     return sorted(found, key=lambda f: (_PRIORITY[f.kind], f.at))

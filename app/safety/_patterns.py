@@ -144,6 +144,11 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         r"per non (?:svegliarmi|risvegliarmi)|om niet meer wakker|(?:suficiente|suffisant|genug|abbastanza|genoeg)\w* .{0,30}(?:morir|matar|mourir|tuer|sterben|morrer|morire|dood)|"
         r"car running in (?:a|the) (?:closed|shut|locked)? ?garage|exhaust (?:pipe|fumes|hose)|hose (?:from|to|on) the exhaust|how long (?:would|does|will) it take (?:to die|to suffocate|to bleed out)|"
         r"(?:tie|make) a noose|hang (?:my|your)self|how (?:high|tall) .{0,40}(?:to die|fatal|kill|survive a fall)|charcoal .{0,30}(?:room|tent|car|sealed)|"
+        r"(?:what|which|how much|how many|how high|quelle?|combien|cual|cuanta|cuantas|welche|wie viel|qual|quanta|quale|welke|hoeveel) (?:\w+ ){0,4}"
+        r"(?:dose|amount|height|number|quantity|much|many|dosis|quantite|menge|quantidade|quantita|hoeveelheid|hoogte|altura|hauteur|hohe|altezza|"
+        r"chemicals?|gas|pills|tablets).{0,60}(?:fatal|lethal|deadly|would kill|will kill|kill (?:someone|somebody|a person|me|myself)|"
+        r"mortel|mortal|mortale|todlich|dodelijk|letal|stop (?:my|the|a|your|his|her) heart)|"
+        r"(?:would|will) kill (?:someone|somebody|a person|me|myself) in (?:a|the|their) (?:closed|sealed|small)|"
         r"(?:painless|peaceful|quick|easy) (?:to die|death)|die (?:from|of) an overdose|overdose .{0,40}how many would|"
         r"(?:painless|quickest|easiest|fastest|surest|best|quiet) way to (?:die|kill|end|go)|how (?:to|do you|would i|can i) "
         r"(?:kill (?:my|your)sel|end (?:my|your) life|overdose|od on)|(?:would|will|could) (?:\d+|a (?:whole )?\w+ of) .{0,40}"
@@ -228,6 +233,11 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         r"choking|stridor|drooling and|(?:tummy|belly|stomach|chest|skin) (?:is )?(?:sucking|pulling|caving|sinking) in|sucking in (?:under|between) (?:her|his|the) ribs|"
         r"ribs (?:are )?(?:showing|sucking|pulling)|too (?:breathless|out of breath|short of breath) to (?:talk|speak|eat|walk)|"
         r"(?:high.pitched|whistling|strange|weird|funny) (?:noise|sound|whistle|squeak)\w* (?:when|as) (?:she |he |they )?(?:breath|breathes|breathing|takes? a breath)|"
+        r"can barely (?:talk|speak|breathe)|nao consigo falar (?:uma )?frase|no puedo (?:ni )?hablar|ne (?:peux|peut) (?:pas|plus) parler|kann kaum sprechen|"
+        r"non riesc\w* a parlare|kan (?:bijna )?niet (?:meer )?praten|(?:oximet\w*|sats?|saturation|spo2|oxygen|saturacion|saturation|sattigung|saturacao|saturazione|saturatie) "
+        r"(?:\w+ ){0,3}(?:8\d|7\d|6\d|9[01])\b|(?:\d+|ten|several|many|lots of) puffs .{0,60}(?:not|isn't|doesn't|no longer) (?:help|work)|"
+        r"(?:spray|salbutamol|inhalator|asthmaspray|ventolin|pompe|inhalador|bombinha|pufje|puffer) (?:\w+ ){0,2}(?:hilft nicht|ne marche pas|no (?:le )?(?:hace|funciona|ayuda)|"
+        r"nao (?:esta )?(?:ajuda|funciona)|non (?:funziona|aiuta)|helpt niet)|lippen (?:\w+ )?(?:blau|blaulich)|"
         r"falta (?:el )?aire|se le hunde el pecho|silbido agudo|respira (?:muy )?mal|respire (?:tres )?mal|tirage|atmet (?:sehr )?schwer|einziehungen|"
         r"respira com dificuldade|tiragem|respira male|rientramenti|ademt (?:heel )?moeilijk|intrekkingen|"
         r"no puede respirar|se (?:esta )?ahoga|labios (?:morados|azules)|se asfixia|"
@@ -241,7 +251,9 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         "emergency",
         "bleeding that will not stop, heavy bleeding, vomiting or coughing blood, black tarry stools",
         r"(?:bleed\w* (?:that |which )?(?:won't|will not|doesn't|does not|wont|isn't|can't|hasn't) (?:stop|stopp)|bleeding (?:non.?stop|for (?:\d+|two|three|four|five|six) hours)|non.?stop bleeding|"
-        r"gone through (?:\w+ ){0,3}(?:gauze|pads|towels|tampons)|"
+        r"gone through (?:\w+ ){0,3}(?:gauze|pads|towels|tampons)|a fiotti|a chorros|en jet|spritzt|jorrando|tantissimo sangue|muchisima sangre|"
+        r"enormement de sang|sehr viel blut|muito sangue|heel veel bloed|si inzuppa|se empapa|durchgeblutet|encharca|still spurting|soaked through|"
+        r"nosebleed (?:\w+ ){0,4}(?:over an hour|an hour|hours|won't stop|not stopping)|"
         r"won't stop bleeding|(?:can't|cannot) stop (?:the )?bleed|bleeding (?:heavily|badly|a lot|everywhere|through)|"
         r"(?:heavy|lots of|a lot of|so much|pool of|gushing|spurting) blood|blood (?:is )?(?:spurting|gushing|pouring|everywhere)|"
         r"soak\w* (?:through )?(?:a |the )?(?:pad|towel|bandage|tea towel)|(?:vomit|throw|threw|puk|cough)\w* (?:up )?blood|"
@@ -261,9 +273,12 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         (
             r"(?:bleed|blood (?:loss|clots|everywhere|coming)|(?:losing|passing|lost) (?:\w+ )?blood|clots|severe (?:pain|cramp|headache)|(?:really|very|extremely) (?:bad|painful|strong) (?:pain|cramp)|"
             r"agony|doubled over|shoulder.tip|seeing (?:spots|stars|flashing)|blurr|flashing lights|(?:face|hands) (?:very )?swollen|"
-            r"fit|seizure|(?:not|hasn't|stopped) moving|moving less|stabbing|sharp pain|feel faint|fainted|pass(?:ed)? out|shoulder (?:tip|hurts|pain)|"
+            r"fit\b|seizure(?!s? ?-?free)|(?:not|hasn't|stopped) moving|moving less|stabbing|sharp pain|feel faint|fainted|pass(?:ed)? out|shoulder (?:tip|hurts|pain)|"
             r"(?:1[4-9]\d|2\d\d) ?/ ?(?:9\d|1\d\d)|sternchen|sterretjes|estrellitas|etoiles|estrelinhas|stelline|mouches|under (?:my|the) ribs|unter den rippen|sous les cotes|debajo de las costillas|no movement|reduced movement|waters? (?:broke|broken) .{0,40}green|"
-            r"sangrado|sangrando|sangra\b|sangre|dolor (?:fuerte|intenso|muy fuerte)|saign|douleur (?:intense|violente|tres forte)|"
+            r"sangrado|sangrando|sangrar|sangra\b|sangre|borros|vision floue|verschwommen|embacad|turva|offuscat|wazig|hinchad|tres gonfle|stark geschwollen|"
+            r"muito inchad|molto gonfi|erg opgezwollen|(?:bad|severe|really bad|terrible|awful|worst) headache|duele mucho la cabeza|mal de tete (?:intense|violent)|"
+            r"starke kopfschmerzen|dor de cabeca (?:forte|muito forte)|forte mal di testa|hevige hoofdpijn|swelled up|swollen (?:face|hands)|"
+            r"coagulos|caillots|blutgerinnsel|coagul|stolsels|colica muito forte|dolor (?:fuerte|intenso|muy fuerte)|saign|douleur (?:intense|violente|tres forte)|"
             r"blutung|blutet|blut verlier|starke schmerzen|sangue\b|perdendo sangue|dor (?:forte|intensa)|sanguin(?:a|amento)\b|"
             r"dolore (?:forte|intenso)|bloeding|bloedt|bloedverlies|hevige pijn|erge pijn|krampen)",
         ),
@@ -322,6 +337,7 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         r"(?:ketoacidosis|\bdka\b|ketones? (?:are |is )?(?:high|large|\d)|(?:high|large) ketones|fruity|pear drops|nail polish|"
         r"(?:sugar|glucose|bg|meter) (?:reads |reading |says |is |of )?(?:hi\b|high\b|over 2\d|[3-9]\d(?:[.,]\d)? mmol|[4-9]\d\d\b)|"
         r"(?:sugar|glucose) .{0,20}(?:[1-2][.,]\d|low) .{0,40}(?:confus|drowsy|unconscious|won't wake|fitting|seiz|can't swallow)|"
+        r"(?:ketone|ketonen|cetonas|cetones|chetoni)\w* (?:\w+ ){0,2}(?:high|hoog|altas|elevees|hoch|alti|elevad|erhoht|verhoogd)|diep en snel|"
         r"(?:azucar|glucosa|glucemia|glycemie|blutzucker|zucker|acucar|glicemia|zucchero|suiker|bloedsuiker) .{0,15}(?:\bhi\b|muy alta|tres elevee|sehr hoch|muito alta|altissim|heel hoog|[4-9]\d\d\b)|"
         r"(?:breathing|respira|respire|atmet|ademt) (?:very |muy |tres |sehr |muito |molto |heel )?(?:fast and deep|deep and fast|rapido y profundo|"
         r"vite et profond|schnell und tief|rapido e profundo|veloce e profondo|snel en diep)|vomit\w* (?:all night|toda la noche|toute la nuit)|"
@@ -384,6 +400,7 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         r"(?:(?:sudden|suddenly|all of a sudden|overnight|this morning|just now|an hour ago) .{0,40}(?:lost|loss of|can't see|cannot see|"
         r"blind|went black|went dark|double vision)|(?:lost|losing) (?:the )?(?:vision|sight)|(?:curtain|shadow|veil|shade) "
         r"(?:came |come |coming |moving |has come |is )?(?:down |across |over |up )|can't see (?:out of|anything|with)|"
+        r"(?:ziet|zie|sees?|see|can't see|ve|voit|sieht|vede) (?:\w+ ){0,2}(?:niks|niets|nothing|nada|rien|nichts|niente|black) (?:meer )?(?:met|out of|with|de|d'|aus|com|da|con|in)\b|"
         r"perdi\w* (?:la|de la) vision|ve (?:todo )?negro|cortina|perdu la vue|voile (?:noir|sombre)|rideau|sehe (?:plotzlich )?nichts|"
         r"plotzlich blind|vorhang|perdi a visao|perdeu a visao|ficou cego|perso la vista|non vedo|non vede piu|tenda nera|"
         r"zie (?:ineens )?niets|plots(?:eling)? blind|gordijn|zwarte vlek)",
@@ -405,7 +422,7 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         "that is not theirs",
         _SWALLOW,
         (
-            r"(?:batter|button cell|coin cell|magnet|bleach|drain cleaner|dishwasher (?:tablet|pod)|detergent|laundry "
+            r"(?:batter|button cell|coin cell|magnet|bleach|drain cleaner|dishwasher|washing.?up liquid|fabric softener|cleaner\b|detergent|laundry "
             r"(?:pod|capsule|liquid)|washing (?:pod|capsule|powder|tablet)|tide pod|cleaning (?:product|spray|fluid)|antifreeze|"
             r"oven cleaner|caustic|lye|descaler|toilet cleaner|white spirit|paraffin|lamp oil|e-?liquid|vape (?:juice|liquid)|"
             r"nicotine|weed killer|rat poison|pesticide|iron tablets|grandma'?s? (?:pills|tablets)|pila|bateria|iman|lejia|cloro|"
@@ -437,12 +454,13 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         "carbon_monoxide",
         "emergency",
         "carbon monoxide: an alarm going off, or headaches, dizziness or sleepiness in several people at home",
-        r"(?:carbon monoxide|\bco (?:alarm|detector|poison|leak)|co-?melder|(?:chauffage|poele|estufa|brasero|gaskachel|gas heater|gas fire) .{0,80}(?:toute la famille|toda la familia|die ganze familie|toda a familia|tutta la famiglia|het hele gezin|iedereen|all of us|everyone|whole family|tout le monde)|monoxido de carbono|monoxyde de carbone|kohlenmonoxid|"
+        r"(?:carbon monoxide|\bco (?:alarm|detector|poison|leak)|(?:yellow|orange) flames?|flames? (?:is |are )?(?:yellow|orange)|llama amarilla|"
+        r"flamme jaune|gelbe flamme|chama amarela|fiamma gialla|gele vlam|co-?melder|(?:chauffage|poele|estufa|brasero|gaskachel|gas heater|gas fire) .{0,80}(?:toute la famille|toda la familia|die ganze familie|toda a familia|tutta la famiglia|het hele gezin|iedereen|all of us|everyone|whole family|tout le monde)|monoxido de carbono|monoxyde de carbone|kohlenmonoxid|"
         r"monossido di carbonio|koolmonoxide|(?:gas|boiler|heater|stove|fire|generator|barbecue|bbq|kachel|geiser|caldera|"
         r"chaudiere|heizung|therme|caldeira|caldaia|stufa).{0,80}(?:all (?:of us|have|got)|everyone|whole family|both|the kids|"
         r"headaches?|dizzy|drowsy|sleepy|nause|sick|todos|tous|alle|tutti|iedereen))",
         (
-            r"(?:alarm|beep|headache|dizzy|drowsy|sleepy|nause|sick|faint|confus|dolor de cabeza|mareo|mal de tete|mal a la tete|evanoui|vertige|"
+            r"(?:alarm (?:is |has been |keeps )?(?:going off|beeping|sounding|went off)|beeping|headache|dizzy|drowsy|sleepy|nause|sick|faint|confus|dolor de cabeza|mareo|mal de tete|mal a la tete|evanoui|vertige|"
             r"kopfschmerz|schwindel|dor de cabeca|tontura|mal di testa|vertigini|hoofdpijn|duizelig|misselijk|alarme|allarme)",
         ),
     ),
@@ -504,9 +522,11 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         "emergency",
         "a large, deep or facial burn: a whole hand or limb, white or charred skin that does not hurt, huge "
         "blisters, a burn on the face or airway",
-        r"(?:burn|burnt|scald|quem|brul|verbrann|verbrenn|verbruh|queim|bruciat|ustion|scottat|verbrand|brandwond)",
+        r"(?:burn|burnt|scald|quem|brul|verbrann|verbrenn|verbruh|queim|bruciat|ustion|scottat|verbrand|brandwond|boiling (?:water|oil)|"
+        r"hot (?:water|oil|tea|coffee) (?:over|on)|agua hirviendo|aceite hirviendo|eau bouillante|huile bouillante|kochendes (?:wasser|ol)|"
+        r"agua fervendo|oleo fervendo|acqua bollente|olio bollente|kokend (?:water|olie|heet))",
         (
-            r"(?:whole|entire|all over|large|huge|big|enorme|grosse|riesig|grande|enorm|(?:is|are|look|looks|parts?|skin) "
+            r"(?:whole|entire|all over|large|huge|big|enorme|grosse|riesig|grande|enorm|blister\w*|peeling|skin (?:is )?(?:coming|peeling) off|(?:is|are|look|looks|parts?|skin) "
             r"(?:\w+ )?white|blanch|weiss|branca|bianc|\bwit\b|charred|leathery|(?:doesn't|don't|no (?:me )?) (?:hurt|duelen|duele)|"
             r"ne (?:me )?fait (?:pas|plus) mal|tut nicht weh|nao doi|non (?:mi )?fa male|doet geen pijn|(?:face|cara|visage|gesicht|rosto|"
             r"viso|gezicht) |ampollas enormes|blisters? (?:the size|bigger|as big|huge|everywhere))",
@@ -633,6 +653,55 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
             + _BREATHLESS
             + r"|erection|priapism|dolor (?:fuerte|intenso)|"
             r"douleur (?:intense|forte)|starke schmerzen|dor (?:forte|intensa)|dolore (?:forte|intenso)|hevige pijn)",
+        ),
+    ),
+    RedFlag(
+        "cauda_equina",
+        "emergency",
+        "numbness between the legs or in the saddle area, or new loss of bladder or bowel control, with back "
+        "pain, sciatica or weak legs",
+        r"(?:numb(?:ness)? (?:\w+ ){0,3}(?:saddle|between (?:my|his|her|the) legs|groin|bum|genitals)|saddle (?:area|numbness)|"
+        r"(?:wet|soiled) (?:my|him|her)self without|(?:can't|cannot|couldn't) (?:hold|control|feel) (?:my|his|her|the) (?:urine|wee|pee|bladder|bowels)|"
+        r"taubheit (?:\w+ ){0,3}(?:zwischen den beinen|im schritt|reithose)|urin nicht (?:\w+ )?halten|reithosen|"
+        r"entumecimiento (?:\w+ ){0,3}entre las piernas|(?:no puedo|no puede) (?:controlar|aguantar) la orina|"
+        r"engourdissement (?:\w+ ){0,3}entre les jambes|(?:je ne peux|il ne peut) plus retenir|dormencia (?:\w+ ){0,3}entre as pernas|"
+        r"nao consigo segurar a urina|intorpidimento (?:\w+ ){0,3}tra le gambe|non riesco a trattenere|gevoelloos (?:\w+ ){0,3}tussen (?:de|mijn) benen|"
+        r"kan (?:mijn )?plas niet (?:ophouden|houden))",
+        (
+            r"(?:back|sciatica|disc|disk|legs|leg weak|rucken|bandscheib|ischias|beine|espalda|ciatica|piernas|hernia|dos\b|sciatique|jambes|"
+            r"costas|pernas|schiena|sciatica|gambe|rug\b|hernia|benen|lumb)",
+        ),
+    ),
+    RedFlag(
+        "child_medicine_ingestion",
+        "emergency",
+        "a child who swallowed someone's medicine, or too much of their own, or an adult's medicine taken twice "
+        "by mistake with symptoms",
+        r"(?:swallow\w*|ate|eaten|has eaten|drank|drunk|took|taken|got into|chewed|se (?:ha )?tom\w*|tom(?:o|ou)|ingiri\w*|bebi\w*|comi\w*|"
+        r"a (?:pris|avale|bu|mange)|hat .{0,30}(?:genommen|geschluckt|gegessen|getrunken)|engoliu|bebeu|comeu|ha (?:preso|ingoiato|bevuto|mangiato)|"
+        r"heeft .{0,30}(?:genomen|ingenomen|geslikt|gedronken|opgegeten))",
+        (
+            r"(?:toddler|little (?:brother|sister|one)|\d ?(?:yo|y\.?o\.?|year.old|years? old)|\bkid\b|child|baby|son|daughter|grand(?:son|daughter)|"
+            r"nino|nina|hijo|hija|bebe|enfant|fils|fille|petit|kind|sohn|tochter|kleine|filho|filha|crianca|bambin|figli|piccol|zoon|dochter|kleuter|"
+            r"(?:\d+|dos|deux|zwei|dois|due|twee|tres|trois|drei|tre|drie) (?:anos|ans|jahre|anni|jaar)|por error|by mistake|accidentally|par erreur|"
+            r"aus versehen|por engano|per sbaglio|per ongeluk)",
+            r"(?:pills?|tablets?|medicine|meds|blister|syrup|capsules?|sertraline|paracetamol|ibuprofen|iron|antidepress|sleeping|\w+ (?:pills|tablets)|"
+            r"pastillas|comprimidos|medicament|medicina|jarabe|frasco|cachets|comprimes|sirop|tabletten|pillen|medikament|saft|tropfen|"
+            r"remedios|xarope|compresse|pastiglie|farmac|sciroppo|medicijnen|drankje|digox|heart pills|pastillas del corazon)",
+            r"(?:all|whole|most|half|some of|entire|missing|bottle|pack|box|strip|handful|casi todo|todo el|toda la|toute|tout le|die ganze|"
+            r"den ganzen|alle|todo o|toda a|quase|tutto|tutta|intero|de hele|het hele|een hele|por error|by mistake|accidentally|par erreur|"
+            r"aus versehen|por engano|per sbaglio|per ongeluk|twice|dos veces|deux fois|zweimal|duas vezes|due volte|twee keer|double)",
+        ),
+    ),
+    RedFlag(
+        "bleeding_on_thinner",
+        "emergency",
+        "bleeding that lasts, a nosebleed over 20 minutes, or any heavy bleeding in someone on blood thinners",
+        r"(?:bleed|blood|nosebleed|sangr|saign|blut|sangue|sanguin|bloed)",
+        (
+            _THINNER,
+            r"(?:won't stop|not stopping|hour|hours|faint|a lot|spurt|soak|for (?:over |more than )?(?:\d+|twenty|thirty) min|"
+            r"no para|n'arrete|hort nicht auf|nao para|non si ferma|stopt niet|una hora|une heure|stunde|uma hora|un'ora|een uur)",
         ),
     ),
 )
