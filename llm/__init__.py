@@ -3,7 +3,7 @@
 from llm import LLMSettings, build_llm
 from prompts import load_prompt
 
-llm = build_llm(settings.llm)             # None when settings.llm.backend == "none"
+llm = build_llm(settings.llm)             # None: backend "none", or "openai" without a base_url
 prompt = load_prompt("rewrite_query")
 result = await llm.complete_json(prompt.render(question=q, current_year=2025), QueryPlan,
                                  prompt_version=prompt.id)

@@ -11,8 +11,9 @@ __all__ = ["build_llm"]
 
 
 def build_llm(settings: LLMSettings) -> LLMClient | None:
-    """The client ``settings`` ask for, or ``None`` when LLM stages are switched off."""
-    if settings.backend == "none":
+    """The client ``settings`` ask for, or ``None`` when LLM stages are switched off or no server is
+    configured (``backend="openai"`` without a ``base_url``)."""
+    if not settings.configured:
         return None
     if settings.backend == "embedded":
         return EmbeddedLLM(settings)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr, field_validator
 
 __all__ = ["DEFAULT_MODEL_CACHE", "JsonMode", "LLMSettings"]
 
@@ -18,9 +18,10 @@ class LLMSettings(BaseModel):
     """Which LLM answers, and how hard we try.
 
     ``backend="openai"`` speaks the OpenAI chat-completions protocol to ``base_url``: vLLM, TGI, the OpenAI
-    API or ``python -m llama_cpp.server`` all work. ``backend="embedded"`` runs a GGUF model in-process with
-    llama-cpp-python (the ``llm`` extra); ``backend="none"`` disables LLM stages (callers fall back to their
-    deterministic paths).
+    API or ``python -m llama_cpp.server`` all work; without a ``base_url`` there is no LLM (no guessed
+    address: vLLM's default port is also the API's own, which would make ``/ask`` call itself).
+    ``backend="embedded"`` runs a GGUF model in-process with llama-cpp-python (the ``llm`` extra);
+    ``backend="none"`` disables LLM stages (callers fall back to their deterministic paths).
     """
 
     backend: Literal["openai", "embedded", "none"] = Field(
@@ -28,8 +29,10 @@ class LLMSettings(BaseModel):
         description="openai: an OpenAI-compatible server at base_url; embedded: a GGUF model in-process; "
         "none: LLM stages off (deterministic paths).",
     )
-    base_url: str = Field(
-        default="http://localhost:8000/v1", description="The server's URL (vLLM's default)."
+    base_url: str | None = Field(
+        default=None,
+        description="The server's URL (vLLM: http://HOST:8000/v1); None = no LLM server configured: the "
+        "openai backend is off and answers are extractive (said at start-up).",
     )
     model: str = Field(
         default="meta-llama/Llama-3.1-8B-Instruct", description="Model name sent to the server."
@@ -84,3 +87,15 @@ class LLMSettings(BaseModel):
         description="Strip PHI before text reaches the LLM. Carried here, honoured by the callers that build "
         "prompts.",
     )
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("base_url must be an http(s) URL, e.g. http://vllm:8000/v1")
+        return value
+
+    @property
+    def configured(self) -> bool:
+        """Whether these settings name an LLM: a backend other than none, and the openai one has a URL."""
+        return self.backend == "embedded" or (self.backend == "openai" and self.base_url is not None)

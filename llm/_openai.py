@@ -45,6 +45,9 @@ class OpenAICompatibleLLM(_BaseLLM):
             from openai import AsyncOpenAI
         except ImportError as exc:  # pragma: no cover - openai is a runtime dependency
             raise LLMUnavailable("the 'openai' package is not installed", backend=self.backend) from exc
+        if settings.base_url is None:
+            # The openai package would fall back to api.openai.com: never send a question nobody chose to.
+            raise LLMUnavailable("no LLM server configured (COMETA_LLM__BASE_URL)", backend=self.backend)
         api_key = settings.api_key.get_secret_value() if settings.api_key else "EMPTY"
         self._client: AsyncOpenAI = AsyncOpenAI(
             base_url=settings.base_url,
@@ -57,6 +60,18 @@ class OpenAICompatibleLLM(_BaseLLM):
 
     async def aclose(self) -> None:
         await self._client.close()
+
+    async def served_models(self) -> list[str]:
+        """The model ids the server lists (``GET {base_url}/models``): readiness checks that ours is one."""
+        try:
+            page = await self._client.models.list()
+        except Exception as exc:
+            raise LLMUnavailable(
+                f"listing the server's models failed ({type(exc).__name__})",
+                backend=self.backend,
+                model=self.model_name,
+            ) from None
+        return [str(model.id) for model in getattr(page, "data", None) or []]
 
     async def _complete(
         self,

@@ -497,12 +497,54 @@ def serve(
     from app.api import create_app
 
     settings = _checked_settings(offline)
+    if _is_own_address(settings.llm.base_url if settings.llm.configured else None, host, port):
+        err_console.print(
+            f"[bold red]configuration error:[/] COMETA_LLM__BASE_URL ({escape(str(settings.llm.base_url))}) "
+            f"is this service's own address ({escape(host)}:{port}): /ask would call itself. Point it at "
+            "the LLM server, or unset it for extractive answers.",
+            soft_wrap=True,
+        )
+        raise typer.Exit(code=2)
     # The API logs one JSON object per line (request ids, question hashes): no extra formatting.
     logging.basicConfig(level=settings.log_level, format="%(message)s")
     console.print(f"CoMeta API at http://{host}:{port}/ (docs: /docs)")
     uvicorn.run(
         create_app(settings), host=host, port=port, log_level=settings.log_level.lower(), access_log=False
     )
+
+
+def _is_own_address(url: str | None, host: str, port: int) -> bool:
+    """Whether ``url`` reaches the address ``cometa serve`` binds: the same port, and the bind host itself,
+    or a loopback (or this host's name) when binding loopback or every interface. No DNS lookup: a name
+    that only resolves to one of our other addresses is not caught."""
+    import ipaddress
+    import socket
+    from urllib.parse import urlsplit
+
+    if url is None:
+        return False
+    try:
+        parts = urlsplit(url)
+        target_port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return False  # no valid port: the LLM client cannot reach anything there either
+    target = (parts.hostname or "").lower().rstrip(".")
+    bind = host.lower().strip("[]").rstrip(".")
+    if target_port != port or not target:
+        return False
+    if target == bind:
+        return True
+
+    def local(name: str) -> bool:
+        if name in ("localhost", socket.gethostname().lower()) or name.endswith(".localhost"):
+            return True
+        try:
+            ip = ipaddress.ip_address(name)
+        except ValueError:
+            return False
+        return ip.is_loopback or ip.is_unspecified
+
+    return local(target) and (not bind or local(bind))  # 0.0.0.0 and :: are local (unspecified)
 
 
 def _checked_settings(offline: bool) -> Settings:

@@ -54,6 +54,8 @@ _DATE = re.compile(r"^\d{4}(/(0[1-9]|1[0-2])(/(0[1-9]|[12]\d|3[01]))?)?$")
 # A source: "pubmed", a local collection, "node/collection" or "node/*" (all the caller may search there).
 _SOURCE = re.compile(r"^(pubmed|[a-z0-9][a-z0-9_-]{0,63}(/([a-z0-9][a-z0-9_-]{0,63}|\*))?)$")
 _COLLECTION = re.compile(r"^([a-z0-9][a-z0-9_-]{0,63}|\*)$")
+# NCBI's API keys: 36 hexadecimal characters. Anything else is no key NCBI would honour.
+_NCBI_KEY = re.compile(r"[0-9a-fA-F]{36}")
 
 
 def _check_date(value: str | None) -> str | None:
@@ -83,6 +85,13 @@ class SearchRequest(_Window):
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
     # Per-request NCBI key (higher NCBI rate limit); never logged, never echoed.
     ncbi_api_key: SecretStr | None = None
+
+    @field_validator("ncbi_api_key")
+    @classmethod
+    def _ncbi_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not _NCBI_KEY.fullmatch(value.get_secret_value()):
+            raise ValueError("ncbi_api_key is not an NCBI API key (36 hexadecimal characters)")
+        return value
 
     @field_validator("question")
     @classmethod

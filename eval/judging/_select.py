@@ -66,7 +66,7 @@ def llm_identity(settings: LLMSettings) -> tuple[str, ...]:
         return ("none",)
     if settings.backend == "embedded":
         return ("embedded", str(settings.embedded_model_path or "bundled-gemma3-270m"))
-    return ("openai", settings.model, settings.base_url.rstrip("/"))
+    return ("openai", settings.model, (settings.base_url or "").rstrip("/"))
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ cache (memory / sqlite / redis) with stale-if-error, and the transport it is giv
 from ._client import LOCAL_BASE_URL, EutilsClient, EutilsDegradation, open_limiter, track_degradation
 from ._config import NCBI_EUTILS_URL, CacheSettings, EutilsSettings
 from ._ratelimit import (
+    DEPLOYMENT,
     LimiterUnavailable,
     LocalLimiter,
     RateLimiter,
@@ -26,6 +27,7 @@ from ._store import (
 )
 
 __all__ = [
+    "DEPLOYMENT",
     "LOCAL_BASE_URL",
     "NCBI_EUTILS_URL",
     "CacheSettings",

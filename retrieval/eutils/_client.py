@@ -58,7 +58,16 @@ from retrieval.ncbi import (
 
 from ._config import EutilsSettings
 from ._metrics import EUTILS_CACHE, EUTILS_LATENCY, EUTILS_REQUESTS, EUTILS_RETRIES
-from ._ratelimit import LocalLimiter, RateLimiter, RedisLimiter, burst_for, effective_rate, window_rate
+from ._ratelimit import (
+    DEPLOYMENT,
+    NCBI_RATE_WITH_KEY,
+    LocalLimiter,
+    RateLimiter,
+    RedisLimiter,
+    burst_for,
+    effective_rate,
+    window_rate,
+)
 from ._store import CacheEntry, CacheStore, hash_part, open_store
 
 __all__ = [
@@ -238,6 +247,11 @@ class EutilsClient:
         if limiter is None:
             limiter = open_limiter(self.settings)
         self.limiter: RateLimiter = limiter
+        # One ceiling for every key (a caller's own ncbi_api_key too): keys must not multiply our rate.
+        ceiling = self.settings.max_requests_per_second or max(
+            NCBI_RATE_WITH_KEY, self.settings.requests_per_second or 0.0
+        )
+        self._ceiling = self._pace(DEPLOYMENT, ceiling)
         self.stats = ClientStats(requests=Counter(), retries=Counter())
 
     async def __aenter__(self) -> EutilsClient:
@@ -559,6 +573,15 @@ class EutilsClient:
             params.append(("api_key", key))
         return params, key
 
+    def _pace(self, api_key: str | None, configured: float | None) -> tuple[float, int]:
+        """The limiter's ``rate`` and ``burst`` for ``api_key`` at ``configured`` req/s (None: NCBI's)."""
+        safety = self.settings.rate_safety
+        rate = effective_rate(api_key, configured, safety)
+        if not self.settings.limiter_burst:
+            return rate, 1
+        burst = burst_for(api_key, configured)
+        return window_rate(burst, rate, safety), burst  # a window of at least 1 / safety s, even at 2.5/s
+
     def _backoff(self, attempt: int) -> float:
         cap = min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2.0 ** (attempt - 1))
         # "Equal jitter": keeps a floor so retries never stampede, while desynchronising replicas.
@@ -588,12 +611,8 @@ class EutilsClient:
         identity, key = self._identity(api_key)
         all_params = params + identity
         url = f"{self.base_url}{endpoint}.fcgi"
-        safety = self.settings.rate_safety
-        rate = effective_rate(key, self.settings.requests_per_second, safety)
-        burst = 1
-        if self.settings.limiter_burst:
-            burst = burst_for(key, self.settings.requests_per_second)
-            rate = window_rate(burst, rate, safety)  # a window of at least 1 / safety s, even at 2.5 req/s
+        rate, burst = self._pace(key, self.settings.requests_per_second)
+        ceiling_rate, ceiling_burst = self._ceiling
         deadline = self._clock() + self.settings.retry_budget_s
         attempt = 0
         while True:
@@ -607,6 +626,11 @@ class EutilsClient:
                 # A window limiter cancelled while waiting has not taken its slot.
                 async with asyncio.timeout(remaining):
                     await self.limiter.acquire(key, rate, burst, max_wait_s=remaining)
+                    # The key's slot first, then the deployment's: a wait here wastes a slot of one key
+                    # at most, never one of the ceiling that every caller shares.
+                    await self.limiter.acquire(
+                        DEPLOYMENT, ceiling_rate, ceiling_burst, max_wait_s=max(0.0, deadline - self._clock())
+                    )
             except TimeoutError:
                 raise TransportError(
                     f"{endpoint}: retry budget spent waiting for the rate limiter", endpoint=endpoint

@@ -81,6 +81,15 @@ class EutilsSettings(BaseModel):
     requests_per_second: float | None = Field(
         default=None, gt=0, description="None = NCBI's published limits: 3 req/s without a key, 10 with one."
     )
+    max_requests_per_second: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "The deployment's outbound ceiling: all E-utilities requests together, whatever their keys "
+            "(per-request ncbi_api_key included; every replica together with the Redis limiter), times "
+            "rate_safety. None = the larger of NCBI's 10 req/s with a key and requests_per_second."
+        ),
+    )
     rate_safety: float = Field(
         default=0.95,
         gt=0,

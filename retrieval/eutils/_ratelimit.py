@@ -12,12 +12,17 @@ is still there when several calls become ready at once (a batch of questions get
 back), so the budget is not left idle while calls wait in line. A ``Retry-After`` from NCBI pauses the whole
 key (:meth:`WindowLimiter.pause`), not only the call that received it.
 
+Per-key windows alone would let a caller multiply the deployment's outbound rate by bringing keys (each
+per-request ``ncbi_api_key`` its own 10 req/s, all from our one address), so every request also draws a slot
+from one more window, :data:`DEPLOYMENT`: the deployment's ceiling (``max_requests_per_second``), whatever
+the keys. The per-key table is a bounded LRU (:func:`limiter_for`).
+
 Several replicas sharing one key need one limiter between them: :class:`RedisLimiter` keeps the next free
 slot per key hash in Redis, and an atomic Lua script hands each caller the next slot (one interval after the
 previous one, on Redis's clock) before it sleeps until that slot. Together the replicas then send no faster
-than one process would. If Redis cannot be reached the documented fallback is the per-process limiter at
-``rate / limiter_fallback_replicas`` (a warning is logged and counted), or, with ``limiter_on_error=error``,
-:class:`LimiterUnavailable`.
+than one process would; the :data:`DEPLOYMENT` chain is the ceiling of every replica together. If Redis
+cannot be reached the documented fallback is the per-process limiter at ``rate / limiter_fallback_replicas``
+(a warning is logged and counted), or, with ``limiter_on_error=error``, :class:`LimiterUnavailable`.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from retrieval.ncbi import EutilsError
 from ._store import LoopBoundRedis
 
 __all__ = [
+    "DEPLOYMENT",
     "NCBI_RATE_NO_KEY",
     "NCBI_RATE_WITH_KEY",
     "LimiterUnavailable",
@@ -59,6 +65,9 @@ log = logging.getLogger("cometa.eutils.ratelimit")
 
 NCBI_RATE_NO_KEY = 3.0
 NCBI_RATE_WITH_KEY = 10.0
+# The "key" of the deployment-wide ceiling: every request draws a slot here as well as under its own key,
+# so callers bringing many keys (``ncbi_api_key``) cannot multiply what the deployment sends.
+DEPLOYMENT = "\x00deployment"
 _WARN_EVERY_S = 60.0
 _RETRY_AFTER_S = 5.0  # after a Redis failure, use the fallback this long before trying Redis again
 
@@ -117,6 +126,8 @@ def effective_rate(api_key: str | None, configured: float | None, safety: float)
 
 def key_id(api_key: str | None) -> str:
     """Opaque id of an API key. Never keep the key itself in a table or a shared store."""
+    if api_key == DEPLOYMENT:
+        return "deployment"  # not hex: no key's hash can be it
     return "anon" if not api_key else hashlib.sha256(api_key.encode()).hexdigest()[:16]
 
 
@@ -225,8 +236,9 @@ class RateLimiter(Protocol):
     async def acquire(
         self, api_key: str | None, rate: float, burst: int = 1, max_wait_s: float | None = None
     ) -> None:
-        """Return when one request for ``api_key`` may go out at ``rate`` requests per second, at most
-        ``burst`` of them in any ``burst / rate`` seconds (a limiter may space strictly instead).
+        """Return when one request for ``api_key`` (or :data:`DEPLOYMENT`, the ceiling of all keys together)
+        may go out at ``rate`` requests per second, at most ``burst`` of them in any ``burst / rate`` seconds
+        (a limiter may space strictly instead).
         ``max_wait_s``: a limiter that knows its wait up front raises TimeoutError, without taking a slot,
         when it is longer (the caller also bounds the wait with a timeout; a cancelled wait takes none)."""
 

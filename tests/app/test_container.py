@@ -64,3 +64,15 @@ async def test_answer_settings_reach_the_answerer() -> None:
     settings = settings.model_copy(update={"answer": settings.answer.model_copy(update={"max_tokens": 321})})
     async with Container(settings, use_llm=False) as c:
         assert c.answerer.settings.max_tokens == 321
+
+
+async def test_without_an_llm_server_answers_are_extractive_and_start_up_says_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    settings = offline(enabled=False)
+    settings = settings.model_copy(update={"llm": settings.llm.model_copy(update={"backend": "openai"})})
+    with caplog.at_level("INFO", logger="cometa.container"):
+        async with Container(settings) as c:
+            assert c.llm is None and c.answerer.llm is None and c.judge is None
+    (line,) = [r.getMessage() for r in caplog.records if "no LLM configured" in r.getMessage()]
+    assert "COMETA_LLM__BASE_URL unset" in line and "extractive" in line

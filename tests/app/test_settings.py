@@ -246,3 +246,16 @@ def _field_paths(model: type[BaseModel], where: str) -> Iterator[str]:
         yield f"{where}.{name}"
         for inner in _models(field.annotation):
             yield from _field_paths(inner, f"{where}.{name}")
+
+
+def test_live_names_no_llm_server_so_the_api_never_calls_itself(clean_env: pytest.MonkeyPatch) -> None:
+    # Issue 27 #14: the default was http://localhost:8000/v1, the API's own port: /ask posted to itself.
+    from llm import build_llm
+
+    live = Settings.from_name("live", _env_file=None)
+    assert live.llm.base_url is None and not live.llm.configured and build_llm(live.llm) is None
+    clean_env.setenv("COMETA_LLM__BASE_URL", "http://vllm:8000/v1")
+    assert Settings(_env_file=None).llm.configured
+    clean_env.setenv("COMETA_LLM__BASE_URL", "vllm:8000")
+    with pytest.raises(ValueError, match="base_url must be an http"):
+        Settings(_env_file=None)

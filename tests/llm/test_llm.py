@@ -490,7 +490,7 @@ async def test_max_concurrency_is_enforced() -> None:
 
 def test_build_llm_factory() -> None:
     assert build_llm(LLMSettings(backend="none")) is None
-    openai_llm = build_llm(LLMSettings())
+    openai_llm = build_llm(LLMSettings(base_url="http://vllm:8000/v1"))
     assert isinstance(openai_llm, OpenAICompatibleLLM) and isinstance(openai_llm, LLMClient)
     assert openai_llm.model_name == "meta-llama/Llama-3.1-8B-Instruct"
     embedded = build_llm(LLMSettings(backend="embedded"))  # lazy: nothing is loaded yet
@@ -555,3 +555,30 @@ async def test_200_with_a_non_json_body_is_retried_then_unavailable() -> None:
         with pytest.raises(LLMUnavailable, match="unparseable response body"):
             await llm.complete_text(MESSAGES, prompt_version="p@1")
     assert len(broken.requests) == 2
+
+
+def test_no_base_url_is_no_llm_never_the_openai_default() -> None:
+    # The openai package falls back to api.openai.com without a base_url: a question nobody sent there.
+    assert LLMSettings().base_url is None and build_llm(LLMSettings(backend="openai")) is None
+    with pytest.raises(LLMUnavailable, match="no LLM server configured"):
+        OpenAICompatibleLLM(LLMSettings())
+
+
+async def test_served_models_lists_the_servers_model_ids() -> None:
+    async def listing(request: Request) -> Response:
+        return JSONResponse(
+            {"object": "list", "data": [{"id": "a", "object": "model", "created": 0, "owned_by": "x"}]}
+        )
+
+    app = Starlette(routes=[Route("/v1/models", listing)])
+    settings = LLMSettings(base_url="http://llm.test/v1", model="a")
+    async with OpenAICompatibleLLM(
+        settings, http_client=httpx.AsyncClient(transport=httpx.ASGITransport(app))
+    ) as llm:
+        assert await llm.served_models() == ["a"]
+    gone = Starlette(routes=[])  # 404: not an OpenAI-compatible server
+    async with OpenAICompatibleLLM(
+        settings, http_client=httpx.AsyncClient(transport=httpx.ASGITransport(gone))
+    ) as llm:
+        with pytest.raises(LLMUnavailable, match="listing the server's models failed"):
+            await llm.served_models()

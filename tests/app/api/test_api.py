@@ -325,6 +325,22 @@ async def test_search_returns_the_pipeline_json(client: httpx.AsyncClient) -> No
     assert all(2005 <= d["year"] <= 2015 for d in body["evidence"])
 
 
+@pytest.mark.parametrize("key", ["k" * 5000, "0" * 5000, "0123456789abcdef0123456789abcdef012", "not-a-key"])
+async def test_an_ncbi_api_key_not_in_ncbis_format_is_422(client: httpx.AsyncClient, key: str) -> None:
+    # Issue 27 #7: any string was a key (5,000 characters: 200), each one a fresh NCBI rate budget.
+    for path in ("/search", "/ask"):
+        r = await client.post(path, json={"question": NARRATIVE, "ncbi_api_key": key})
+        assert r.status_code == 422, r.text
+        assert "36 hexadecimal characters" in r.json()["reason"] and key not in r.text
+
+
+async def test_an_ncbi_api_key_in_ncbis_format_is_accepted(client: httpx.AsyncClient) -> None:
+    key = "0123456789abcdef0123456789ABCDEF0123"
+    r = await client.post("/search", json={"question": NARRATIVE, "ncbi_api_key": key})
+    assert r.status_code == 200, r.text
+    assert key not in r.text
+
+
 async def test_judge_is_503_without_an_llm(client: httpx.AsyncClient) -> None:
     answers = [{"source_id": "1", "text": "yes"}, {"source_id": "2", "text": "no"}]
     r = await client.post("/judge", json={"question": "Is it safe?", "answers": answers})

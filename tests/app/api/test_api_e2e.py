@@ -152,6 +152,10 @@ def _streamed(payload: dict[str, Any], content: str) -> StreamingResponse:
 def _scripted_llm_app() -> FastAPI:
     app = FastAPI()
 
+    @app.get("/v1/models")
+    async def models() -> Any:  # /readyz checks that the configured model is listed
+        return {"object": "list", "data": [{"id": "scripted-model", "object": "model", "created": 0}]}
+
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> Any:
         payload = await request.json()

@@ -187,3 +187,50 @@ def test_index_build_of_a_world_then_cached(
     assert meta["build"]["complete"] is True and meta["build"]["source"] == "bundled-corpus"
     second = CliRunner().invoke(app, args)
     assert second.exit_code == 0 and "ready: 24 vectors" in second.output.replace("\n", "")
+
+
+@pytest.mark.parametrize(
+    ("url", "host", "port", "ours"),
+    [
+        ("http://localhost:8000/v1", "127.0.0.1", 8000, True),  # the old default, with serve's defaults
+        ("http://127.0.0.1:8000/v1", "0.0.0.0", 8000, True),
+        ("http://[::1]:8000/v1", "::", 8000, True),
+        ("http://0.0.0.0:8000/v1", "localhost", 8000, True),
+        ("http://api.internal:8000/v1", "api.internal", 8000, True),
+        ("http://localhost/v1", "127.0.0.1", 80, True),  # the scheme's port
+        ("http://localhost:8001/v1", "127.0.0.1", 8000, False),  # another port: vLLM beside us
+        ("http://vllm:8000/v1", "0.0.0.0", 8000, False),  # compose: another host
+        ("http://localhost:8000/v1", "10.0.0.5", 8000, False),  # we listen elsewhere
+        ("https://localhost/v1", "127.0.0.1", 80, False),
+        (None, "127.0.0.1", 8000, False),
+    ],
+)
+def test_own_address_detection(url: str | None, host: str, port: int, ours: bool) -> None:
+    from app.cli._main import _is_own_address
+
+    assert _is_own_address(url, host, port) is ours
+
+
+@pytest.mark.parametrize(("url", "code"), [("http://localhost:8000/v1", 2), ("http://127.0.0.1:8001/v1", 0)])
+def test_serve_refuses_an_llm_url_that_is_its_own_address(
+    monkeypatch: pytest.MonkeyPatch, url: str, code: int
+) -> None:
+    import uvicorn
+
+    from app.settings import get_settings
+
+    started: list[object] = []
+    monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: started.append(kwargs))
+    monkeypatch.setenv("COMETA_LLM__BACKEND", "openai")
+    monkeypatch.setenv("COMETA_LLM__BASE_URL", url)
+    get_settings.cache_clear()
+    try:
+        result = CliRunner().invoke(app, ["serve", "--offline", "--port", "8000"])
+    finally:
+        get_settings.cache_clear()
+    assert result.exit_code == code, result.output
+    if code:
+        assert "configuration error" in result.output and "would call itself" in result.output
+        assert not started and "Traceback" not in result.output
+    else:
+        assert len(started) == 1

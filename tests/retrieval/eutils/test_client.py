@@ -521,3 +521,48 @@ async def test_the_real_limiter_wait_is_bounded_by_the_budget() -> None:
     assert time.monotonic() - started < 1.5
     assert len(responses) == 1  # the second request was never sent
     await client.aclose()
+
+
+def in_any_second(times: list[float]) -> int:
+    return max(sum(1 for s in times if a <= s < a + 1.0) for a in times)
+
+
+async def test_many_caller_keys_never_multiply_the_deployments_outbound_rate() -> None:
+    # Issue 27 #7: 40 concurrent searches, each with its own (valid-format) ncbi_api_key. Each key alone
+    # may send NCBI's 10 per second; together they must stay under the one ceiling of the deployment.
+    import asyncio
+
+    now = [0.0]
+    sent: list[float] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(now[0])
+        return httpx.Response(200, content=ESEARCH_JSON)
+
+    rng = random.Random(7)
+    keys = ["".join(rng.choice("0123456789abcdef") for _ in range(36)) for _ in range(40)]
+    client = fake_time_client(handler, [], now, requests_per_second=None, retry_budget_s=60.0)
+    await asyncio.gather(*(client.esearch(f"q{n}", api_key=key) for n, key in enumerate(keys)))
+    assert len(sent) == 40
+    assert in_any_second(sent) <= 10  # NCBI's rate with one key, not 40 keys x 10
+    assert sent[9] == 0.0 and sent[10] == pytest.approx(10 / 9.5)  # the ceiling is spent, not idled
+    await client.aclose()
+
+
+async def test_the_ceiling_is_a_setting() -> None:
+    import asyncio
+
+    now = [0.0]
+    sent: list[float] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(now[0])
+        return httpx.Response(200, content=ESEARCH_JSON)
+
+    client = fake_time_client(
+        handler, [], now, requests_per_second=None, max_requests_per_second=4.0, retry_budget_s=60.0
+    )
+    keys = [f"{n:036x}" for n in range(12)]
+    await asyncio.gather(*(client.esearch(f"q{n}", api_key=key) for n, key in enumerate(keys)))
+    assert len(sent) == 12 and in_any_second(sent) == 4
+    await client.aclose()
