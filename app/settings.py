@@ -128,6 +128,13 @@ class ApiSettings(BaseModel):
         default="allow", description="Redis down: admit (warn + count) or answer 503."
     )
     max_body_bytes: int = Field(default=256 * 1024, ge=1024, description="Larger request bodies get 413.")
+    body_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=300,
+        description="The whole request body must arrive within this, else 408; a question is admitted "
+        "(holds a slot) only once its body is in.",
+    )
     cors_origins: list[str] = Field(
         default_factory=list, description="Origins allowed by CORS; empty = none."
     )
@@ -168,7 +175,8 @@ class ApiSettings(BaseModel):
         default=4,
         ge=0,
         le=10_000,
-        description="Questions (/ask, /ask/stream) answered at once per process; 0 = no admission bound.",
+        description="Questions answered at once per process (/ask, /ask/stream, /search, "
+        "/v1/chat/completions, /collections/search, the MCP tools that retrieve); 0 = no admission bound.",
     )
     admission_max_queue: int = Field(
         default=16,
@@ -181,6 +189,15 @@ class ApiSettings(BaseModel):
         gt=0,
         le=600,
         description="Longest wait for a slot before 503 with Retry-After.",
+    )
+    question_deadline_s: float = Field(
+        default=20.0,
+        gt=0,
+        le=600,
+        description="From admission, the longest a question (/ask, /ask/stream, /search, "
+        "/v1/chat/completions, /collections/search, the MCP tools that retrieve) waits on E-utilities, "
+        "retries and rate-limiter waits included: then every further call fails at once and the question "
+        "ends degraded (cache, dense arm) or with 503 NCBI unavailable.",
     )
     admission_in_flight_per_rate_s: float = Field(
         default=0.6,

@@ -1,10 +1,18 @@
-"""Bounded admission in front of ``/ask`` and ``/ask/stream``: a fast 503 with ``Retry-After`` when saturated.
+"""Bounded admission in front of every route that runs the question flow: a fast 503 with ``Retry-After``
+when saturated, and one deadline per admitted question.
 
 Every question costs seconds of CPU (encoders, rerank) on a handful of cores; admitting all of them only makes
 every one of them slow (50 clients on 2 cores: 10.8 s p50, 18 s p95). So at most ``max_in_flight`` questions
 run at once, at most ``max_queue`` more wait (each at most ``queue_timeout_s``), and anything beyond is
 refused at once with ``503`` and a ``Retry-After`` estimated from recent service times: the client learns in
 milliseconds that it should come back, instead of waiting in a queue that only grows.
+
+One gate, one set of slots for ``/ask``, ``/ask/stream``, ``/search``, ``/collections/search``,
+``/v1/chat/completions`` and the ``/mcp`` tool calls that retrieve (issue 27, finding 6). Only a request
+that could run is admitted: its caller is checked (key, rate limit) and its whole body read (within
+``body_timeout_s``, else 408) before it may take a slot, so a client without a key, or one that never
+finishes its body, holds none (finding 2). An admitted question's E-utilities calls all end within
+``question_deadline_s`` (finding 13).
 """
 
 from __future__ import annotations
@@ -12,22 +20,51 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 
 from prometheus_client import Gauge
+from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.settings import ApiSettings, Settings
-from retrieval.eutils import effective_rate
+from retrieval.eutils import effective_rate, question_deadline
 
-from ._deps import API_REJECTED, ApiError, send_error
+from ._deps import API_REJECTED, ApiError, Refusal, api_key_caller, api_refusal, bearer_caller, send_json
+from ._gate import _BodyTimeout, late_body, read_body, replayed
+from ._mcp import asks_question
+from ._openai import openai_refusal
 
-__all__ = ["Admission", "AdmissionGate", "admission_slots"]
+__all__ = ["QUESTION_ROUTES", "Admission", "AdmissionGate", "Guard", "admission_slots"]
 
 ADMISSION_IN_FLIGHT = Gauge("cometa_api_admission_in_flight", "Questions being answered now")
 ADMISSION_WAITING = Gauge("cometa_api_admission_waiting", "Questions waiting for a free slot")
 
-_GUARDED = frozenset({"/ask", "/ask/stream"})
+
+def _always(body: bytes) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A ``POST`` route that runs the question flow: its own caller check (key, rate limit; it raises
+    :class:`ApiError`), the shape its refusals take, and whether a body asks a question at all (an MCP
+    ``tools/list`` does not)."""
+
+    check_caller: Callable[[Request], Awaitable[object]]
+    refusal: Callable[[BaseException, str | None], Refusal] = api_refusal
+    asks: Callable[[bytes], bool] = _always
+
+
+_API = Guard(api_key_caller)
+QUESTION_ROUTES: Mapping[str, Guard] = {
+    "/ask": _API,
+    "/ask/stream": _API,
+    "/search": _API,
+    "/collections/search": _API,
+    "/v1/chat/completions": Guard(bearer_caller, refusal=openai_refusal),
+    "/mcp": Guard(bearer_caller, asks=asks_question),
+}
 
 
 def admission_slots(settings: Settings) -> int:
@@ -107,14 +144,15 @@ class Admission:
 
 
 class AdmissionGate:
-    """Pure ASGI middleware (it must span a streamed body too) guarding ``POST /ask`` and ``/ask/stream``."""
+    """Pure ASGI middleware (it must span a streamed body too) in front of :data:`QUESTION_ROUTES`: the
+    caller checked, the body read, then a slot, held until the response (its stream too) is complete."""
 
     def __init__(
         self,
         app: ASGIApp,
         *,
         settings: ApiSettings,
-        paths: Iterable[str] = _GUARDED,
+        routes: Mapping[str, Guard] = QUESTION_ROUTES,
         max_in_flight: int | None = None,
     ) -> None:
         self.app = app
@@ -122,30 +160,52 @@ class AdmissionGate:
         self.admission = Admission(
             in_flight, settings.admission_max_queue, settings.admission_queue_timeout_s
         )
-        self.paths = frozenset(paths)
+        self.routes = dict(routes)
+        self.max_body_bytes = settings.max_body_bytes
+        self.body_timeout_s = settings.body_timeout_s
+        self.deadline_s = settings.question_deadline_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        guarded = (
-            self.admission.enabled
-            and scope["type"] == "http"
-            and scope["method"] == "POST"
-            and scope["path"].rstrip("/") in self.paths
-        )
-        if not guarded:
+        guard = None
+        if scope["type"] == "http" and scope["method"] == "POST":
+            guard = self.routes.get(scope["path"].rstrip("/"))
+        if guard is None:
             await self.app(scope, receive, send)
             return
-        refused = await self.admission.acquire()
+        request = Request(scope)
+        try:
+            await guard.check_caller(request)  # headers only: a refused caller never sends its body here
+            body = await read_body(receive, max_bytes=self.max_body_bytes, timeout_s=self.body_timeout_s)
+        except ApiError as exc:  # the check counted its refusal
+            await self._send(send, guard, exc, scope)
+            return
+        except _BodyTimeout:
+            await self._send(send, guard, late_body(self.body_timeout_s), scope)
+            return
+        if body is None:
+            return  # the client went away before its body was in
+        receive = replayed(body, receive)
+        if not guard.asks(body):
+            await self.app(scope, receive, send)
+            return
+        bounded = self.admission.enabled
+        refused = await self.admission.acquire() if bounded else None
         if refused is not None:
             API_REJECTED.labels(refused).inc()
-            await self._refuse(scope, send, refused)
+            await self._send(send, guard, self._saturated(refused), scope)
             return
         started = time.perf_counter()
         try:
-            await self.app(scope, receive, send)
+            with question_deadline(self.deadline_s):  # from admission: the queue wait is not NCBI's
+                await self.app(scope, receive, send)
         finally:
-            self.admission.release(time.perf_counter() - started)
+            if bounded:
+                self.admission.release(time.perf_counter() - started)
 
-    async def _refuse(self, scope: Scope, send: Send, why: str) -> None:
+    async def _send(self, send: Send, guard: Guard, exc: ApiError, scope: Scope) -> None:
+        await send_json(send, *guard.refusal(exc, scope.get("state", {}).get("request_id")))
+
+    def _saturated(self, why: str) -> ApiError:
         a = self.admission
         retry = a.retry_after()
         reason = (
@@ -154,5 +214,4 @@ class AdmissionGate:
             if why == "saturated"
             else f"no free slot within {a.queue_timeout_s:g} s; retry in {retry} s"
         )
-        refusal = ApiError(503, "service saturated", reason, headers={"retry-after": str(retry)})
-        await send_error(send, refusal, scope.get("state", {}).get("request_id"))
+        return ApiError(503, "service saturated", reason, headers={"retry-after": str(retry)})

@@ -101,7 +101,11 @@ def create_app(
             503: {"model": ErrorResponse},
         },
     )
-    if api.cors_origins:
+    # Inside the gate (so refusals carry a request id and are counted): the caller checked, the body read,
+    # then the bounded queue before every route that runs the question flow.
+    slots = admission_slots(settings.model_copy(update={"api": api}))  # api_settings, when given, bound it
+    app.add_middleware(AdmissionGate, settings=api, max_in_flight=slots)
+    if api.cors_origins:  # outside admission: its refusals (401, 408, 503) carry the CORS headers too
         app.add_middleware(
             CORSMiddleware,
             allow_origins=api.cors_origins,
@@ -109,10 +113,10 @@ def create_app(
             allow_headers=["Content-Type", "X-API-Key", "X-Request-ID", "Authorization"],
             expose_headers=["X-Request-ID", "Retry-After"],
         )
-    # Inside the gate (so refusals carry a request id and are counted): the bounded queue before /ask.
-    app.add_middleware(AdmissionGate, settings=api, max_in_flight=admission_slots(settings))
     # Added last = outermost: every response, CORS preflights included, carries a request id.
-    app.add_middleware(_Gate, max_body_bytes=api.max_body_bytes, settings=settings)
+    app.add_middleware(
+        _Gate, max_body_bytes=api.max_body_bytes, body_timeout_s=api.body_timeout_s, settings=settings
+    )
     app.state.settings = settings  # for the routes (``settings_of``), lifespan or not
     _install_handlers(app, settings)
     mcp, mcp_running = mcp_router(api, lambda: cast(Container, app.state.container))

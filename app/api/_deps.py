@@ -106,6 +106,18 @@ async def authorize(request: Request, container: ContainerDep) -> str:
     return await check_key(request, container, request.headers.get("x-api-key"), "X-API-Key header")
 
 
+async def api_key_caller(request: Request) -> str:
+    """:func:`authorize` outside FastAPI's dependencies (the admission gate runs before routing)."""
+    return await authorize(request, get_container(request))
+
+
+async def bearer_caller(request: Request) -> str:
+    """The key check of the OpenAI and MCP routes: :func:`key_of`, then the per-client rate limit."""
+    return await check_key(
+        request, get_container(request), key_of(request), "API key (Authorization: Bearer)"
+    )
+
+
 def key_of(request: Request) -> str | None:
     """The API key as OpenAI and MCP clients send it: ``X-API-Key``, else ``Authorization: Bearer``."""
     given = request.headers.get("x-api-key")
@@ -117,7 +129,13 @@ def key_of(request: Request) -> str | None:
 
 async def check_key(request: Request, container: Container, given: str | None, where: str) -> str:
     """The API-key check on ``given`` (skipped when no keys are configured), then the per-client rate
-    limit; the client's identity (a key hash or the address) or :class:`ApiError` 401/429/503."""
+    limit; the client's identity (a key hash or the address) or :class:`ApiError` 401/429/503.
+
+    Once per request: the admission gate checks a question's caller before admitting it, and the route's
+    own check then finds the identity in the request's state instead of counting the request twice."""
+    checked = getattr(request.state, "caller", None)
+    if isinstance(checked, str):
+        return checked
     keys = container.api.api_keys
     if keys:
         ok = given is not None and any(
@@ -143,6 +161,7 @@ async def check_key(request: Request, container: Container, given: str | None, w
             f"more than {limiter.limit} requests per {limiter.window_s:.0f} s",
             headers={"Retry-After": str(math.ceil(retry))},
         )
+    request.state.caller = ident
     return ident
 
 
@@ -173,12 +192,24 @@ def _error_payload(exc: BaseException, request_id: str | None) -> tuple[int, dic
     return 500, {"error": "internal error", "reason": None, "request_id": request_id}
 
 
-async def send_error(send: Send, exc: BaseException, request_id: str | None) -> None:
-    """:func:`_error_payload`'s body (and an :class:`ApiError`'s headers) sent over raw ASGI: for the layers
-    that answer outside FastAPI's exception handlers (the ASGI gate, admission control, ``/mcp``)."""
+Refusal = tuple[int, dict[str, Any], Mapping[str, str]]  # status, JSON body, headers
+
+
+def api_refusal(exc: BaseException, request_id: str | None) -> Refusal:
+    """:func:`_error_payload` with an :class:`ApiError`'s headers: the API's own error shape."""
     code, payload = _error_payload(exc, request_id)
+    return code, payload, exc.headers if isinstance(exc, ApiError) else {}
+
+
+async def send_error(send: Send, exc: BaseException, request_id: str | None) -> None:
+    """:func:`api_refusal` sent over raw ASGI: for the layers that answer outside FastAPI's exception
+    handlers (the ASGI gate, admission control, ``/mcp``)."""
+    await send_json(send, *api_refusal(exc, request_id))
+
+
+async def send_json(send: Send, code: int, payload: Mapping[str, Any], extra: Mapping[str, str]) -> None:
+    """One JSON response over raw ASGI."""
     body = json.dumps(payload).encode()
-    extra = exc.headers if isinstance(exc, ApiError) else {}
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),

@@ -3,6 +3,7 @@ and the last-resort 500."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -35,12 +36,56 @@ class _BodyTooLarge(Exception):
     pass
 
 
+class _BodyTimeout(Exception):
+    """The body did not arrive within ``ApiSettings.body_timeout_s``: 408 (:func:`late_body`)."""
+
+
+def late_body(timeout_s: float) -> ApiError:
+    API_REJECTED.labels("body_timeout").inc()
+    return ApiError(408, "request timeout", f"the body did not arrive within {timeout_s:g} s")
+
+
+async def read_body(receive: Receive, *, max_bytes: int, timeout_s: float) -> bytes | None:
+    """The whole request body, within ``timeout_s`` in all (a client dripping one byte at a time gets no
+    more), at most ``max_bytes``; None when the client went away first."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async with asyncio.timeout(timeout_s):
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":
+                    return None
+                chunks.append(message.get("body", b""))
+                size += len(chunks[-1])
+                if size > max_bytes:
+                    raise _BodyTooLarge
+                if not message.get("more_body", False):
+                    return b"".join(chunks)
+    except TimeoutError:
+        raise _BodyTimeout from None
+
+
+def replayed(body: bytes, receive: Receive) -> Receive:
+    """``receive`` for a body already read: the body once, then the connection's own messages (a
+    disconnect), which streaming responses watch for."""
+    replay: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def receive_replayed() -> Message:
+        return replay.pop() if replay else await receive()
+
+    return receive_replayed
+
+
 class _Gate:
     """Pure ASGI (so it wraps streaming responses too): runs outside routing and every handler."""
 
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int, settings: Settings) -> None:
+    def __init__(
+        self, app: ASGIApp, *, max_body_bytes: int, body_timeout_s: float, settings: Settings
+    ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.body_timeout_s = body_timeout_s
         self.settings = settings
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -67,13 +112,21 @@ class _Gate:
             if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
                 raise _BodyTooLarge  # refused before a byte of the body is read
             if length is None and scope["method"] in {"POST", "PUT", "PATCH"}:
-                receive = await self._buffered(receive)  # chunked: count while reading, then replay
+                # Chunked: counted while read, then replayed.
+                body = await read_body(receive, max_bytes=self.max_body_bytes, timeout_s=self.body_timeout_s)
+                if body is None:
+                    status["code"] = 499  # the client went away: nothing to answer
+                    return
+                receive = replayed(body, receive)
             await self.app(scope, receive, send_wrapper)
         except _BodyTooLarge:
             API_REJECTED.labels("body_too_large").inc()
             if not status["sent"]:
                 too_large = ApiError(413, "request too large", f"body exceeds {self.max_body_bytes} bytes")
                 await send_error(send_wrapper, too_large, request_id)
+        except _BodyTimeout:
+            if not status["sent"]:
+                await send_error(send_wrapper, late_body(self.body_timeout_s), request_id)
         except Exception as exc:
             _log_failure(exc, request_id, self.settings)
             if not status["sent"]:
@@ -96,23 +149,3 @@ class _Gate:
                     }
                 )
             )
-
-    async def _buffered(self, receive: Receive) -> Receive:
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                break
-            chunks.append(message.get("body", b""))
-            size += len(chunks[-1])
-            if size > self.max_body_bytes:
-                raise _BodyTooLarge
-            if not message.get("more_body", False):
-                break
-        replay: list[Message] = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
-
-        async def receive_replayed() -> Message:
-            return replay.pop() if replay else await receive()
-
-        return receive_replayed

@@ -8,6 +8,7 @@ router, the context the lifespan enters."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
@@ -22,7 +23,7 @@ from app.container import Container
 from app.frontends import build_mcp_server
 from app.settings import ApiSettings
 
-from ._deps import ApiError, _request_id, check_key, get_container, key_of, send_error
+from ._deps import ApiError, _request_id, bearer_caller, send_error
 
 
 class _McpEndpoint:
@@ -34,13 +35,35 @@ class _McpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
         try:
-            await check_key(
-                request, get_container(request), key_of(request), "API key (Authorization: Bearer)"
-            )
+            await bearer_caller(request)
         except ApiError as exc:
             await send_error(send, exc, _request_id(request))
             return
         await self.manager.handle_request(scope, receive, send)
+
+
+# Tools that run no retrieval, answered without an admission slot; every other tool call takes one, so a
+# new tool is guarded until it is named here.
+_FREE_TOOLS = frozenset({"list_collections"})
+
+
+def asks_question(body: bytes) -> bool:
+    """Whether an ``/mcp`` request body calls a tool that runs retrieval (``ask``, ``search_literature``,
+    ``get_article``); ``initialize``, ``tools/list`` and the like do not. A body this cannot read counts
+    as a question: the SDK's parser is not this one, so doubt takes a slot rather than skipping it."""
+    try:
+        parsed = json.loads(body)
+    except (ValueError, RecursionError):
+        return True
+    messages = parsed if isinstance(parsed, list) else [parsed]
+    for message in messages:
+        if not isinstance(message, dict):
+            return True
+        if message.get("method") == "tools/call":
+            params = message.get("params")
+            if not isinstance(params, dict) or params.get("name") not in _FREE_TOOLS:
+                return True
+    return False
 
 
 def mcp_router(

@@ -29,14 +29,13 @@ from app.schemas import ModelListOut, ModelOut
 from app.settings import Settings
 
 from ._deps import (
-    ApiError,
-    _error_payload,
+    Refusal,
     _log_failure,
     _question_log,
     _request_id,
-    check_key,
+    api_refusal,
+    bearer_caller,
     get_container,
-    key_of,
     settings_of,
 )
 
@@ -72,11 +71,17 @@ def _failure(
         where = ".".join(str(p) for p in first["loc"])
         message = f"{where}: {first['msg']}" if where else first["msg"]
         return 400, openai_error(400, message, param=where or None), {}
-    code, payload = _error_payload(exc, request_id)
+    code, body, headers = openai_refusal(exc, request_id)
     if code >= 500:
         _log_failure(exc, request_id, settings)
+    return code, body, dict(headers)
+
+
+def openai_refusal(exc: BaseException, request_id: str | None) -> Refusal:
+    """The API's exception mapping (:func:`api_refusal`) in OpenAI's shape: also what the admission gate
+    answers on this route (401, 429, 408, 503 saturated)."""
+    code, payload, headers = api_refusal(exc, request_id)
     message = payload["error"] + (f": {payload['reason']}" if payload.get("reason") else "")
-    headers = exc.headers if isinstance(exc, ApiError) else {}
     body = openai_error(code, message)
     body["error"]["request_id"] = request_id
     return code, body, headers
@@ -105,10 +110,6 @@ def _sse(data: dict[str, Any] | str) -> bytes:
     return f"data: {text}\n\n".encode()
 
 
-async def _authorised(request: Request) -> None:
-    await check_key(request, get_container(request), key_of(request), "API key (Authorization: Bearer)")
-
-
 def _refuse(exc: BaseException, request: Request, request_id: str) -> JSONResponse:
     code, body, headers = _failure(exc, request_id, settings_of(request))
     return JSONResponse(body, status_code=code, headers=headers)
@@ -121,7 +122,7 @@ openai_router = APIRouter(tags=["openai"])
 async def models(request: Request) -> ModelListOut | JSONResponse:
     """The models this endpoint serves (one: ``cometa``)."""
     try:
-        await _authorised(request)
+        await bearer_caller(request)
     except Exception as exc:
         return _refuse(exc, request, _request_id(request))
     return ModelListOut.model_validate(list_models())
@@ -131,7 +132,7 @@ async def models(request: Request) -> ModelListOut | JSONResponse:
 async def model(model_id: str, request: Request) -> ModelOut | JSONResponse:
     """One model (404 ``model_not_found`` for any but ``cometa``)."""
     try:
-        await _authorised(request)
+        await bearer_caller(request)
         found = [m for m in list_models()["data"] if m["id"] == model_id]
         if not found:
             raise ChatRequestError(
@@ -156,7 +157,7 @@ async def chat_completions(request: Request) -> Any:
     message, citations as markdown links; the whole ``/ask`` response in the extra field ``cometa``."""
     request_id = _request_id(request)
     try:
-        await _authorised(request)
+        await bearer_caller(request)
         try:
             body = json.loads(await request.body())
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:

@@ -1,7 +1,14 @@
 """The E-utilities client: retries, the NCBI rate limit (per process or shared through Redis), the response
 cache (memory / sqlite / redis) with stale-if-error, and the transport it is given."""
 
-from ._client import LOCAL_BASE_URL, EutilsClient, EutilsDegradation, open_limiter, track_degradation
+from ._client import (
+    LOCAL_BASE_URL,
+    EutilsClient,
+    EutilsDegradation,
+    open_limiter,
+    question_deadline,
+    track_degradation,
+)
 from ._config import NCBI_EUTILS_URL, CacheSettings, EutilsSettings
 from ._ratelimit import (
     DEPLOYMENT,
@@ -51,6 +58,7 @@ __all__ = [
     "encode_value",
     "open_limiter",
     "open_store",
+    "question_deadline",
     "track_degradation",
     "window_rate",
 ]

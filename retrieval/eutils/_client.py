@@ -77,6 +77,7 @@ __all__ = [
     "EutilsDegradation",
     "is_unavailable",
     "open_limiter",
+    "question_deadline",
     "track_degradation",
 ]
 
@@ -153,6 +154,37 @@ def track_degradation(*, allow_partial: bool = True) -> Iterator[EutilsDegradati
         yield record
     finally:
         _DEGRADATION.reset(token)
+
+
+@dataclass(frozen=True)
+class _Deadline:
+    at: float
+    clock: Callable[[], float]
+
+    def remaining(self) -> float:
+        return self.at - self.clock()
+
+
+_DEADLINE: ContextVar[_Deadline | None] = ContextVar("cometa_eutils_deadline", default=None)
+
+
+@contextmanager
+def question_deadline(seconds: float, *, clock: Callable[[], float] = time.monotonic) -> Iterator[None]:
+    """Every client call inside the block ends within ``seconds`` from now, retries and rate-limiter waits
+    included, whatever its own ``retry_budget_s``.
+
+    The retry budget is per call and a question makes several calls one after the other, so only this
+    bounds how long one question waits on NCBI (issue 27, finding 13). A context variable like
+    :func:`track_degradation`: tasks started inside the block share it; a block inside another keeps the
+    earlier deadline.
+    """
+    outer = _DEADLINE.get()
+    mine = _Deadline(clock() + seconds, clock)
+    token = _DEADLINE.set(mine if outer is None or outer.remaining() > seconds else outer)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
 
 
 def is_unavailable(exc: BaseException) -> bool:
@@ -613,13 +645,17 @@ class EutilsClient:
         url = f"{self.base_url}{endpoint}.fcgi"
         rate, burst = self._pace(key, self.settings.requests_per_second)
         ceiling_rate, ceiling_burst = self._ceiling
-        deadline = self._clock() + self.settings.retry_budget_s
+        budget, spent = self.settings.retry_budget_s, "retry budget"
+        question = _DEADLINE.get()
+        if question is not None and question.remaining() < budget:
+            budget, spent = question.remaining(), "question deadline"
+        deadline = self._clock() + budget
         attempt = 0
         while True:
             attempt += 1
             remaining = deadline - self._clock()
             if remaining <= 0:
-                raise TransportError(f"{endpoint}: retry budget exhausted", endpoint=endpoint)
+                raise TransportError(f"{endpoint}: {spent} exhausted", endpoint=endpoint)
             try:
                 # A Retry-After pauses every call of the key (up to retry_after_max_s, extended by further
                 # 429s): the wait for the limiter counts against this call's budget like everything else.
@@ -633,12 +669,12 @@ class EutilsClient:
                     )
             except TimeoutError:
                 raise TransportError(
-                    f"{endpoint}: retry budget spent waiting for the rate limiter", endpoint=endpoint
+                    f"{endpoint}: {spent} spent waiting for the rate limiter", endpoint=endpoint
                 ) from None
             remaining = deadline - self._clock()
             if remaining <= 0:
                 raise TransportError(
-                    f"{endpoint}: retry budget spent waiting for the rate limiter", endpoint=endpoint
+                    f"{endpoint}: {spent} spent waiting for the rate limiter", endpoint=endpoint
                 )
             record = _DEGRADATION.get()
             if record is not None:

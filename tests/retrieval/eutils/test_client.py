@@ -20,7 +20,14 @@ from retrieval import (
     ServerError,
     TransportError,
 )
-from retrieval.eutils import CacheSettings, EutilsClient, MemoryStore, WindowLimiter, track_degradation
+from retrieval.eutils import (
+    CacheSettings,
+    EutilsClient,
+    MemoryStore,
+    WindowLimiter,
+    question_deadline,
+    track_degradation,
+)
 from tests._paths import BIOPYTHON_SAMPLES, KLORTHO_SAMPLES
 
 ESEARCH_JSON = json.dumps(
@@ -565,4 +572,44 @@ async def test_the_ceiling_is_a_setting() -> None:
     keys = [f"{n:036x}" for n in range(12)]
     await asyncio.gather(*(client.esearch(f"q{n}", api_key=key) for n, key in enumerate(keys)))
     assert len(sent) == 12 and in_any_second(sent) == 4
+    await client.aclose()
+
+
+async def test_a_question_deadline_bounds_its_calls_together_not_each_one() -> None:
+    # NCBI hangs: every attempt ends only at its 4 s timeout. Alone, each call would retry for its whole
+    # 15 s budget (4 attempts), one after the other; within a 10 s question deadline they share those 10 s.
+    now = [0.0]
+    sent: list[float] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(now[0])
+        now[0] += 4.0
+        raise httpx.ReadTimeout("no answer", request=request)
+
+    client = fake_time_client(handler, [], now, retry_budget_s=15.0, max_attempts=5, backoff_base_s=0.0)
+    with question_deadline(10.0, clock=lambda: now[0]):
+        for term in ("a", "b", "c"):
+            with pytest.raises(TransportError):
+                await client.esearch(term)
+        with pytest.raises(TransportError, match="question deadline exhausted"):
+            await client.esearch("d")
+    assert sent == [0.0, 4.0, 8.0]  # the first call's three attempts; the others sent nothing
+    # Outside the block, a call has its own budget again: four attempts within 15 s.
+    sent.clear()
+    with pytest.raises(TransportError):
+        await client.esearch("e")
+    assert len(sent) == 4
+    await client.aclose()
+
+
+async def test_an_inner_question_deadline_never_extends_the_outer_one() -> None:
+    now = [0.0]
+    with question_deadline(5.0, clock=lambda: now[0]):
+        with question_deadline(60.0, clock=lambda: now[0]):
+            client = fake_time_client(
+                lambda request: httpx.Response(503), [], now, retry_budget_s=30.0, backoff_base_s=1.0
+            )
+            with pytest.raises(ServerError):
+                await client.esearch("x")
+    assert now[0] < 5.0  # backoff sleeps stopped within the outer 5 s
     await client.aclose()
