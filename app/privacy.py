@@ -23,7 +23,7 @@ from typing import Any
 from llm import LLMSettings
 from retrieval.understand import scrub
 
-__all__ = ["PhiPolicy", "install_log_hygiene", "redact_log_text"]
+__all__ = ["PhiPolicy", "install_log_hygiene"]
 
 
 @dataclass(frozen=True)
