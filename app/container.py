@@ -46,7 +46,7 @@ from .asker import Asker
 from .factories import Models, build_eutils_client, build_eutils_transport, build_llm, build_understander
 from .judge import CrossSourceJudge
 from .pipeline import Pipeline
-from .privacy import PhiPolicy
+from .privacy import PhiPolicy, install_log_hygiene
 from .settings import ApiSettings, Settings
 
 __all__ = ["Container", "build_judge", "build_pipeline"]
@@ -118,6 +118,8 @@ class Container:
         answerer: Answerer | None = None,
         judge: CrossSourceJudge | None = None,
     ) -> None:
+        # Every entry point builds a container: logs lose query strings and credentials from here on.
+        install_log_hygiene()
         self.settings = settings
         self._warming: asyncio.Task[None] | None = None
         self.api = api or settings.api

@@ -408,6 +408,13 @@ class NodeSettings(BaseModel):
         description="Send service_token for anonymous callers: they then get this node's rights at that "
         "node instead of an anonymous caller's. Off: anonymous callers go anonymous.",
     )
+    attributes: list[str] | None = Field(
+        default=None,
+        description='The caller attributes that node\'s policies use (e.g. ["org", "role"]): the only '
+        "ones the assertions sent there carry, beside the caller's sub and identity provider; every other "
+        "claim of the caller's token (name, email, birth date, ...) stays here. None = the attributes this "
+        "node's own policies use.",
+    )
 
     @field_validator("url")
     @classmethod

@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from app import __version__
 from app.container import Container
@@ -100,6 +100,17 @@ class CollectionsOut(BaseModel):
     collections: list[CollectionMeta]
 
 
+def _invalid(exc: ValueError) -> ToolError:
+    # Where and why, never the value: pydantic's own text quotes the input (the question), and the SDK
+    # logs a tool's error message.
+    if isinstance(exc, ValidationError):
+        why = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
+        )
+        return ToolError(f"invalid arguments: {why}")
+    return ToolError(f"invalid arguments ({type(exc).__name__})")
+
+
 def _tool_error(exc: Exception) -> ToolError:
     # Messages of our errors can quote the question: the type, and for NCBI a short summary.
     if isinstance(exc, EutilsError):
@@ -129,7 +140,7 @@ def build_mcp_server(container_of: Callable[[], Container]) -> MCPServer:
         try:
             AskRequest(question=question, mindate=mindate, maxdate=maxdate)  # the /ask validation
         except ValueError as exc:
-            raise ToolError(f"invalid arguments: {exc}") from exc
+            raise _invalid(exc) from exc
         log.info(json.dumps({"event": "mcp_search", "question_hash": hash_text(question)}))
         try:
             outcome = await container_of().pipeline.search(question, mindate=mindate, maxdate=maxdate)
@@ -158,7 +169,7 @@ def build_mcp_server(container_of: Callable[[], Container]) -> MCPServer:
         try:
             req = AskRequest(question=question, max_documents=max_documents, judge=judge)
         except ValueError as exc:
-            raise ToolError(f"invalid arguments: {exc}") from exc
+            raise _invalid(exc) from exc
         request_id = "mcp-" + uuid.uuid4().hex
         # As the API logs questions: by hash only.
         log.info(

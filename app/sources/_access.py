@@ -342,6 +342,11 @@ class AccessEngine:
     def __init__(self, policies: Sequence[Policy] = ()) -> None:
         self.policies = tuple(policies)
 
+    @property
+    def subject_attributes(self) -> frozenset[str]:
+        """The subject attributes the policies read (``subject`` and ``same``): all a decision needs."""
+        return frozenset(a for p in self.policies for a in (*p.subject, *p.same))
+
     def _subject_ok(self, policy: Policy, subject: Subject) -> bool:
         if policy.authenticated and not subject.authenticated:
             return False

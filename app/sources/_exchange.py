@@ -8,7 +8,10 @@ of its own (RFC 8693's token-exchange idea, done locally) and sends that instead
     claims  {"iss": "<A's node_id>", "aud": "<B's audience>", "sub": "<caller's sub>",
              "iat": now, "nbf": now, "exp": now + assertion_lifetime_s (60 s),
              "jti": "<random>", "idp": "<the caller's verified issuer>",
-             "attrs": {<the caller's verified attributes>}, "act": {"sub": "<A's node_id>"}}
+             "attrs": {<the caller's verified attributes B's policies use>}, "act": {"sub": "<A's node_id>"}}
+
+Only the attributes B's policies use go (``NodeSettings.attributes``, by default those A's own policies use):
+the rest of the caller's token (name, e-mail, birth date, phone, ...) never leaves A.
 
 B accepts it only from a configured peer (``FederationSettings.peers``: its name and public key), for its
 own audience, within ``max_assertion_lifetime_s``, once (its ``jti`` is remembered until it expires), and
@@ -23,7 +26,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,12 +88,17 @@ class AssertionSigner:
             return None
         return cls(settings.node_id, pem, settings.assertion_lifetime_s)
 
-    def assertion(self, subject: Subject, audience: str) -> str:
-        """An assertion for ``subject`` (authenticated), valid at ``audience`` only, for ``lifetime_s``."""
+    def assertion(self, subject: Subject, audience: str, attributes: Collection[str]) -> str:
+        """An assertion for ``subject`` (authenticated), valid at ``audience`` only, for ``lifetime_s``,
+        carrying of the caller's attributes only ``attributes`` (those the policies there use)."""
         if not subject.authenticated:
             raise ValueError("anonymous callers are not vouched for")
         now = int(time.time())
-        attrs = {k: v if isinstance(v, str) else list(v) for k, v in subject.attributes.items()}
+        attrs = {
+            k: v if isinstance(v, str) else list(v)
+            for k, v in subject.attributes.items()
+            if k in attributes and k != "sub"  # the caller's sub goes as the assertion's sub
+        }
         claims = {
             "iss": self.node_id,
             "aud": audience,
@@ -161,11 +169,12 @@ class AssertionVerifier:
         if not isinstance(attrs, Mapping):
             raise InvalidToken("assertion without attributes")
         self._remember(str(claims["jti"]), float(claims["exp"]))
-        return Subject(
-            authenticated=True,
-            attributes=_attributes(attrs),
-            issuer=idp if isinstance(idp, str) else None,
-        )
+        attributes = _attributes(attrs)
+        sub = claims.get("sub")
+        if isinstance(sub, str):
+            attributes["sub"] = sub  # the caller, as their node names them (audit, a policy on "sub")
+        issuer = idp if isinstance(idp, str) else None
+        return Subject(authenticated=True, attributes=attributes, issuer=issuer)
 
     def _remember(self, jti: str, exp: float) -> None:
         now = time.time()

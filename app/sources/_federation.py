@@ -25,7 +25,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
@@ -169,10 +169,14 @@ class FederationClient:
         *,
         transport: httpx.AsyncBaseTransport | None = None,
         signer: AssertionSigner | None = None,
+        attributes: Collection[str] = (),
     ) -> None:
         """``signer``: default from the settings (``node_id`` + ``signing_key``); without one, callers can
-        only go anonymous."""
+        only go anonymous. ``attributes``: the caller attributes an assertion carries to a node that names
+        none of its own (``NodeSettings.attributes``); the sources service passes those this node's
+        policies use."""
         self.settings = settings
+        self.attributes = frozenset(attributes)
         self.nodes = {n.name: n for n in settings.nodes}
         self._transport = transport
         self._signer = signer if signer is not None else AssertionSigner.from_settings(settings)
@@ -191,7 +195,8 @@ class FederationClient:
                 raise _CannotVouch(
                     f"this node has no signing key: it cannot vouch for callers at {node.name}"
                 )
-            bearer = self._signer.assertion(subject, node.audience or node.url)
+            vouched = self.attributes if node.attributes is None else node.attributes
+            bearer = self._signer.assertion(subject, node.audience or node.url, vouched)
         elif node.anonymous_service_token and node.service_token is not None:
             bearer = node.service_token.get_secret_value()
         if bearer:

@@ -64,7 +64,7 @@ from retrieval.collections import (
 from retrieval.evidence import EvidenceDoc
 from retrieval.ncbi import EutilsError
 from retrieval.passages import PassageContext
-from retrieval.understand import Understanding, hash_text, scrub
+from retrieval.understand import Understanding, hash_text
 
 from ._access import (
     ANONYMOUS,
@@ -291,7 +291,10 @@ class SourcesService:
         self.store = store or CollectionStore.from_settings(settings.collections)
         self.engine = AccessEngine(load_policies(settings.access))  # a bad policy file fails start-up
         self.verifier = CallerVerifier(settings.access, settings.federation)  # IdP tokens, peer assertions
-        self.federation = federation or FederationClient(settings.federation)
+        # Assertions carry the attributes policies use, no other claim of the caller's token.
+        self.federation = federation or FederationClient(
+            settings.federation, attributes=self.engine.subject_attributes
+        )
         self._models = models
         self._encoder = encoder
         self._reranker = reranker
@@ -561,6 +564,17 @@ class SourcesService:
         o.answer = answer
         o.answer_mode = "error" if answer.error else "not_addressed" if answer.absent else "llm"
 
+    def for_nodes(self, question: str, understanding: Understanding) -> str:
+        """``question`` as another institution's node may see it: the PHI policy toward NCBI, on text. What
+        the scrubber found and what its name cues find in any casing ("my husband john kowalczyk") become
+        placeholders wherever they occur (what the query gate checks against:
+        :meth:`app.trust.AbsenceCounter.phi_found`)."""
+        rewriter = self.pipeline.understander.rewriter
+        text = question
+        for found in self.pipeline.absence.phi_found(question, understanding, rewriter):
+            text = found.redact(text)
+        return text
+
     async def ask(
         self,
         question: str,
@@ -594,8 +608,7 @@ class SourcesService:
             elif ref.kind == "collection":
                 tasks.append(self._local(ref.name, question, subject, cfg.top_docs))
         remote = [r for r in refs if r.kind == "remote"]
-        # Another institution's node never sees the patient's identifiers: the question goes scrubbed.
-        remote_question = scrub(question).text
+        remote_question = self.for_nodes(question, understanding) if remote else ""
         gathered = await asyncio.gather(
             *tasks,
             self._remote(remote, remote_question, subject, cfg.top_docs, request_id) if remote else _none(),

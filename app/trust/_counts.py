@@ -52,6 +52,16 @@ class AbsenceCounter:
             cached = self._everyday = (rewriter, english | everyday if english else frozenset(), everyday)
         return cached[1], cached[2]
 
+    def phi_found(
+        self, question: str, understanding: Understanding, rewriter: DeterministicRewriter
+    ) -> tuple[ScrubResult, ScrubResult]:
+        """What a text built from ``question`` is checked against before it leaves this service: the PHI
+        the scrubber found in the question (``understanding.phi``) and what its name cues find in any casing
+        (:func:`~retrieval.understand.scrub_any_case`; without everyday English every cue match counts)."""
+        plain, _ = self.everyday_words(rewriter)
+        # A name starts with no everyday word: "my doctor suggests risedronate" names no doctor "Suggests".
+        return understanding.phi, scrub_any_case(question, plain, rewriter.is_known_word)
+
     def forget(self) -> None:
         """Drop the everyday words built so far (the next count builds them again)."""
         self._everyday = None
@@ -96,8 +106,7 @@ class AbsenceCounter:
             return 0, 0, 0  # most questions: every word is known, so the documents need not be read
         # Reading every full text is CPU work: off the event loop.
         terms, queries = await asyncio.to_thread(_unseen, evidence.docs, terms, phrases)
-        # A name starts with no everyday word: "my doctor suggests risedronate" names no doctor "Suggests".
-        checked = (understanding.phi, scrub_any_case(question, plain, rewriter.is_known_word))
+        checked = self.phi_found(question, understanding, rewriter)
         leaving = [t for t in terms if _may_leave(f'"{t}"[tiab]', checked)]
         term_queries = [f'"{t}"[tiab]' for t in leaving]
         queries = [q for q in queries if _may_leave(q, checked)]

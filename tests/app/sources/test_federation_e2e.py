@@ -305,6 +305,10 @@ def nodes(tmp_path_factory: pytest.TempPathFactory, keys: Keys) -> Iterator[dict
                             "audience": f"node-{n}",
                             "timeout_s": 60,
                             "institutions": institutions[n],
+                            # a vouches to each node for the attributes that node's policies use, no more.
+                            "attributes": sorted(
+                                {a for p in POLICIES[n] for a in (*p.get("subject", {}), *p.get("same", {}))}
+                            ),
                         }
                         for n in ("b", "c")
                     ]

@@ -39,6 +39,7 @@ from app.settings import (
     SourcesSettings,
 )
 from app.sources import (
+    AccessEngine,
     FederationClient,
     SourcesService,
     Subject,
@@ -46,6 +47,7 @@ from app.sources import (
     evidence_from_json,
     evidence_to_json,
     fuse_sources,
+    load_policies,
     parse_sources,
 )
 from llm import LLMTimeout
@@ -440,6 +442,7 @@ def remote_settings(timeout_s: float = 0.5) -> FederationSettings:
         audience="node-b",
         timeout_s=timeout_s,
         institutions=list(INSTITUTIONS.values()),
+        attributes=["org"],  # what a vouches for to b: the attribute b's policies use
     )
     return federation(node)
 
@@ -638,7 +641,9 @@ async def test_listing_includes_remote_nodes_with_their_status(root: Path, pipel
     app_a = create_app(settings_a, api_settings=ApiSettings(rate_limit_per_minute=0), pipeline=pipeline)
     async with app_b.router.lifespan_context(app_b), app_a.router.lifespan_context(app_a):
         routes = Routes({"b.test": httpx.ASGITransport(app=app_b), "down.test": None})
-        fed = FederationClient(settings_a.federation, transport=routes)
+        # As the sources service builds it: assertions carry the attributes the policies use.
+        vouched = AccessEngine(load_policies(settings_a.access)).subject_attributes
+        fed = FederationClient(settings_a.federation, transport=routes, attributes=vouched)
         app_a.state.sources = SourcesService(settings_a, pipeline, encoder=BowEncoder(), federation=fed)
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app_a), base_url="http://a") as c:
             staff = auth(token(org="northbridge", role="nurse", aud="node-a"))

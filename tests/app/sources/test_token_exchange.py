@@ -139,19 +139,21 @@ async def node_b(root: Path, pipeline: Pipeline) -> AsyncIterator[httpx.AsyncBas
 def node_a(
     root: Path, pipeline: Pipeline, transport: httpx.AsyncBaseTransport, **node: Any
 ) -> SourcesService:
+    # a vouches to b for the attributes b's policies use (B_POLICIES: org and role), no others.
+    node = {"attributes": ["org", "role"], **node}
     b = NodeSettings(name="b", url="https://b.test", audience="node-b", **node)
     settings = node_settings(root, access=access("node-a"), federation=federation(b))
     fed = FederationClient(settings.federation, transport=transport)
     return SourcesService(settings, pipeline, encoder=BowEncoder(), reranker=None, federation=fed)
 
 
-async def ask_b(svc: SourcesService, token: str | None) -> Any:
+async def ask_b(svc: SourcesService, token: str | None, question: str = QUESTION) -> Any:
     subject = svc.subject(None if token is None else f"Bearer {token}")
     refs = parse_sources(["b/riverside"], local=[], nodes=["b"])
     out = await svc.ask(
-        QUESTION,
+        question,
         refs,
-        understanding=await svc.pipeline.understander.understand(QUESTION),
+        understanding=await svc.pipeline.understander.understand(question),
         subject=subject,
         answerer=Answerer(None),
         judge=None,
@@ -186,10 +188,71 @@ async def test_the_callers_token_never_leaves_their_node(
     assert jwt.get_unverified_header(assertion)["typ"] == ASSERTION_TYP
     claims = jwt.decode(assertion, node_key("a")[1], algorithms=["ES256"], audience="node-b")
     assert claims["iss"] == "a" and claims["sub"] == "dr-a" and claims["idp"] == IDP_A
-    assert claims["attrs"] == {"sub": "dr-a", "org": "A", "role": "physician"}
+    assert claims["attrs"] == {"org": "A", "role": "physician"}
     assert claims["exp"] - claims["iat"] <= 60 and claims["jti"]
     # b is told how much of a document a's answer can read: long handbooks come back as chunks.
     assert json.loads(sent.content)["max_chars"] == svc.document_budget()
+
+
+@ASYNC
+async def test_an_assertion_carries_only_the_attributes_the_policies_use(
+    root: Path, pipeline: Pipeline, node_b: httpx.AsyncBaseTransport
+) -> None:
+    # Issue 27, finding 4: the assertion carried every claim of the caller's token to every node, also
+    # for GET /collections?remote=true.
+    personal = {
+        "name": "Zofia Wojciechowska",
+        "email": "zofia.w@example.test",
+        "birthdate": "1961-03-14",
+        "phone_number": "+48 600 100 200",
+        "department": "cardiology",  # an attribute, but none b's policies use
+    }
+    wire = Recorder(node_b)
+    svc = node_a(root, pipeline, wire)
+    token = user_token(IDP_A, "node-a", {**PHYSICIAN_A, **personal})
+    riverside = await ask_b(svc, token)
+    assert riverside.status.status == "ok"  # b decides on what its policies use, as before
+    status, listed = await svc.federation.list_collections("b", svc.subject(f"Bearer {token}"))
+    assert status.status == "ok" and sorted(c["name"] for c in listed) == ["eastgate", "riverside"]
+    assert [r.method for r in wire.requests] == ["POST", "GET"]
+    for sent in wire.requests:
+        assertion = sent.headers["authorization"].removeprefix("Bearer ")
+        claims = jwt.decode(assertion, node_key("a")[1], algorithms=["ES256"], audience="node-b")
+        assert claims["attrs"] == {"org": "A", "role": "physician"}
+        assert claims["sub"] == "dr-a" and claims["idp"] == IDP_A
+        leaked = [v for v in personal.values() if v in json.dumps(claims) or v.encode() in sent.content]
+        assert not leaked, leaked
+    # Without a list for the node, a vouches for what its own policies use.
+    policies = [Policy.model_validate(p) for p in B_POLICIES]
+    svc = SourcesService(
+        node_settings(root, access=access("node-a", B_POLICIES)),
+        pipeline,
+        encoder=BowEncoder(),
+        reranker=None,
+    )
+    assert AccessEngine(policies).subject_attributes == {"org", "role"}
+    assert svc.federation.attributes == {"org", "role"}
+
+
+@ASYNC
+async def test_a_node_gets_the_question_scrubbed_in_any_casing(
+    root: Path, pipeline: Pipeline, node_b: httpx.AsyncBaseTransport
+) -> None:
+    # Issue 27, finding 4: only capitalised names were scrubbed before the question left for a node.
+    wire = Recorder(node_b)
+    svc = node_a(root, pipeline, wire)
+    question = (
+        "my husband john kowalczyk had a transplant and we live in Springfield; when can he travel abroad?"
+    )
+    riverside = await ask_b(svc, user_token(IDP_A, "node-a", PHYSICIAN_A), question)
+    assert riverside.status.status == "ok"
+    [sent] = wire.requests
+    received = json.loads(sent.content)["question"]
+    assert "kowalczyk" not in received.lower() and "springfield" not in received.lower(), received
+    assert (
+        received
+        == "my husband john [NAME] had a transplant and we live in [PLACE]; when can he travel abroad?"
+    )
 
 
 @ASYNC
