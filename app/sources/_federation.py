@@ -316,8 +316,9 @@ class FederationClient:
             body["max_chars"] = max_chars
         failed, raw = await self._exchange(node, "POST", "/collections/search", headers, body)
         if failed is not None:
-            if failed.status == "denied":  # the whole request refused: only what was named is reported
-                return NodeAnswer(name, failed, {f"{name}/{c}": (failed, []) for c in named})
+            if failed.status == "denied":  # the whole request refused: each name asked, "*" too, reads as
+                # on a node that does not exist (not available to you), never as silence
+                return NodeAnswer(name, failed, {f"{name}/{c}": (failed, []) for c in collections})
             return whole(failed)
         try:
             reply = CollectionSearchResponse.model_validate_json(raw)
@@ -328,7 +329,7 @@ class FederationClient:
         metas: dict[str, dict[str, Any]] = {}
         elapsed = ms()
         for item in reply.results:
-            if named and item.collection not in named:
+            if "*" not in collections and item.collection not in named:
                 continue  # not asked for: a node does not add sources to the answer
             key = f"{name}/{item.collection}"
             if item.status == "denied":  # whatever the node says why, the caller hears the one answer
@@ -343,6 +344,8 @@ class FederationClient:
         for c in named:  # a named collection the node did not mention is reported, not dropped
             if f"{name}/{c}" not in results:
                 results[f"{name}/{c}"] = (SourceStatus("failed", f"node {name} did not report {c}", ms()), [])
+        if "*" in collections and set(results) <= {f"{name}/{c}" for c in named}:  # nothing else for them
+            results[f"{name}/*"] = (SourceStatus("denied", NOT_AVAILABLE, None), [])
         return NodeAnswer(name, SourceStatus("ok", None, ms()), results, metas)
 
     async def list_collections(

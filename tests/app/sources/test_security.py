@@ -432,3 +432,43 @@ async def test_a_node_cannot_add_sources_nobody_asked_for() -> None:
     ]
     [answer] = await ask_b(httpx.Response(200, json={"results": items}), ["riverside"])
     assert list(answer.results) == ["b/riverside"]
+
+
+# --- 2 (issue 27, finding 11): a node that refuses everything reads as one that does not exist ----------
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        httpx.Response(401, json={"error": "unauthorized", "reason": "collection sources need a token"}),
+        httpx.Response(200, json={"results": []}),  # a node where the caller may search nothing
+    ],
+    ids=["401", "nothing"],
+)
+@ASYNC
+async def test_a_node_that_refuses_everything_reads_as_one_that_does_not_exist(
+    root: Path, pipeline: Pipeline, reply: httpx.Response
+) -> None:
+    access = AccessSettings(jwt_secret=SecretStr(SECRET), audience="node-a")
+    evil = NodeSettings(name="evil", url="https://evil.test", audience="node-evil")
+    settings = node_settings(root, access=access, federation=federation(evil))
+    app = create_app(settings, api_settings=ApiSettings(rate_limit_per_minute=0), pipeline=pipeline)
+    async with app.router.lifespan_context(app):
+        fed = FederationClient(settings.federation, transport=httpx.MockTransport(lambda r: reply))
+        app.state.sources = SourcesService(
+            settings, pipeline, encoder=BowEncoder(), reranker=None, federation=fed
+        )
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://n") as c:
+            alone, beside = {}, {}
+            for name in ("evil", "nonode"):
+                r = await c.post("/ask", json={"question": QUESTION, "sources": [f"{name}/*"]})
+                alone[name] = (r.status_code, without(r.json(), name))
+                r = await c.post("/ask", json={"question": QUESTION, "sources": ["riverside", f"{name}/*"]})
+                body = r.json()
+                entry = [{k: v for k, v in s.items() if k != "node"} for s in body["sources"][1:]]
+                beside[name] = (r.status_code, without({"entry": entry, "answer": body["answer"]}, name))
+    # Before: 200 with no sources and answer "" for the node that said 401; 403 for the unknown one.
+    assert alone["evil"] == alone["nonode"], alone
+    assert alone["evil"][0] == 403 and "NAME/*: not available to you" in alone["evil"][1]
+    assert beside["evil"] == beside["nonode"] and beside["evil"][0] == 200, beside
+    assert "NAME/*: not available to you." in beside["evil"][1]
