@@ -12,8 +12,10 @@ never silently dropped, and a node that refuses the caller reads exactly like on
 
 Replies are not trusted: read as a stream and abandoned past ``max_response_bytes``, validated against the
 typed schema (:class:`~app.schemas.CollectionSearchResponse`: evidence filed under its own collection,
-no content for a refused one, bounded lists), collections nobody asked for ignored, and an institution
-name shown only when the node is configured to speak for it (``NodeSettings.institutions``).
+no content for a refused one, bounded lists and texts, ids that are slugs, scores that are numbers),
+collections nobody asked for ignored, a node's reasons replaced by this node's own words, and an
+institution name shown only when the node is configured to speak for it (``NodeSettings.institutions``).
+A node that refuses the caller outright, or lets them search nothing of ``node/*``, is ``denied``.
 
 Evidence from different nodes is merged by reciprocal rank fusion over each source's own ranking
 (:func:`fuse_sources`): scores from different encoders and rerankers are not comparable, ranks are.
@@ -57,6 +59,11 @@ log = logging.getLogger("cometa.sources")
 
 Status = Literal["ok", "denied", "failed", "timeout"]
 T = TypeVar("T")
+# Why a node's collection was not searched, as this node says it (a node's own reason is never relayed).
+_REMOTE_REASONS = {
+    "failed": "node {node} could not search it",
+    "timeout": "node {node} did not finish searching it in time",
+}
 
 
 class _CannotVouch(Exception):
@@ -336,7 +343,9 @@ class FederationClient:
                 results[key] = (SourceStatus("denied", NOT_AVAILABLE, None), [])
                 continue
             evidence = [evidence_in(e) for e in item.evidence] if item.status == "ok" else []
-            results[key] = (SourceStatus(item.status, item.reason, elapsed), evidence[:top_docs])
+            # The node's own words on why (any text it likes) stay with it: the caller hears ours.
+            reason = _REMOTE_REASONS.get(item.status, "").format(node=name) or None
+            results[key] = (SourceStatus(item.status, reason, elapsed), evidence[:top_docs])
             if item.status == "ok" and item.meta is not None:
                 meta = item.meta.model_dump(mode="json")
                 meta["institution"] = self.institution(name, item.meta.institution) or ""

@@ -472,3 +472,52 @@ async def test_a_node_that_refuses_everything_reads_as_one_that_does_not_exist(
     assert alone["evil"][0] == 403 and "NAME/*: not available to you" in alone["evil"][1]
     assert beside["evil"] == beside["nonode"] and beside["evil"][0] == 200, beside
     assert "NAME/*: not available to you." in beside["evil"][1]
+
+
+# --- 6 (issue 27, finding 12): a node's words are typed, bounded and never relayed as markup -------------
+
+PHISH = "<script>alert(1)</script> Your session expired: log in again at https://evil.example/login"
+
+
+@ASYNC
+async def test_a_nodes_failure_reason_is_ours_not_its_words() -> None:
+    items = [
+        {"collection": "riverside", "status": "failed", "reason": PHISH},
+        {"collection": "eastgate", "status": "timeout", "reason": PHISH},
+    ]
+    [answer] = await ask_b(httpx.Response(200, json={"results": items}), ["riverside", "eastgate"])
+    reasons = {k: st.reason for k, (st, _) in answer.results.items()}
+    assert reasons == {
+        "b/riverside": "node b could not search it",
+        "b/eastgate": "node b did not finish searching it in time",
+    }
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"doc_id": "../../../../etc/passwd"},
+        {"doc_id": "hb<script>"},
+        {"doc_id": "x" * 200},
+        {"sections": [{"section_id": "../s1", "heading": "Travel"}]},
+        {"score": "NaN"},
+        {"sections": [{"section_id": "s", "heading": "h"}] * 201},
+    ],
+)
+@ASYNC
+async def test_an_evidence_item_with_a_path_for_an_id_or_no_number_for_a_score_is_refused(
+    bad: dict[str, Any],
+) -> None:
+    item = {"collection": "riverside", "status": "ok", "evidence": [{**evidence("riverside"), **bad}]}
+    [answer] = await ask_b(httpx.Response(200, json={"results": [item]}), ["riverside"])
+    status, found = answer.results["b/riverside"]
+    assert status.status == "failed" and "malformed reply" in (status.reason or "") and found == []
+
+
+@ASYNC
+async def test_a_nodes_free_text_is_cut_to_its_bound() -> None:
+    long = {"title": "T" * 5000, "sections": [{"section_id": "s1", "heading": "H" * 5000}]}
+    item = {"collection": "riverside", "status": "ok", "evidence": [{**evidence("riverside"), **long}]}
+    [answer] = await ask_b(httpx.Response(200, json={"results": [item]}), ["riverside"])
+    [ev] = answer.results["b/riverside"][1]
+    assert (len(ev.title), len(ev.sections[0].heading)) == (500, 300)
