@@ -19,6 +19,7 @@ from ._chat import (
     render_markdown,
     stream_chat,
 )
+from ._markup import inert_json, literature_url, markdown_text
 from ._mcp import ArticleOut, CollectionsOut, LicenseOut, LiteratureOut, build_mcp_server, run_stdio
 from ._present import (
     across_response,
@@ -56,8 +57,11 @@ __all__ = [
     "event_json",
     "evidence_docs_out",
     "fused_out",
+    "inert_json",
     "judge_report_out",
     "list_models",
+    "literature_url",
+    "markdown_text",
     "passages_out",
     "pmc_url",
     "query_out",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, Literal
 
@@ -25,6 +25,7 @@ from app.asker import Asker, Done, Evidence, Token
 from app.schemas import MAX_QUESTION_CHARS, AskRequest, AskResponse
 from retrieval.evidence import pubmed_url
 
+from ._markup import literature_url, markdown_text
 from ._present import ask_response
 
 __all__ = [
@@ -49,6 +50,7 @@ _CREATED = 1_767_225_600  # 2026-01-01: a stable "created" for the one model
 _CITE_RE = re.compile(r"\[\s*PMID\s*:?\s*(\d+(?:\s*[,;]\s*(?:PMID\s*:?\s*)?\d+)*)\s*\]", re.IGNORECASE)
 _ID_RE = re.compile(r"\d+")
 _HOLD_MAX = 64  # longest "[PMID: ...]" held back while streaming before it is let through as text
+_LAST_WORD = re.compile(r"\S*\Z")
 
 
 class ChatRequestError(ValueError):
@@ -183,11 +185,22 @@ def _links(ids: Sequence[str], valid: Mapping[str, str]) -> str:
 
 
 def _render_text(text: str, valid: Mapping[str, str]) -> str:
-    def link(match: re.Match[str]) -> str:
-        return _links(_ID_RE.findall(match.group(1)), valid)
+    """The model's text as markdown: every run between ``[PMID:n]`` markers escaped, markers made links."""
+    out: list[str] = []
+    last = 0
+    for match in _CITE_RE.finditer(text):
+        out.append(markdown_text(text[last : match.start()]))
+        out.append(_links(_ID_RE.findall(match.group(1)), valid))
+        last = match.end()
+    out.append(markdown_text(text[last:]))
+    return re.sub(r"[ \t]+([.,;:!?])", r"\1", "".join(out))
 
-    rendered = _CITE_RE.sub(link, text)
-    return re.sub(r"[ \t]+([.,;:!?])", r"\1", rendered)
+
+def _pubmed_link(pmid: str | None, url: str | None) -> str | None:
+    """The PubMed page of ``pmid``: the record's own url when it is one, else built; None for no PMID."""
+    if not pmid:
+        return None
+    return literature_url(url) or literature_url(pubmed_url(pmid))
 
 
 def _sources_block(response: AskResponse) -> str:
@@ -196,20 +209,29 @@ def _sources_block(response: AskResponse) -> str:
     lines = ["", "", "**Sources**", ""]
     for n, c in enumerate(response.citations, start=1):
         what = ", ".join(x for x in (str(c.year) if c.year else "", ", ".join(c.publication_types[:2])) if x)
-        links = [f"[PubMed]({c.url or pubmed_url(c.pmid)})"] if c.pmid else []
-        if c.pmcid:
-            links.append(f"[PMC full text]({pmc_url(c.pmcid)})")
+        links = []
+        if pubmed := _pubmed_link(c.pmid, c.url):
+            links.append(f"[PubMed]({pubmed})")
+        if c.pmcid and (pmc := literature_url(pmc_url(c.pmcid))):
+            links.append(f"[PMC full text]({pmc})")
         title = c.title or (f"PMID {c.pmid}" if c.pmid else "untitled")
-        lines.append(f"{n}. {title}" + (f" ({what})" if what else "") + (" — " + " · ".join(links)))
+        line = f"{n}. {markdown_text(title)}" + (f" ({markdown_text(what)})" if what else "")
+        lines.append(line + (" — " + " · ".join(links) if links else ""))
     return "\n".join(lines)
 
 
 def _valid_links(response: AskResponse) -> dict[str, str]:
-    return {c.pmid: c.url or pubmed_url(c.pmid) for c in response.citations if c.pmid}
+    return _link_map((c.pmid, c.url) for c in response.citations)
+
+
+def _link_map(records: Iterable[tuple[str | None, str | None]]) -> dict[str, str]:
+    """PMID -> its PubMed link, for the records that have both: what a ``[PMID:n]`` marker may become."""
+    return {pmid: link for pmid, url in records if pmid and (link := _pubmed_link(pmid, url))}
 
 
 def render_markdown(response: AskResponse) -> str:
-    """The answer as a chat message: ``[PMID:n]`` markers become links, then a numbered source list."""
+    """The answer as a chat message: ``[PMID:n]`` markers become links, then a numbered source list; every
+    text from the corpus or the model escaped (:func:`~app.frontends.markdown_text`)."""
     return _render_text(response.answer, _valid_links(response)) + _sources_block(response)
 
 
@@ -257,13 +279,15 @@ def _maybe_marker(held: str) -> bool:
 
 
 class _CitationFilter:
-    """Streamed deltas with ``[PMID:n]`` markers resolved as they complete: ids in the evidence become
-    links, others are dropped (as the final citation check drops them); a ``[`` is held back until its
-    marker closes or clearly is not one."""
+    """Streamed deltas as markdown: ``[PMID:n]`` markers resolved as they complete (ids in the evidence
+    become links, others are dropped, as the final citation check drops them; a ``[`` is held back until
+    its marker closes or clearly is not one), and the text between them escaped as :func:`_render_text`
+    escapes it, each word once it is whole (a word cut between deltas could hide ``http://``)."""
 
     def __init__(self, valid: Mapping[str, str]) -> None:
         self.valid = valid
-        self.held = ""
+        self.held = ""  # a "[" that may still become a marker
+        self.text = ""  # model text not escaped yet: the word in progress
         self.dropped = False
 
     def feed(self, delta: str) -> str:
@@ -271,27 +295,30 @@ class _CitationFilter:
         for ch in delta:
             if self.held:
                 self.held += ch
-                if ch == "]":
-                    out.append(self._resolve())
-                    self.dropped = not out[-1]
-                elif len(self.held) > _HOLD_MAX or not _maybe_marker(self.held):
-                    out.append(self.held)
+                match = _CITE_RE.fullmatch(self.held) if ch == "]" else None
+                if match:
+                    link = _links(_ID_RE.findall(match.group(1)), self.valid)
+                    out += [markdown_text(self.text), link]
+                    self.text = self.held = ""
+                    self.dropped = not link
+                elif ch == "]" or len(self.held) > _HOLD_MAX or not _maybe_marker(self.held):
+                    self.text += self.held
                     self.held = ""
+                    self.dropped = False
             elif ch == "[":
                 self.held = ch
             elif not (self.dropped and ch in " \t"):  # "claim [PMID:bad] more": one space, not two
-                out.append(ch)
+                self.text += ch
                 self.dropped = False
+        tail = _LAST_WORD.search(self.text)
+        whole = tail.start() if tail else 0
+        out.append(markdown_text(self.text[:whole]))
+        self.text = self.text[whole:]
         return "".join(out)
 
-    def _resolve(self) -> str:
-        held, self.held = self.held, ""
-        match = _CITE_RE.fullmatch(held)
-        return _links(_ID_RE.findall(match.group(1)), self.valid) if match else held
-
     def flush(self) -> str:
-        held, self.held = self.held, ""
-        return held
+        rest, self.text, self.held = self.text + self.held, "", ""
+        return markdown_text(rest)
 
 
 def _squash(text: str) -> str:
@@ -323,7 +350,7 @@ async def stream_chat(
     async with aclosing(asker.events(ask, request_id, stream_tokens=True)) as events:
         async for event in events:
             if isinstance(event, Evidence):
-                filt = _CitationFilter({d.pmid: d.url or pubmed_url(d.pmid) for d in event.docs})
+                filt = _CitationFilter(_link_map((d.pmid, d.url) for d in event.docs))
             elif isinstance(event, Token):
                 text = filt.feed(event.delta)
                 if text:
@@ -333,7 +360,10 @@ async def stream_chat(
                 response = ask_response(event.result)
     if response is None:  # events() always ends with its result; a broken contract fails loudly
         raise RuntimeError("the answer flow ended without a result")
-    said = "".join(streamed) + filt.flush()
+    if tail := filt.flush():  # the last word, whole now
+        streamed.append(tail)
+        yield chunk({"content": tail})
+    said = "".join(streamed)
     final = _render_text(response.answer, _valid_links(response))
     if not said.strip():
         rest = final

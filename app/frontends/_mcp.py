@@ -6,6 +6,9 @@ return model): ``search_literature`` (ranked evidence and the passages an answer
 where PMC has the body, the full text with its licence) and ``list_collections`` (the institutional
 collections an anonymous caller may search).
 
+Each result is the model as structured content (data, as published) and, for clients that read text, the
+same JSON with markdown and HTML syntax escaped (:func:`~app.frontends.inert_json`).
+
 Transports: ``cometa mcp`` serves stdio (:func:`run_stdio`); ``app.api`` mounts the same tools as
 streamable HTTP at ``/mcp``. Both read the process's one :class:`~app.container.Container`.
 """
@@ -20,6 +23,7 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field, ValidationError
 
 from app import __version__
@@ -34,6 +38,7 @@ from retrieval.ncbi import EutilsError
 from retrieval.understand import hash_text
 
 from ._chat import pmc_url
+from ._markup import inert_json
 from ._present import ask_response, evidence_docs_out, passages_out
 
 __all__ = [
@@ -111,6 +116,14 @@ def _invalid(exc: ValueError) -> ToolError:
     return ToolError(f"invalid arguments ({type(exc).__name__})")
 
 
+def _result(out: BaseModel) -> CallToolResult:
+    """A tool's result: the model as structured content (the data), and as text the same JSON with the
+    characters of markdown and HTML syntax escaped, so a client that renders tool text shows a record's
+    ``<img onerror=...>`` or ``[x](javascript:...)`` as text; it parses back to the same data."""
+    data = out.model_dump(mode="json")
+    return CallToolResult(content=[TextContent(type="text", text=inert_json(data))], structured_content=data)
+
+
 def _tool_error(exc: Exception) -> ToolError:
     # Messages of our errors can quote the question: the type, and for NCBI a short summary.
     if isinstance(exc, EutilsError):
@@ -134,7 +147,7 @@ def build_mcp_server(container_of: Callable[[], Container]) -> MCPServer:
         max_results: Annotated[int, Field(ge=1, le=50, description="documents to return")] = 10,
         mindate: Annotated[str | None, Field(description="YYYY[/MM[/DD]], with maxdate")] = None,
         maxdate: Annotated[str | None, Field(description="YYYY[/MM[/DD]], with mindate")] = None,
-    ) -> LiteratureOut:
+    ) -> Annotated[CallToolResult, LiteratureOut]:
         """Find PubMed/PMC evidence for a health question: ranked articles (class, depth, PubMed link) and
         the best passages. No answer is written; use ask for that."""
         try:
@@ -146,12 +159,13 @@ def build_mcp_server(container_of: Callable[[], Container]) -> MCPServer:
             outcome = await container_of().pipeline.search(question, mindate=mindate, maxdate=maxdate)
         except CometaError as exc:
             raise _tool_error(exc) from exc
-        return LiteratureOut(
+        found = LiteratureOut(
             documents=evidence_docs_out(outcome.evidence.docs)[:max_results],
             passages=passages_out(outcome.context)[:5],
             queries=[t.query for t in outcome.adapte.tiers if t.query],
             warnings=outcome.warnings,
         )
+        return _result(found)
 
     @server.tool(title="Ask with citations")
     async def ask(
@@ -162,7 +176,7 @@ def build_mcp_server(container_of: Callable[[], Container]) -> MCPServer:
         judge: Annotated[
             bool, Field(description="judge agreement across the evidence (needs an LLM)")
         ] = False,
-    ) -> AskResponse:
+    ) -> Annotated[CallToolResult, AskResponse]:
         """Answer a health question in plain language from PubMed/PMC evidence, every claim cited
         [PMID:n]; the honest refusal when the literature does not answer it. Exactly what POST /ask
         returns: answer, citations, evidence, warnings, request id."""
@@ -176,7 +190,7 @@ def build_mcp_server(container_of: Callable[[], Container]) -> MCPServer:
             json.dumps({"event": "mcp_ask", "request_id": request_id, "question_hash": hash_text(question)})
         )
         try:
-            return ask_response(await container_of().asker.ask(req, request_id))
+            return _result(ask_response(await container_of().asker.ask(req, request_id)))
         except CometaError as exc:
             raise _tool_error(exc) from exc
 
@@ -184,7 +198,7 @@ def build_mcp_server(container_of: Callable[[], Container]) -> MCPServer:
     async def get_article(
         pmid: Annotated[str, Field(pattern=r"^\d{1,9}$", description="PubMed id")],
         max_chars: Annotated[int, Field(ge=0, le=_MAX_FULL_TEXT, description="full-text budget")] = 20_000,
-    ) -> ArticleOut:
+    ) -> Annotated[CallToolResult, ArticleOut]:
         """One article by PMID: metadata, abstract, and the PMC full text where the body is available,
         with its licence (check it before quoting at length)."""
         client = container_of().pipeline.client
@@ -239,12 +253,12 @@ def build_mcp_server(container_of: Callable[[], Container]) -> MCPServer:
                     )
                     out["full_text"] = text[:max_chars]
                     out["full_text_truncated"] = len(text) > max_chars
-        return ArticleOut(**out)
+        return _result(ArticleOut(**out))
 
     @server.tool(title="List institutional collections")
-    async def list_collections() -> CollectionsOut:
+    async def list_collections() -> Annotated[CallToolResult, CollectionsOut]:
         """The institutional collections (hospital handbooks, leaflets) an anonymous caller may search."""
-        return CollectionsOut(collections=container_of().sources.searchable(ANONYMOUS))
+        return _result(CollectionsOut(collections=container_of().sources.searchable(ANONYMOUS)))
 
     return server
 

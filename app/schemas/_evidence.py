@@ -13,9 +13,9 @@ the judge's :data:`~app.judge.Label` and :data:`~app.judge.Significance`, the ga
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from app.answer import AnswerMode
 from app.judge import Label, Significance
@@ -283,11 +283,20 @@ def _page(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _clip(limit: int) -> BeforeValidator:
+    """A string cut to ``limit`` characters: another node's free text is bounded, not refused for length."""
+    return BeforeValidator(lambda value: value[:limit] if isinstance(value, str) else value)
+
+
+# A document's or section's id between nodes: a slug (what ingest makes), never a path or markup.
+_SLUG = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$"
+
+
 class SectionOut(BaseModel):
     model_config = ConfigDict(coerce_numbers_to_str=True)
 
-    section_id: str
-    heading: str
+    section_id: str = Field(pattern=_SLUG)
+    heading: Annotated[str, _clip(300)]
     page_start: int | None = None
     page_end: int | None = None
 
@@ -296,18 +305,23 @@ class SectionOut(BaseModel):
 
 class CollectionEvidenceOut(BaseModel):
     """One document's evidence between nodes (``POST /collections/search``); federation reads other
-    nodes' replies with it, leniently: missing title, sections or score take their defaults."""
+    nodes' replies with it, leniently (missing title, sections or score take their defaults, long titles
+    and headings are cut) but typed: ids are slugs, the text and lists bounded, the score a number."""
 
     model_config = ConfigDict(coerce_numbers_to_str=True)
 
     collection: str
-    doc_id: str
-    title: str = ""
+    doc_id: str = Field(pattern=_SLUG)
+    title: Annotated[str, _clip(500)] = ""
     route: Literal["whole", "chunks", "whole_fallback"]
-    text: str = Field(description="what goes into the answer's context")
-    sections: list[SectionOut] = Field(default_factory=list)
-    score: float = Field(default=0.0, description="the source's own score: comparable within it only")
-    cite: str = Field(default="", description="[DOC:collection/doc §Heading p.N]; recomputed on receipt")
+    text: str = Field(max_length=1_000_000, description="what goes into the answer's context")
+    sections: list[SectionOut] = Field(default_factory=list, max_length=200)
+    score: float = Field(
+        default=0.0, allow_inf_nan=False, description="the source's own score: comparable within it only"
+    )
+    cite: Annotated[str, _clip(1000)] = Field(
+        default="", description="[DOC:collection/doc §Heading p.N]; recomputed on receipt"
+    )
 
 
 class SourceEvidenceOut(BaseModel):

@@ -12,8 +12,10 @@ never silently dropped, and a node that refuses the caller reads exactly like on
 
 Replies are not trusted: read as a stream and abandoned past ``max_response_bytes``, validated against the
 typed schema (:class:`~app.schemas.CollectionSearchResponse`: evidence filed under its own collection,
-no content for a refused one, bounded lists), collections nobody asked for ignored, and an institution
-name shown only when the node is configured to speak for it (``NodeSettings.institutions``).
+no content for a refused one, bounded lists and texts, ids that are slugs, scores that are numbers),
+collections nobody asked for ignored, a node's reasons replaced by this node's own words, and an
+institution name shown only when the node is configured to speak for it (``NodeSettings.institutions``).
+A node that refuses the caller outright, or lets them search nothing of ``node/*``, is ``denied``.
 
 Evidence from different nodes is merged by reciprocal rank fusion over each source's own ranking
 (:func:`fuse_sources`): scores from different encoders and rerankers are not comparable, ranks are.
@@ -57,6 +59,11 @@ log = logging.getLogger("cometa.sources")
 
 Status = Literal["ok", "denied", "failed", "timeout"]
 T = TypeVar("T")
+# Why a node's collection was not searched, as this node says it (a node's own reason is never relayed).
+_REMOTE_REASONS = {
+    "failed": "node {node} could not search it",
+    "timeout": "node {node} did not finish searching it in time",
+}
 
 
 class _CannotVouch(Exception):
@@ -321,8 +328,9 @@ class FederationClient:
             body["max_chars"] = max_chars
         failed, raw = await self._exchange(node, "POST", "/collections/search", headers, body)
         if failed is not None:
-            if failed.status == "denied":  # the whole request refused: only what was named is reported
-                return NodeAnswer(name, failed, {f"{name}/{c}": (failed, []) for c in named})
+            if failed.status == "denied":  # the whole request refused: each name asked, "*" too, reads as
+                # on a node that does not exist (not available to you), never as silence
+                return NodeAnswer(name, failed, {f"{name}/{c}": (failed, []) for c in collections})
             return whole(failed)
         try:
             reply = CollectionSearchResponse.model_validate_json(raw)
@@ -333,14 +341,16 @@ class FederationClient:
         metas: dict[str, dict[str, Any]] = {}
         elapsed = ms()
         for item in reply.results:
-            if named and item.collection not in named:
+            if "*" not in collections and item.collection not in named:
                 continue  # not asked for: a node does not add sources to the answer
             key = f"{name}/{item.collection}"
             if item.status == "denied":  # whatever the node says why, the caller hears the one answer
                 results[key] = (SourceStatus("denied", NOT_AVAILABLE, None), [])
                 continue
             evidence = [evidence_in(e) for e in item.evidence] if item.status == "ok" else []
-            results[key] = (SourceStatus(item.status, item.reason, elapsed), evidence[:top_docs])
+            # The node's own words on why (any text it likes) stay with it: the caller hears ours.
+            reason = _REMOTE_REASONS.get(item.status, "").format(node=name) or None
+            results[key] = (SourceStatus(item.status, reason, elapsed), evidence[:top_docs])
             if item.status == "ok" and item.meta is not None:
                 meta = item.meta.model_dump(mode="json")
                 meta["institution"] = self.institution(name, item.meta.institution) or ""
@@ -348,6 +358,8 @@ class FederationClient:
         for c in named:  # a named collection the node did not mention is reported, not dropped
             if f"{name}/{c}" not in results:
                 results[f"{name}/{c}"] = (SourceStatus("failed", f"node {name} did not report {c}", ms()), [])
+        if "*" in collections and set(results) <= {f"{name}/{c}" for c in named}:  # nothing else for them
+            results[f"{name}/*"] = (SourceStatus("denied", NOT_AVAILABLE, None), [])
         return NodeAnswer(name, SourceStatus("ok", None, ms()), results, metas)
 
     async def list_collections(

@@ -29,8 +29,11 @@ function pubmedUrl(pmid) {
   return "https://pubmed.ncbi.nlm.nih.gov/" + encodeURIComponent(pmid) + "/";
 }
 
+// The only links the page makes: PubMed and PMC over https (as the server's chat markdown, literature_url).
+const LITERATURE = /^https:\/\/(?:pubmed\.ncbi\.nlm\.nih\.gov|pmc\.ncbi\.nlm\.nih\.gov|www\.ncbi\.nlm\.nih\.gov\/pmc)\/[A-Za-z0-9._\/-]*$/;
+
 function safeUrl(url, fallback) {
-  return typeof url === "string" && /^https:\/\//.test(url) ? url : fallback;
+  return typeof url === "string" && LITERATURE.test(url) ? url : fallback;
 }
 
 // The answer with [PMID:n] markers as links to the numbered source cards and to PubMed.

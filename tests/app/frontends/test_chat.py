@@ -4,14 +4,16 @@ streaming, the checked answer winning over what streamed, and the PHI policy on 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncGenerator
+from dataclasses import replace
 from typing import Any
 
 import httpx
 import openai
 import pytest
 
-from app.answer import Answer, Citation
+from app.answer import Answer, Answerer, Citation
 from app.api import create_app
 from app.asker import Answered, AskEvent, AskResult, Done, Evidence, Token, user_evidence
 from app.container import build_pipeline
@@ -24,10 +26,14 @@ from app.frontends import (
     chat_question,
     stream_chat,
 )
+from app.frontends._chat import _CitationFilter, _render_text
 from app.schemas import MAX_QUESTION_CHARS, AskRequest, UserDocument
 from app.settings import ApiSettings, Settings
 from llm import LLMUnavailable
+from retrieval.evidence import EvidenceDoc
+from tests._evidence import make_doc
 from tests._fakes import Reply, ScriptedLLM
+from tests.app.frontends.conftest import rendered
 
 
 def msgs(*turns: tuple[str, Any]) -> list[ChatMessage]:
@@ -88,12 +94,13 @@ class EventAsker:
 
     def __init__(self, deltas: list[str], final: AskResult) -> None:
         self.deltas, self.final = deltas, final
+        self.docs: tuple[EvidenceDoc, ...] = DOCS
 
     async def events(
         self, req: AskRequest, request_id: str, *, stream_tokens: bool
     ) -> AsyncGenerator[AskEvent]:
         assert stream_tokens
-        yield Evidence(DOCS, None)
+        yield Evidence(self.docs, None)
         for i, d in enumerate(self.deltas):
             yield Token(d, i)
         yield Done(self.final)
@@ -115,7 +122,7 @@ async def test_citations_become_links_as_they_complete_and_invented_ones_vanish(
     )
     body = text.split("\n\n**Sources**")[0]
     assert body == (
-        "It helps [PMID 111](https://pubmed.ncbi.nlm.nih.gov/111/). Maybe not [1] here "
+        "It helps [PMID 111](https://pubmed.ncbi.nlm.nih.gov/111/). Maybe not &#91;1&#93; here "
         "[PMID 222](https://pubmed.ncbi.nlm.nih.gov/222/)."
     )
     assert "999" not in text and "Checked answer" not in text
@@ -187,3 +194,59 @@ async def test_phi_in_an_earlier_turn_never_reaches_a_prompt(monkeypatch: pytest
     answers = [b for v, b in zip(llm.versions, bodies, strict=True) if v.startswith("answer_patient")]
     # Scrubbed, not dropped: the earlier turn's clinical content is there as context.
     assert answers and all("pancreas" in b and "Whipple" in b and "[NAME]" in b for b in answers)
+
+
+# --- untrusted text: a record, and a model quoting it, reach a markdown renderer as text ----------------
+
+ATTACK = (
+    "Exercise and fatigue [Full results here](javascript:alert(document.cookie)) "
+    "<img src=x onerror=alert(1)> ![t](http://host/track.png)"
+)
+LITERATURE = ("https://pubmed.ncbi.nlm.nih.gov/", "https://pmc.ncbi.nlm.nih.gov/")
+
+
+def assert_inert(markdown: str) -> None:
+    html = rendered(markdown)
+    assert set(html.tags) <= {"p", "a", "strong", "em", "ol", "li", "hr"}, html.tags  # no img, no script
+    assert html.hrefs and all(h.startswith(LITERATURE) for h in html.hrefs), html.hrefs
+    # Nothing left for a renderer that links bare URLs itself (GFM autolinks, linkify).
+    prose = re.sub(r"\]\(https://[^)\s]+\)", "]", markdown)
+    assert "://" not in prose and "www." not in prose
+    # The words are still there, as text.
+    assert "[Full results here](javascript:alert(document.cookie))" in html.text
+    assert "<img src=x onerror=alert(1)>" in html.text and "![t](http://host/track.png)" in html.text
+
+
+async def test_corpus_and_model_text_reach_the_chat_as_text_not_links_images_or_tags() -> None:
+    question = "Does exercise reduce fatigue during chemotherapy?"
+    doc = replace(
+        make_doc("111", f"Exercise reduces fatigue during chemotherapy. {ATTACK}."),
+        title=ATTACK,
+        pmcid="PMC1)![p](http://host/pixel.png",  # a malformed id: no link is built from it
+    )
+    checked = await Answerer(None).answer(question, [doc])
+    assert "[Full results here](javascript:" in checked.text and checked.citations  # quoted from the record
+    final = AskResult("r1", Answered(checked.text, "extractive", checked, None), docs=(doc,))
+    # The model repeats the attack, cut across deltas, beside a real citation.
+    deltas = ["See ", ATTACK[:40], ATTACK[40:75], ATTACK[75:], " [PMID:", "111] and www.host.example/x."]
+    asker = EventAsker(deltas, final)
+    asker.docs = (doc,)
+    streamed_text, _ = await streamed(asker)
+    assert "*Checked answer (replaces the text above):*" in streamed_text  # both texts were rendered
+    req = ChatRequest(model="cometa", messages=msgs(("user", question)))
+    completion = await chat_completion(asker, req, "r1")  # type: ignore[arg-type]
+    content = completion["choices"][0]["message"]["content"]
+    for markdown in (streamed_text, content):
+        assert_inert(markdown)
+    assert "[PubMed](https://pubmed.ncbi.nlm.nih.gov/111/)" in content and "PMC full text" not in content
+    # The JSON API stays data: the record's title as published.
+    assert completion["cometa"]["citations"][0]["title"] == ATTACK
+
+
+def test_the_escape_survives_any_split_of_a_stream() -> None:
+    text = "a http://host/x.png b www.e.org <b>c</b> [x](y) user@host d"
+    whole = _render_text(text, {})
+    assert not [t for t in ("<b>", "http://", "www.", "[x]", "@") if t in whole], whole
+    for cut in range(1, len(text)):
+        filt = _CitationFilter({})
+        assert filt.feed(text[:cut]) + filt.feed(text[cut:]) + filt.flush() == whole, cut

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -14,9 +15,15 @@ import httpx2
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import TextContent
 
+from app.answer import Answer, Citation
+from app.asker import Answered, AskResult
+from app.frontends import build_mcp_server
+from app.schemas import AskRequest
 from tests._paths import REPO
 from tests.app.frontends.conftest import API_KEY as KEY
+from tests.app.frontends.conftest import rendered
 
 QUESTION = (
     "my mom has a mass on her pancreas and her CA 19 9 came back really high, is the whipple pointless?"
@@ -104,3 +111,25 @@ def test_http_transport_refuses_a_missing_key_and_a_foreign_host(server: str) ->
     auth = {**accept, "Authorization": f"Bearer {KEY}"}
     r = httpx.post(server + "/mcp", json=body, headers={**auth, "Host": "evil.example"})
     assert r.status_code in {403, 421}  # DNS-rebinding protection: only the configured hosts
+
+
+async def test_a_records_markup_reaches_mcp_text_as_text_and_the_data_unchanged() -> None:
+    attack = "[Full results here](javascript:alert(1)) <img src=x onerror=alert(1)> ![t](http://host/t.png)"
+    cited = Citation("111", None, attack, 2020, (), "https://pubmed.ncbi.nlm.nih.gov/111/", "D1")
+    checked = Answer(f"{attack} [PMID:111]", "llm", None, None, (cited,), 0, None, None, 5, 7, ())
+    result = AskResult("r1", Answered(checked.text, "llm", checked, None))
+
+    class Asker:
+        async def ask(self, req: AskRequest, request_id: str) -> AskResult:
+            return result
+
+    server = build_mcp_server(lambda: SimpleNamespace(asker=Asker()))  # type: ignore[arg-type,return-value]
+    async with Client(server) as client:
+        data = structured(await client.call_tool("ask", {"question": "Does exercise help fatigue?"}))
+        [content] = (await client.call_tool("ask", {"question": "Does exercise help fatigue?"})).content
+    assert isinstance(content, TextContent)
+    text = content.text
+    assert data["answer"] == checked.text and data["citations"][0]["title"] == attack  # data, as published
+    html = rendered(text)  # a client showing the tool's text as markdown
+    assert html.tags == ["p"] and not html.hrefs, (html.tags, html.hrefs)
+    assert "<img" not in text and "](" not in text and "://" not in text

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 
 def test_the_page_is_served_offline_with_a_strict_policy() -> None:
     # Fast and browser-free: the page references only its own files (no CDN), under a same-origin CSP.
@@ -43,3 +45,36 @@ def test_the_pages_stream_ends_with_every_other_field_of_the_ask_response(server
     sent_before = {"answer", "citations", "evidence", "passages", "judge", "query"}
     assert set(AskResponse.model_fields) - sent_before <= set(done)
     assert not sent_before & set(done)
+
+
+def test_the_page_links_to_pubmed_and_pmc_only() -> None:
+    # The page's one link check, run by node on the shipped chat.js (the page itself writes text only).
+    import json
+    import shutil
+    import subprocess
+
+    from app.frontends import web_root
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    urls = [
+        "https://pubmed.ncbi.nlm.nih.gov/111/",
+        "https://pmc.ncbi.nlm.nih.gov/articles/PMC9/",
+        "https://www.ncbi.nlm.nih.gov/pmc/articles/PMC9/",
+        "javascript:alert(document.cookie)",
+        "https://host/track.png",
+        "https://pubmed.ncbi.nlm.nih.gov.evil.example/111/",
+        'https://pubmed.ncbi.nlm.nih.gov/1/" onmouseover="alert(1)',
+    ]
+    script = (
+        "const vm = require('vm');"
+        "const ctx = vm.createContext({document: {addEventListener() {}}, encodeURIComponent});"
+        "vm.runInContext(require('fs').readFileSync(process.argv[1], 'utf8'), ctx);"
+        "const urls = JSON.parse(process.argv[2]);"
+        "console.log(JSON.stringify(urls.map((u) => vm.runInContext('safeUrl', ctx)(u, 'FALLBACK'))));"
+    )
+    chat_js = str(web_root().joinpath("chat.js"))
+    args = [node, "-e", script, chat_js, json.dumps(urls)]
+    out = subprocess.run(args, capture_output=True, text=True, check=True, timeout=60)
+    assert json.loads(out.stdout) == [*urls[:3], *["FALLBACK"] * 4]

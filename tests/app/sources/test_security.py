@@ -432,3 +432,92 @@ async def test_a_node_cannot_add_sources_nobody_asked_for() -> None:
     ]
     [answer] = await ask_b(httpx.Response(200, json={"results": items}), ["riverside"])
     assert list(answer.results) == ["b/riverside"]
+
+
+# --- 2 (issue 27, finding 11): a node that refuses everything reads as one that does not exist ----------
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        httpx.Response(401, json={"error": "unauthorized", "reason": "collection sources need a token"}),
+        httpx.Response(200, json={"results": []}),  # a node where the caller may search nothing
+    ],
+    ids=["401", "nothing"],
+)
+@ASYNC
+async def test_a_node_that_refuses_everything_reads_as_one_that_does_not_exist(
+    root: Path, pipeline: Pipeline, reply: httpx.Response
+) -> None:
+    access = AccessSettings(jwt_secret=SecretStr(SECRET), audience="node-a")
+    evil = NodeSettings(name="evil", url="https://evil.test", audience="node-evil")
+    settings = node_settings(root, access=access, federation=federation(evil))
+    app = create_app(settings, api_settings=ApiSettings(rate_limit_per_minute=0), pipeline=pipeline)
+    async with app.router.lifespan_context(app):
+        fed = FederationClient(settings.federation, transport=httpx.MockTransport(lambda r: reply))
+        app.state.sources = SourcesService(
+            settings, pipeline, encoder=BowEncoder(), reranker=None, federation=fed
+        )
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://n") as c:
+            alone, beside = {}, {}
+            for name in ("evil", "nonode"):
+                r = await c.post("/ask", json={"question": QUESTION, "sources": [f"{name}/*"]})
+                alone[name] = (r.status_code, without(r.json(), name))
+                r = await c.post("/ask", json={"question": QUESTION, "sources": ["riverside", f"{name}/*"]})
+                body = r.json()
+                entry = [{k: v for k, v in s.items() if k != "node"} for s in body["sources"][1:]]
+                beside[name] = (r.status_code, without({"entry": entry, "answer": body["answer"]}, name))
+    # Before: 200 with no sources and answer "" for the node that said 401; 403 for the unknown one.
+    assert alone["evil"] == alone["nonode"], alone
+    assert alone["evil"][0] == 403 and "NAME/*: not available to you" in alone["evil"][1]
+    assert beside["evil"] == beside["nonode"] and beside["evil"][0] == 200, beside
+    assert "NAME/*: not available to you." in beside["evil"][1]
+
+
+# --- 6 (issue 27, finding 12): a node's words are typed, bounded and never relayed as markup -------------
+
+PHISH = "<script>alert(1)</script> Your session expired: log in again at https://evil.example/login"
+
+
+@ASYNC
+async def test_a_nodes_failure_reason_is_ours_not_its_words() -> None:
+    items = [
+        {"collection": "riverside", "status": "failed", "reason": PHISH},
+        {"collection": "eastgate", "status": "timeout", "reason": PHISH},
+    ]
+    [answer] = await ask_b(httpx.Response(200, json={"results": items}), ["riverside", "eastgate"])
+    reasons = {k: st.reason for k, (st, _) in answer.results.items()}
+    assert reasons == {
+        "b/riverside": "node b could not search it",
+        "b/eastgate": "node b did not finish searching it in time",
+    }
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"doc_id": "../../../../etc/passwd"},
+        {"doc_id": "hb<script>"},
+        {"doc_id": "x" * 200},
+        {"sections": [{"section_id": "../s1", "heading": "Travel"}]},
+        {"score": "NaN"},
+        {"sections": [{"section_id": "s", "heading": "h"}] * 201},
+    ],
+)
+@ASYNC
+async def test_an_evidence_item_with_a_path_for_an_id_or_no_number_for_a_score_is_refused(
+    bad: dict[str, Any],
+) -> None:
+    item = {"collection": "riverside", "status": "ok", "evidence": [{**evidence("riverside"), **bad}]}
+    [answer] = await ask_b(httpx.Response(200, json={"results": [item]}), ["riverside"])
+    status, found = answer.results["b/riverside"]
+    assert status.status == "failed" and "malformed reply" in (status.reason or "") and found == []
+
+
+@ASYNC
+async def test_a_nodes_free_text_is_cut_to_its_bound() -> None:
+    long = {"title": "T" * 5000, "sections": [{"section_id": "s1", "heading": "H" * 5000}]}
+    item = {"collection": "riverside", "status": "ok", "evidence": [{**evidence("riverside"), **long}]}
+    [answer] = await ask_b(httpx.Response(200, json={"results": [item]}), ["riverside"])
+    [ev] = answer.results["b/riverside"][1]
+    assert (len(ev.title), len(ev.sections[0].heading)) == (500, 300)
