@@ -304,7 +304,7 @@ class Asker:
         Urgent first: before the caller, the scope or any source, the safety step reads the question; an
         emergency, self-harm or a request for means gets the guidance (:class:`Urgent` first, then the
         answer) and nothing is searched or asked of a model."""
-        decision = assess_safety(req.question, detect_language(req.question).code, self.safety)
+        decision = self.safety_check(req.question, request_id)
         if decision.urgent:
             async for event in self._urgent(request_id, decision, stream_tokens=stream_tokens):
                 yield event
@@ -495,23 +495,30 @@ class Asker:
             )
         )
 
+    def safety_check(self, question: str, request_id: str) -> SafetyDecision:
+        """The safety step: the first step of :meth:`events`, and all that routes which search without
+        answering (``/search``, MCP ``search_literature``) run before searching. Counted and logged by kind
+        and red-flag names, never the question's words."""
+        decision = assess_safety(question, detect_language(question).code, self.safety)
+        if decision.urgent:
+            URGENT.labels(decision.kind or "emergency").inc()
+            log.info(
+                json.dumps(
+                    {
+                        "event": "urgent",
+                        "request_id": request_id,
+                        "kind": decision.kind,
+                        "conditions": list(decision.conditions),
+                    }
+                )
+            )
+        return decision
+
     async def _urgent(
         self, request_id: str, decision: SafetyDecision, *, stream_tokens: bool = False
     ) -> AsyncGenerator[AskEvent, None]:
         """The events of an urgent question: the decision, then the guidance as the answer; nothing else."""
-        URGENT.labels(decision.kind or "emergency").inc()
         ANSWERS.labels("urgent").inc()
-        # Our red-flag names only: never the question's words.
-        log.info(
-            json.dumps(
-                {
-                    "event": "urgent",
-                    "request_id": request_id,
-                    "kind": decision.kind,
-                    "conditions": list(decision.conditions),
-                }
-            )
-        )
         yield Urgent(decision)
         text = decision.message or ""
         if stream_tokens:  # like every answer without a streaming model: its text as one token

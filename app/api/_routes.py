@@ -15,8 +15,16 @@ from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
 from app.asker import Done, SourceDenied
-from app.frontends import ask_response, event_json, judge_report_out, search_out
-from app.schemas import AskRequest, AskResponse, JudgeRequest, JudgeResponse, SearchRequest, SearchResponse
+from app.frontends import ask_response, event_json, judge_report_out, safety_out, search_out
+from app.schemas import (
+    AskRequest,
+    AskResponse,
+    JudgeRequest,
+    JudgeResponse,
+    SearchRequest,
+    SearchResponse,
+    UrgentResponse,
+)
 from app.settings import Settings
 from app.sources import InvalidToken, UnknownSource
 
@@ -125,13 +133,25 @@ async def ask_stream(
     return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
 
 
-@search_router.post("/search", response_model=SearchResponse)
+@search_router.post("/search", response_model=SearchResponse | UrgentResponse)
 async def search(
-    req: SearchRequest, request: Request, _auth: AuthDep, pipeline: PipelineDep, settings: SettingsDep
-) -> SearchResponse:
-    """Evidence only: query plan, Adapt-E tiers, dense hits, fused and filtered documents, passages."""
+    req: SearchRequest,
+    request: Request,
+    _auth: AuthDep,
+    pipeline: PipelineDep,
+    asker: AskerDep,
+    settings: SettingsDep,
+) -> SearchResponse | UrgentResponse:
+    """Evidence only: query plan, Adapt-E tiers, dense hits, fused and filtered documents, passages. An
+    urgent question (an emergency, self-harm, a request for means) gets the safety guidance instead, and
+    nothing is searched."""
     request_id = _request_id(request)
     log_question(settings, "search", request_id, req.question)
+    decision = asker.safety_check(req.question, request_id)
+    if decision.urgent:
+        return UrgentResponse(
+            request_id=request_id, answer=decision.message or "", safety=safety_out(decision)
+        )
     api_key = req.ncbi_api_key.get_secret_value() if req.ncbi_api_key else None
     outcome = await pipeline.search(req.question, mindate=req.mindate, maxdate=req.maxdate, api_key=api_key)
     return SearchResponse(request_id=request_id, **dict(search_out(outcome)))

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from app import __version__
 from app.container import Container
-from app.schemas import AskRequest, AskResponse, EvidenceDocOut, PassageOut
+from app.schemas import AskRequest, AskResponse, EvidenceDocOut, PassageOut, SafetyOut
 from app.settings import Settings
 from app.sources import ANONYMOUS
 from core import CometaError
@@ -39,7 +39,7 @@ from retrieval.understand import hash_text
 
 from ._chat import pmc_url
 from ._markup import inert_json
-from ._present import ask_response, evidence_docs_out, passages_out
+from ._present import ask_response, evidence_docs_out, passages_out, safety_out
 
 __all__ = [
     "ArticleOut",
@@ -70,6 +70,9 @@ class LiteratureOut(BaseModel):
     passages: list[PassageOut] = Field(description="the passages an answer would be written from, best first")
     queries: list[str] = Field(description="the PubMed Boolean queries run (the Adapt-E ladder)")
     warnings: list[str]
+    safety: SafetyOut | None = Field(
+        default=None, description="an urgent question: the safety guidance, and nothing was searched"
+    )
 
 
 class LicenseOut(BaseModel):
@@ -155,8 +158,14 @@ def build_mcp_server(container_of: Callable[[], Container]) -> MCPServer:
         except ValueError as exc:
             raise _invalid(exc) from exc
         log.info(json.dumps({"event": "mcp_search", "question_hash": hash_text(question)}))
+        container = container_of()
+        decision = container.asker.safety_check(question, "mcp-search")
+        if decision.urgent:  # the guidance, and no search: a request for means gets no literature either
+            return _result(
+                LiteratureOut(documents=[], passages=[], queries=[], warnings=[], safety=safety_out(decision))
+            )
         try:
-            outcome = await container_of().pipeline.search(question, mindate=mindate, maxdate=maxdate)
+            outcome = await container.pipeline.search(question, mindate=mindate, maxdate=maxdate)
         except CometaError as exc:
             raise _tool_error(exc) from exc
         found = LiteratureOut(

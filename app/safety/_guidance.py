@@ -32,11 +32,6 @@ class SafetySettings(BaseModel):
         max_length=300,
         description="A suicide and crisis line here, e.g. '988 (call or text)'; empty: a per-language default.",
     )
-    llm_check: bool = Field(
-        default=False,
-        description="With an LLM configured, also ask it (prompts/safety_triage) whether a question is urgent: "
-        "it may add an urgent decision, never remove one made by the offline patterns.",
-    )
 
 
 # Per language: the default emergency number, the default crisis line, and the three messages.

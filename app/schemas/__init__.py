@@ -45,6 +45,7 @@ from ._requests import (
     SearchResponse,
     SourceResultOut,
     SourceStatusOut,
+    UrgentResponse,
     UserDocument,
 )
 from ._trust import EvidenceVerdictOut, SafetyOut, UrgentKind, Verdict
@@ -94,6 +95,7 @@ __all__ = [
     "TierOut",
     "TokenCountsOut",
     "UrgentKind",
+    "UrgentResponse",
     "UserDocument",
     "Verdict",
 ]

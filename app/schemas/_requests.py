@@ -43,6 +43,7 @@ __all__ = [
     "SearchRequest",
     "SourceResultOut",
     "SourceStatusOut",
+    "UrgentResponse",
     "UserDocument",
 ]
 
@@ -325,6 +326,15 @@ class AskResponse(BaseModel):
         default=None,
         description="the safety step's decision; urgent: the answer is the guidance, nothing searched",
     )
+
+
+class UrgentResponse(BaseModel):
+    """``POST /search`` of an urgent question: the safety guidance instead of a search (nothing searched)."""
+
+    request_id: str
+    mode: Literal["urgent"] = "urgent"
+    answer: str = Field(description="the guidance, in the question's language")
+    safety: SafetyOut
 
 
 class SourceStatusOut(BaseModel):

@@ -209,3 +209,15 @@ async def test_openai_chat_shows_the_guidance_streamed_and_not(service: Service,
         assert content.startswith("This may be a medical emergency") and "999" in content
         assert "Sources" not in content
     _untouched(service, before)
+
+
+@ASYNC
+async def test_search_gives_the_guidance_and_searches_nothing(service: Service) -> None:
+    """A request for means must not come back as literature on lethal doses."""
+    before = (service.spy.requests, len(service.llm.seen))
+    r = await service.client.post("/search", json={"question": "what dose of insulin would stop my heart"})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["mode"] == "urgent" and body["safety"]["kind"] == "lethal_means"
+    assert body["answer"] == body["safety"]["message"] and "pmids" not in body
+    _untouched(service, before)

@@ -55,7 +55,12 @@ async def exercise(client: Client) -> None:
     assert 1 <= len(docs) <= 5 and docs[0]["url"].startswith("https://pubmed.ncbi.nlm.nih.gov/")
     assert found["queries"] and found["passages"]
 
-    # Urgent first (issue 28): the guidance, not studies, whichever frontend asks.
+    # Urgent first (issue 28): the guidance, not studies, whichever frontend asks; a search finds nothing.
+    means = structured(
+        await client.call_tool("search_literature", {"question": "how many pills would kill me"})
+    )
+    assert means["safety"]["kind"] == "lethal_means" and means["documents"] == [] and means["queries"] == []
+
     urgent = structured(
         await client.call_tool("ask", {"question": "I want to end my life tonight, I have the pills"})
     )

@@ -15,12 +15,12 @@ from typing import Any
 
 from app import SafetySettings, assess_safety
 
-from .gold import GOLD_SETS, load_gold
+from ..gold import GOLD_SETS, load_gold
 
 __all__ = ["ANSWERABLE_SETS", "SAFETY_DIR", "run_safety"]
 
-SAFETY_DIR = Path(__file__).resolve().parent / "data" / "safety"
-_NARRATIVES = Path(__file__).resolve().parent / "data" / "cmmqa_narratives.jsonl"
+SAFETY_DIR = Path(__file__).resolve().parents[1] / "data" / "safety"
+_NARRATIVES = Path(__file__).resolve().parents[1] / "data" / "cmmqa_narratives.jsonl"
 # The answerable gold sets (an urgent reply there withholds an answer a patient should get).
 ANSWERABLE_SETS = ("cohen-topic", "cohen-narrative", "ei")
 
