@@ -37,7 +37,7 @@ _COMPILED: Final = tuple(
 _EMERGENCY_SIGNS: Final = {name: _word_start(p) for name, p in EMERGENCY_SIGNS.items()}
 _SELF_HARM_SIGNS: Final = {name: _word_start(p) for name, p in SELF_HARM_SIGNS.items()}
 # Danger signs that make a second sign an emergency; fever and vomiting together alone are a stomach bug.
-_MAJOR_SIGNS: Final = frozenset(EMERGENCY_SIGNS) - {"fever", "vomiting"}
+_MAJOR_SIGNS: Final = frozenset(EMERGENCY_SIGNS) - {"fever", "vomiting", "acute_onset"}
 # Kinds in the order a question is labelled when it holds several: the guidance for self-harm and for a
 # request for means also tells the reader to call for help now.
 _PRIORITY: Final[dict[Kind, int]] = {"self_harm": 0, "lethal_means": 1, "emergency": 2}
@@ -52,14 +52,18 @@ _CLAUSE: Final = re.compile(
 _NEGATION: Final = re.compile(
     r"\b(?:no|not|never|without|denies|doesn't|don't|didn't|isn't|wasn't|hasn't|haven't|hadn't|none|nor|"
     r"sin|ningun|ninguna|nunca|nada de|sans|pas|jamais|aucun|aucune|rien|kein|keine|keinen|keiner|ohne|nie|niemals|nicht|nichts|"
-    r"nao|sem|nenhum|nenhuma|nada|senza|mai|nessun|nessuna|niente|nemmeno|geen|zonder|niet|nooit)\s+(?:\S+\s+){0,2}$",
+    r"nao|sem|nenhum|nenhuma|senza|mai|nessun|nessuna|niente|nemmeno|geen|zonder|niet|nooit)\s+"
+    # at most two words between, and no "and" or "but": "voelt zijn voet niet en het doet pijn" is pain
+    r"(?:(?!(?:and|en|y|et|und|e|but|pero|mais|aber|maar|ma)\s)\S+\s+){0,2}$",
     _FLAGS,
 )
 # Said of the past: a year, "x years ago", "last year", "history of".
 _HISTORY: Final = re.compile(
     r"(?:\b(?:in|since|en|em|nel|im|in het|de|desde|depuis|seit|sinds|dal|back in)\s+(?:19|20)\d\d\b|\b(?:19|20)\d\d\b|"
     r"\b(?:\d+|a|one|two|three|four|five|six|several|few|many|some)\s+(?:years?|yrs?|months?|decades?)\s+ago\b|years ago|\(\d+ ?(?:yrs?|years?)\)|"
-    r"\bsurvivors?\b|\bpost[- ]\w+|\bwhen i was (?:a )?(?:teen|teenager|student|kid|child|younger)\b|\bin my (?:teens|twenties|youth)\b|"
+    r"\bsurvivors?\b|\bpost[- ]\w+|\b\d+ (?:months?|years?|weeks?) after\b|\bafter (?:my|his|her|the|a)? ?(?:sepsis|stroke|heart attack|surgery|icu|infarct\w*)\b|"
+    r"\b(?:quand j'etais|cuando era|als ich|quando (?:eu )?era|quando ero|toen ik) (?:\w+ )?(?:petit|petite|enfant|jeune|nino|nina|pequen[oa]|joven|klein|kind|jung|crianca|piccol[oa]|bambin[oa]|jong)\b|"
+    r"\bback in (?:19|20)\d\d\b|\bwhen i was (?:a )?(?:teen|teenager|student|kid|child|younger)\b|\bin my (?:teens|twenties|youth)\b|"
     r"\blast (?:year|month|summer|winter|spring|autumn|fall|christmas)\b|\bhistory of\b|\bused to\b|\bin the past\b|"
     r"\bas a (?:child|kid|teenager)\b|\bwhen (?:i|he|she|we) (?:was|were) (?:young|little|a child|a kid|\d+)\b|"
     r"\bsurvived\b|\brecover(?:ed|ing|y)\b|\bsince (?:his|her|my) \w+ (?:in|last)\b|"
@@ -82,7 +86,14 @@ _RESEARCH: Final = re.compile(
     r"\bliterature\b|\bpapers?\b|\befficacy\b|\beffectiveness\b|\boutcomes?\b|\bmortality\b|\bincidence\b|\bprevalence\b|"
     r"\bstatistics?\b|\bstats?\b|\bessay\b|\bepidemiolog\w*|\bhow many people\b|\bnumber of (?:people|deaths|cases)\b|\beach year\b|"
     r"\bper year\b|\bleading cause\b|\bwhy (?:is|are|do|does)\b|\bhow common\b|\bprotect(?:s|ive|ion)?\b|\bmore likely\b|\bless likely\b|"
-    r"\bmyth\b|\btextbook\b|\bwhen (?:i|he|she|we) (?:run|exercise|work out|jog|train|play sport|do sport)\b|\b(?:is|are) (?:\w+ ){1,5}common\b|\b(?:less|lower|higher|more|increased|reduced|any) (?:\w+ )?risk\b|\bhow successful\b|"
+    r"\bmyth\b|\btextbook\b|\bwhy (?:did|do|does|is|are|was)\b|\b(?:por que|porque|pourquoi|warum|perche|waarom)\b|\bwhen should (?:you|i|we|one|people)\b|"
+    r"\bprevien\w*|\bprevin\w*|\bvoorkom\w*|\bvorbeug\w*|"
+    r"\b(?:hereditaire|hereditari[oa]|erblich|ereditari[oa]|erfelijk|genetic|inherited|runs in (?:the )?famil\w*)\b|"
+    r"\bwhat (?:is|does) (?:a |an |the )?\w+ (?:\w+ )?(?:mean|look like)\b|\blook like\b|\bq(?:ue)? es (?:el|la|un|una)\b|\bqu'est.ce que\b|"
+    r"\bwas (?:ist|bedeutet)\b|\bo que (?:e|significa)\b|\bche cos'e\b|\bwat (?:is|betekent)\b|\bsignifica\b|\bmeaning\b|"
+    r"\bfor (?:the )?future\b|\bjust (?:want|wanted) to know\b|\bjust in case\b|\bknown (?:thing|side effect|complication)\b|"
+    r"\b(?:a (?:bit|little|tiny bit|small amount|lick|drop|dab)) of\b|\bpea.sized\b|\btiny amount\b|\bdiferen\w* entre\b|\bdifference\b|\bestudando\b|"
+    r"\b(?:prova|examen|prufung|esame|tentamen|documental|documentaire|documentary|dokumentation|documentario)\b|\bwhen (?:i|he|she|we) (?:run|exercise|work out|jog|train|play sport|do sport)\b|\b(?:is|are) (?:\w+ ){1,5}common\b|\b(?:less|lower|higher|more|increased|reduced|any) (?:\w+ )?risk\b|\bhow successful\b|"
     r"\bsuccess rates?\b|\bvictims\b|\bwhat (?:should|do|must) (?:we|i|you|people) (?:know|do) about\b|\badvice\b|\btips\b|"
     r"\bgoing (?:trekking|hiking|camping|travell?ing)\b|\bbefore (?:a|our|my|the) (?:trip|holiday|flight)\b|\bpreven(?:t|ts|tion|ting|tive)\b|\brisk factors?\b|\b(?:reduce|lower|raise|increase)s? "
     r"(?:the )?risk\b|\brisk of\b|\brates?\b|\bimprove (?:recovery|survival|outcomes?)\b|\bscreening\b|"
@@ -102,7 +113,7 @@ _RESEARCH: Final = re.compile(
 )
 # "If", "in case": asked about a situation, not in one.
 _HYPOTHETICAL: Final = re.compile(
-    r"\b(?:if|what if|in case|suppose|supposing|should (?:\w+ ){1,3}ever|whether|si|en caso de|au cas ou|en cas de|wenn|falls|"
+    r"(?<!comme )(?<!como )(?<!come )(?<!as )\b(?:if|what if|in case|suppose|supposing|should (?:\w+ ){1,3}ever|whether|si(?= (?:je|j'|tu|il|elle|on|nous|vous|ils|elles|yo|el|ella|mi|mis|mon|ma|mes|usted|alguien|quelqu'un)\b)|en caso de|au cas ou|en cas de|wenn|falls|"
     r"caso|nel caso|qualora|indien|mocht|stel dat)\b(?!.*\b(?:now|right now|currently|ahora|maintenant|jetzt|agora|adesso|ora|nu)\b)",
     _FLAGS,
 )

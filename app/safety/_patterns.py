@@ -44,10 +44,13 @@ _INFANT_AGE = (
     r"\b(?:[1-9]|[1-5]\d) ?(?:days?|dias|jours|tage|giorni|dagen)[ -](?:old|oud|alt|de vida|de vie|di vita)\b|"
     r"\b(?:1|2|one|two|un|une|uno|dos|zwei|ein|einen|dois|um|due|een|twee)[ -]?(?:months?|mes|meses|mois|monate?n?|mesi|maanden|maand)[ -]?(?:old|oud|alt)?\b|"
     r"(?:de|van|di|von) (?:[1-9]|1[0-2]) (?:semanas|semaines|wochen|settimane|weken)|"
+    r"\b(?:tiene|tem|a|hat|ha|heeft|has|is|nur|only|just|solo|seulement|apenas|pas)(?:'s)? (?:[1-9]|1[0-2]) ?(?:weeks|wks|semanas|semaines|wochen|settimane|weken)\b|"
     r"\b(?:1|2|one|two)[ -]month[ -]old)"
 )
 _PREGNANT = (
-    r"(?:pregnan|weeks gone|embarazad|encinta|enceinte|grossesse|schwanger|\bssw\b|gravida|gravidez|gestante|incinta|"
+    r"(?:pregnan|weeks gone|due in \d|embarazad|encinta|enceinte|grossesse|schwanger|\bssw\b|schwangerschaftswoche|\d\d\. woche|gravida|gravidez|gestante|incinta|"
+    r"\b(?:[2-4]\d) (?:weeks|wks|semanas|semaines|wochen|settimane|weken)\b(?! (?:old|ago|oud|alt|fa|geleden))|waters? (?:just )?(?:broke|broken|went)|"
+    r"(?:se me )?rompio la (?:bolsa|fuente)|perdu les eaux|fruchtblase (?:ist )?geplatzt|bolsa (?:estourou|rompeu)|rotto le acque|vliezen (?:zijn )?gebroken|"
     r"gravidanza|zwanger|in verwachting)"
 )
 _THINNER = (
@@ -125,7 +128,7 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         "self_harm",
         "self-injury now or recently: cutting, burning, hitting oneself",
         r"(?:(?:hurt|harm|cut|cutting|burn|burning|hit|hitting|injur\w*|scratch\w*) (?:my|him|her|them)sel(?:f|ves)|"
-        r"self[- ]?harm|self[- ]?injur|cutting (?:her|his|my) (?:arms|wrists|legs|thighs|skin)|razor blades?|"
+        r"self[- ]?harm|self[- ]?injur|(?:cuts?|cutting|scars from cutting)\b.{0,80}(?:deeper|couldn't stop the bleeding|won't stop bleeding)|cutting (?:her|his|my) (?:arms|wrists|legs|thighs|skin)|razor blades?|"
         r"hacerme dano|hacerse dano|cortarme|se corta|autolesi|me faire du mal|se scarifi|me scarifi|scarification|"
         r"automutil|mich (?:selbst )?verletz|ritzt sich|ritze mich|ritzen|selbstverletz|me machucar|me cortar|"
         r"se cortar|se corta|autolesao|farmi del male|tagliarmi|si taglia|autolesion|mezelf (?:pijn doen|snijden|"
@@ -149,7 +152,15 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         r"chemicals?|gas|pills|tablets).{0,60}(?:fatal|lethal|deadly|would kill|will kill|kill (?:someone|somebody|a person|me|myself)|"
         r"mortel|mortal|mortale|todlich|dodelijk|letal|stop (?:my|the|a|your|his|her) heart)|"
         r"(?:would|will) kill (?:someone|somebody|a person|me|myself) in (?:a|the|their) (?:closed|sealed|small)|"
-        r"(?:painless|peaceful|quick|easy) (?:to die|death)|die (?:from|of) an overdose|overdose .{0,40}how many would|"
+        r"(?:painless|peaceful|quick|easy) (?:to die|death)|die (?:from|of) an overdose|ways? to die|(?:would|will|to|could) stop (?:your|my|the|his|her) heart|"
+        r"(?:on meurt|se muere|stirbt man|morre|si muore|ga je dood|would (?:you|i|someone) die|do you die) (?:\w+ ){0,2}(?:combien de temps|cuanto tiempo|wie lange|quanto tempo|hoe lang|how long|how quickly)|"
+        r"how (?:long|quickly) (?:would|does|will) (?:it take (?:to die|to suffocate)|you die|someone die)|"
+        r"(?:mata|mate|kills?|tue|totet|uccide|doodt) (?:mais |mas |plus |more |am |piu |het )?(?:rapido|rapide|vite|quickest|fastest|quicker|schnellsten|veloce|snelst)|"
+        r"(?:enough|suffisant|suficiente|genug|abbastanza|genoeg|sure) .{0,40}(?:not survive|don't survive|pas survivre|no sobrevivir|nicht uberleb|nao sobreviver|non sopravviv|niet overleef)|"
+        r"(?:wie viel|ab wie viel)\w* .{0,50}\btot\b|per andarsene|andarsene per sempre|para irme para siempre|pour partir pour toujours|fur immer (?:gehen|weg)|"
+        r"para ir embora para sempre|voor altijd weg|(?:y|and|et|und|e|en) (?:no|not|ne pas|nicht mehr|nao|non|niet meer) (?:volver a )?(?:despertar|wake up|se reveiller|aufwachen|acordar|svegliarsi|wakker)|"
+        r"car exhaust|exhaust in the garage|nobody could save|no one could save|(?:what|which) (?:number|amount|dose) would (?:it|that) be|"
+        r"overdose .{0,40}how many would|"
         r"(?:painless|quickest|easiest|fastest|surest|best|quiet) way to (?:die|kill|end|go)|how (?:to|do you|would i|can i) "
         r"(?:kill (?:my|your)sel|end (?:my|your) life|overdose|od on)|(?:would|will|could) (?:\d+|a (?:whole )?\w+ of) .{0,40}"
         r"(?:kill (?:me|someone|a person)|be enough to die)|enough (?:pills|tablets|insulin|\w+) to (?:die|kill|not wake)|"
@@ -206,13 +217,17 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         r"hangt? (?:der |sein |ihr )?mundwinkel|mundwinkel hangt|verwaschen|lallt|kann (?:den|seinen|ihren) arm nicht|"
         r"schlaganfall|boca torta|fala (?:enrolada|arrastada|estranha)|nao consegue (?:falar|mexer)|(?:tendo|teve) um derrame|"
         r"bocca storta|non riesce a (?:parlare|muovere)|parla (?:male|strano)|scheve mond|mond (?:hangt|scheef)|"
+        r"praat (?:\w+ ){0,3}(?:onduidelijk|raar|dubbel)|mondhoek hangt|(?:laat|lets?|drops?|deja caer|laisse tomber|lasst|deixa cair|fa cadere) "
+        r"(?:steeds |constantly |keeps? )?(?:dingen|things|las cosas|tout|dinge|as coisas|le cose) (?:vallen|fall|tomber|fallen|cair|cadere)?|"
+        r"(?:vendo|ve|veo|voit|sieht|vede|seeing|sees) (?:tudo |todo |tout |alles |tutto |everything )?(?:dobrado|doble|double|doppelt|doppio|dubbel)|"
         r"praat (?:onduidelijk|raar|dubbel)|spreekt onduidelijk|dubbele tong|kan (?:zijn|haar) arm niet|beroerte|herseninfarct)",
     ),
     RedFlag(
         "anaphylaxis",
         "emergency",
         "a severe allergic reaction: throat, tongue or lips swelling, wheeze or faintness after a trigger",
-        r"(?:(?:throat|tongue|lips?|mouth|face) (?:is |are |feels? |started |starting )?(?:swell|swollen|closing|tight|puff)|"
+        r"(?:(?:throat|tongue|lips?|mouth|face) (?:is |are |feels? |started |starting )?(?:\w+ )?(?:swell|swollen|closing|tight|puff)|"
+        r"(?:gonfiando|hinchando|gonflant|anschwell\w*|inchando|opzwell\w*) (?:\w+ ){0,2}(?:la |le |die |a |de |il )?(?:lingua|lengua|langue|zunge|tong|gola|garganta|gorge|hals|keel)|"
         r"swollen (?:face|lips|tongue|throat)(?: and (?:lips|tongue|face|throat))?|"
         r"swell\w* (?:of|in|on) (?:the |his |her |my )?(?:throat|tongue|lips|face)|anaphyla|"
         r"(?:hincha|cierra) la garganta|garganta (?:cerrada|hinchada)|labios hinchados|lengua hinchada|"
@@ -258,6 +273,8 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         r"(?:heavy|lots of|a lot of|so much|pool of|gushing|spurting) blood|blood (?:is )?(?:spurting|gushing|pouring|everywhere)|"
         r"soak\w* (?:through )?(?:a |the )?(?:pad|towel|bandage|tea towel)|(?:vomit|throw|threw|puk|cough)\w* (?:up )?blood|"
         r"blood in (?:his|her|my) (?:vomit|sick)|(?:black|tarry) (?:tarry |sticky )?(?:stool|poo|poop)|coffee.grounds|"
+        r"(?:caca|heces|deposiciones|selles|stuhl|fezes|coco|feci|ontlasting|poep) (?:\w+ ){0,2}(?:negr|noir|schwarz|pret|ner|zwart)\w*|"
+        r"alquitran|goudron|teerstuhl|piche|"
         r"no (?:para|deja) de sangrar|sangra (?:mucho|sin parar|a chorros)|vomit\w* sangre|hemorragia|"
         r"n'arrete pas de saigner|saigne (?:beaucoup|abondamment|sans arret)|vomi\w* du sang|hemorragie|"
         r"hort nicht auf zu bluten|blutet (?:stark|sehr|ohne)|blut erbrochen|erbricht blut|spuckt blut|"
@@ -271,7 +288,9 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         "changes or swelling, fits, or a baby moving less",
         _PREGNANT,
         (
-            r"(?:bleed|blood (?:loss|clots|everywhere|coming)|(?:losing|passing|lost) (?:\w+ )?blood|clots|severe (?:pain|cramp|headache)|(?:really|very|extremely) (?:bad|painful|strong) (?:pain|cramp)|"
+            r"(?:blood(?! pressure| sugar| test| count| thinner| type| group)|bloed\b|blut\b|sangue\b|sangre\b|\bsang\b|cord|cordon|cordao|nabelschnur|cordone|navelstreng|"
+            r"(?:hasn't|has not|not|isn't|no se|ne bouge|bewegt sich nicht|nao mexe|non si muove|beweegt niet|niet meer bewegen|nicht mehr bewegt) (?:\w+ ){0,2}(?:moved|moving|mueve|bouge|bewegt|mexe|muove|beweegt)|"
+            r"bleed|blood (?:loss|clots|everywhere|coming)|(?:losing|passing|lost) (?:\w+ )?blood|clots|severe (?:pain|cramp|headache)|(?:really|very|extremely) (?:bad|painful|strong) (?:pain|cramp)|"
             r"agony|doubled over|shoulder.tip|seeing (?:spots|stars|flashing)|blurr|flashing lights|(?:face|hands) (?:very )?swollen|"
             r"fit\b|seizure(?!s? ?-?free)|(?:not|hasn't|stopped) moving|moving less|stabbing|sharp pain|feel faint|fainted|pass(?:ed)? out|shoulder (?:tip|hurts|pain)|"
             r"(?:1[4-9]\d|2\d\d) ?/ ?(?:9\d|1\d\d)|sternchen|sterretjes|estrellitas|etoiles|estrelinhas|stelline|mouches|under (?:my|the) ribs|unter den rippen|sous les cotes|debajo de las costillas|no movement|reduced movement|waters? (?:broke|broken) .{0,40}green|"
@@ -295,14 +314,26 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         "emergency",
         "meningitis or sepsis signs: a rash that does not fade under a glass, stiff neck with fever, purple spots",
         r"(?:rash (?:that |which )?(?:doesn't|does not|won't|didn't|isn't) (?:fade|go away when|blanch|disappear)|"
-        r"glass test|non.?blanching|purple (?:spots|rash|blotches|dots)|(?:stiff|rigid) neck|neck (?:is )?(?:stiff|rigid)|"
-        r"can't (?:bend|touch) (?:his|her|my) (?:chin|neck)|light hurts (?:his|her|my) eyes|petechia|purpura|meningit|"
-        r"rigidez (?:de|en la) nuca|cuello rigido|manchas (?:moradas|que no desaparecen)|nuque raide|taches (?:violettes|pourpres)|"
+        r"glass test|non.?blanching|purple (?:spots|rash|blotches|dots)|petechia|purpura|meningit|"
+        r"manchas (?:moradas|que no desaparecen)|taches (?:violettes|pourpres)|"
         r"(?:doesn't|don't|do not|won't|didn't) (?:fade|disappear|go away) (?:when|under|with|if) (?:\w+ )?(?:press|push|a glass|pressure)|no desaparecen al (?:apretar|presionar)|"
         r"ne (?:disparaissent|s'effacent) pas|verschwinden nicht|nao (?:desaparecem|somem)|non scompaiono|verdwijnen niet|(?:manchas|manchitas|puntos|puntitos) morad|"
-        r"nackensteif|steifer nacken|genickstarre|nackenstarre|ausschlag,? der nicht verschwindet|rigidez na nuca|"
-        r"pescoco (?:rigido|duro)|manchas roxas|rigidita nucale|collo rigido|macchie (?:viola|rosse che non)|stijve nek|"
-        r"nekstijfheid|paarse vlek)",
+        r"ausschlag,? der nicht verschwindet|manchas roxas|macchie (?:viola|rosse che non)|paarse vlek)",
+    ),
+    RedFlag(
+        "neck_stiffness_fever",
+        "emergency",
+        "a stiff neck or light hurting the eyes with fever, severe headache or drowsiness (meningitis)",
+        r"(?:(?:stiff|rigid) neck|neck (?:is )?(?:stiff|rigid)|can't (?:bend|touch) (?:his|her|my) (?:chin|neck)|light hurts|"
+        r"rigidez (?:de|en la) nuca|cuello rigido|nuque raide|nackensteif|steifer nacken|genickstarre|nackenstarre|rigidez na nuca|"
+        r"pescoco (?:rigido|duro)|rigidita nucale|collo rigido|stijve nek|nekstijfheid|nacken nicht (?:\w+ )?beugen|"
+        r"(?:cuello|cou|pescoco|collo|nek) (?:\w+ ){0,3}(?:no (?:lo )?puede doblar|plier|dobrar|piegare|buigen)|"
+        r"licht tut (?:ihm|ihr|mir) weh|la luz le molesta|lumiere (?:lui )?fait mal|luz (?:incomoda|doi)|la luce (?:gli|le) da fastidio|licht doet pijn)",
+        (
+            r"(?:"
+            + _FEVER
+            + r"|headache|kopfschmerz|dolor de cabeza|mal de tete|dor de cabeca|mal di testa|hoofdpijn|drowsy|confus|wirr|rash)",
+        ),
     ),
     RedFlag(
         "sepsis",
@@ -322,7 +353,7 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         "chemo_fever",
         "emergency",
         "fever or shivering during chemotherapy (neutropenic sepsis)",
-        r"(?:chemo|quimio|chimio|chemotherap|quimioterap|chemioterap|chemokuur)",
+        r"(?:chemo|chemio|quimio|chimio|chemotherap|quimioterap|chemioterap|chemokuur)",
         (
             r"(?:"
             + _FEVER
@@ -438,6 +469,9 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         "alcohol with pills, someone else's medicine)",
         r"(?:(?:took|taken|had|has|have|did|done|just|is having|on an) (?:an? )?overdos|overdosed|overdose (?:on|of) (?:his|her|my)|\bod'?d\b|took (?:a |an )?(?:whole|entire|full)|"
         r"\b(?:[5-9]|[1-9]\d)(?:[.,]\d)? ?(?:g|gr|grams?|gramm|gramos|grammes?|grammi)\b .{0,20}(?:paracetamol|acetaminophen|tylenol|panadol|paracetamolo)|"
+        r"\b(?:1[2-9]|[2-9]\d|\d{3})\s+(?:(?!and\b|years?\b|yrs?\b|yo\b|ans\b|anos\b|jahre\b|anni\b|jaar\b|kg\b|mg\b|takes?\b|neemt\b|nimmt\b|toma\b|prend\b|prende\b)\w+\s+){0,2}(?:paracetamol|tylenol|panadol|pills|tablets|tabletten|pillen|pastillas|comprimidos|cachets|comprimes|compresse|pastiglie|stuck|stuk)\b|"
+        r"(?:paracetamol|acetaminophen|tylenol|panadol) .{0,100}\b(?:1[6-9]|[2-9]\d)\b (?:so far|in total|altogether|a day)|"
+        r"(?:on purpose|di proposito|a proposito|expres|absichtlich|de proposito|met opzet|intentionally|deliberately)|"
         r"(?:much |viel |veel |mucho |beaucoup |molto |muito )?(?:more than|mehr als|meer dan|mas de lo|plus que|piu del|mais do que) (?:the )?(?:allowed|erlaubt|toegestaan|permitido|permis|consentito|maximum|max|recommended|"
         r"la dose|die hochstdosis)|injected (?:\d{2,}|double|twice|too much|the wrong)\b.{0,20}(?:units|insulin)|"
         r"(?:took|taken|swallowed|has had|given (?:him|her)) "
@@ -454,7 +488,7 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         "carbon_monoxide",
         "emergency",
         "carbon monoxide: an alarm going off, or headaches, dizziness or sleepiness in several people at home",
-        r"(?:carbon monoxide|\bco (?:alarm|detector|poison|leak)|(?:yellow|orange) flames?|flames? (?:is |are )?(?:yellow|orange)|llama amarilla|"
+        r"(?:carbon monoxide|\bco (?:alarm|detector|poison|leak)|(?:everyone|all of us|whole family|the whole house)\b.{0,160}(?:boiler|gas fire|heater|stove|generator)|(?:yellow|orange) flames?|flames? (?:is |are )?(?:yellow|orange)|llama amarilla|"
         r"flamme jaune|gelbe flamme|chama amarela|fiamma gialla|gele vlam|co-?melder|(?:chauffage|poele|estufa|brasero|gaskachel|gas heater|gas fire) .{0,80}(?:toute la famille|toda la familia|die ganze familie|toda a familia|tutta la famiglia|het hele gezin|iedereen|all of us|everyone|whole family|tout le monde)|monoxido de carbono|monoxyde de carbone|kohlenmonoxid|"
         r"monossido di carbonio|koolmonoxide|(?:gas|boiler|heater|stove|fire|generator|barbecue|bbq|kachel|geiser|caldera|"
         r"chaudiere|heizung|therme|caldeira|caldaia|stufa).{0,80}(?:all (?:of us|have|got)|everyone|whole family|both|the kids|"
@@ -500,7 +534,9 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         r"(?:no wet (?:nappies|nappy|diapers?)|(?:hasn't|has not|not) (?:peed|wee'?d|had a wet)|dry (?:nappies|nappy|diapers?) (?:for|since)|"
         r"sunken (?:soft spot|fontanel)|soft spot (?:is )?sunken|high.pitched (?:cry|scream)|grunting|(?:won't|not|isn't|refus\w*) "
         r"(?:feed|feeding|drink|drinking|eat|eating)(?: anything)?.{0,40}(?:floppy|drowsy|sleepy|limp|listless|hours|all day)|"
-        r"(?:nao fez|no ha hecho|pas fait|kein|non fa|niet) (?:xixi|pis|pipi|plas)|moleira (?:afundada|funda)|panal\w* sec|fontanela hundida|couches? seches?|fontanelle creuse|keine nassen windeln|eingesunkene fontanelle|"
+        r"(?:nao fez|no ha hecho|pas fait|kein|non fa|niet) (?:xixi|pis|pipi|plas)|fontanell?a (?:\w+'? ){0,2}(?:infossata|incavata|hundida|afundada)|"
+        r"(?:non bagna|no moja|ne mouille pas|nao molha|geen natte|keine nasse) (?:\w+ ){0,2}(?:pannolino|panal|couche|fralda|luier|windel)|"
+        r"(?:senza|sin|sans|ohne|sem|zonder|without) (?:lacrime|lagrimas|larmes|tranen|tears)|moleira (?:afundada|funda)|panal\w* sec|fontanela hundida|couches? seches?|fontanelle creuse|keine nassen windeln|eingesunkene fontanelle|"
         r"fralda\w* seca|moleira funda|pannolin\w* asciutt|fontanella (?:infossata|incavata)|droge luiers|ingevallen fontanel)",
         (
             r"(?:baby|babies|infant|newborn|toddler|month|months|week|weeks|bebe|nourrisson|saugling|baby|neonato|bambin|kindje|zuigeling|meses|mois|monat|mesi|maanden)",
@@ -511,7 +547,7 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         "emergency",
         "a serious injury: an electric shock, a large or facial burn, a deep wound, a bone through the skin, "
         "a near-drowning, a fall from a height",
-        r"(?:electric shock|electrocut|bone (?:is )?(?:sticking|poking|through)|(?:deep|gaping) (?:cut|wound|gash)|"
+        r"(?:electric shock|electrocut|shock from the mains|mains (?:shock|electricity)|bone (?:is )?(?:sticking|poking|through)|(?:deep|gaping) (?:cut|wound|gash)|"
         r"(?:nearly|almost) drown|pulled (?:him|her) out of the (?:pool|water)|fell (?:from|off) (?:a |the )?(?:roof|ladder|balcony|"
         r"window|second floor|height)|(?:burn|scald)\w* (?:on|to|over) (?:his|her|my) (?:face|whole|chest|back)|chemical (?:in|splash)"
         r".{0,20}eye|descarga electrica|electrocut|decharge electrique|stromschlag|choque eletrico|scossa elettrica|"
@@ -566,14 +602,17 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         "allergic_reaction",
         "emergency",
         "an allergic reaction with wheeze, breathing trouble, swelling, hives all over or faintness",
-        r"(?:allerg|nuts?\b|peanut|cashew|shellfish|prawn|shrimp|bee|wasp|sting|stung|epi-?pen|adrenaline (?:pen|auto)|"
+        r"(?:allerg|inyecc|injection|spritze|injec|iniezion|antibiot|penicil|amoxic|contrast dye|nuts?\b|peanut|cashew|shellfish|prawn|shrimp|bees?\b|wasps?\b|sting|stung|epi-?pen|adrenaline (?:pen|auto)|"
         r"noix|cacahuete|arachide|stylo (?:d')?adrenaline|abeille|guepe|nueces|cacahuete|mani|abeja|avispa|nusse|erdnuss|"
         r"biene|wespe|adrenalin|amendoim|castanha|abelha|vespa|noci|arachidi|ape\b|pinda|noten|bij\b|wesp|adrenaline)",
         (
             r"(?:wheez|sifflement|respire mal|(?:hard|trouble|difficult\w*|struggl\w*) (?:to )?breath|pfeif|chiado|fischio|piep|"
             r"(?:hives|rash|plaques|urticaria|ronchas|quaddeln|manchas|pomfi|bulten)\w* (?:\w+ ){0,3}(?:everywhere|all over|partout|"
             r"por todo|uberall|por todo o corpo|dappertutto|overal)|(?:lips?|tongue|throat|face|eyes?) (?:\w+ )?(?:swell|swollen|puff)|"
-            r"gonfl|hinch|schwell|inchad|gonfi|zwel|faint|dizzy|floppy|pale and)",
+            r"(?:face|lips?|tongue|throat|eyes?|cara|labios|lengua|garganta|visage|levres|langue|gorge|gesicht|lippen|zunge|hals|rosto|lingua|viso|labbra|gola|gezicht|tong|keel) "
+            r"(?:\w+ ){0,2}(?:swell|swollen|hinch|gonfl|geschwollen|schwill|inchad|gonfi|opgezwollen|dik)|voz ronca|voix rauque|heiser|rouca|rauca|hees|hoarse|"
+            r"(?:(?:me|le|te|nos) cuesta|du mal a|schwer) (?:respirar|respirer|atmen)|"
+            r"(?:swell\w*|hinch\w*|gonfl\w*|schwill\w*|inch\w*|gonfi\w*|zwel\w*) (?:\w+ ){0,2}(?:face|cara|visage|gesicht|rosto|viso|gezicht|lips|labios|levres|lippen|labbra|tongue|lengua|langue|zunge|lingua|tong|throat|garganta|gorge|hals|gola|keel)|faint|dizzy|floppy|pale and|muy palida|tres pale)",
         ),
     ),
     RedFlag(
@@ -608,7 +647,8 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         "emergency",
         "green (bile) vomiting, redcurrant-jelly stools, or a swollen belly with no wind or stools and vomiting",
         r"(?:(?:vomit\w*|throw\w* up|being sick|sick) (?:\w+ ){0,2}(?:green|bile|dark green|poo|faeces|feces)|green (?:vomit|sick)|"
-        r"(?:red ?currant|redcurrant) jelly|jelly.like (?:blood|stool|poo)|vomit\w* verde|vomi\w* vert|grun\w* erbrech|erbricht grun|"
+        r"(?:red ?currant|redcurrant) jelly|rode bessenjam|gelatina de grosella|gelee de groseille|johannisbeergelee|geleia de groselha|gelatina di ribes|"
+        r"not (?:pooed|pooped|passed wind)|(?:vomit\w*|sick) .{0,40}(?:smells? (?:like|of) (?:poo|faeces|feces))|jelly.like (?:blood|stool|poo)|vomit\w* verde|vomi\w* vert|grun\w* erbrech|erbricht grun|"
         r"vomit\w* verde|groen (?:braaksel|overgeven)|(?:can't|cannot|haven't|hasn't) (?:pass\w* (?:wind|gas)|farted|pooped).{0,60}(?:vomit|swollen|bloated))",
     ),
     RedFlag(
@@ -626,7 +666,8 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         "eye_emergency",
         "emergency",
         "a painful red eye with halos, vomiting or blurred vision; a chemical or a sharp object in the eye",
-        r"(?:(?:eye|ojo|oeil|auge|olho|occhio|oog)\w* (?:\w+ ){0,4}(?:pain|hurts|agony|dolor|duele|douleur|mal|schmerz|tut weh|dor|doi|"
+        r"(?:(?:painful|schmerzend\w*|dolorid\w*|douloureux|doloros\w*|pijnlijk\w*) (?:\w+ ){0,3}(?:eye|auge|ojo|oeil|olho|occhio|oog)|"
+        r"(?:eye|ojo|oeil|auge|olho|occhio|oog)\w* (?:\w+ ){0,4}(?:pain|hurts|agony|dolor|duele|douleur|mal|schmerz|tut weh|dor|doi|"
         r"dolore|fa male|pijn|doet pijn))",
         (
             r"(?:halo|rainbow|rings around lights|vomit|blurr|chemical|bleach|splash|metal|glass|halos|vomito|vomi|erbrech|"
@@ -637,7 +678,8 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         "bites_and_stings",
         "emergency",
         "a venomous snake bite, or a bite or sting followed by spreading swelling, faintness or breathing trouble",
-        r"(?:snake ?bite|bitten by a (?:snake|adder|viper|rattlesnake)|(?:adder|viper|rattlesnake) bit|mordida de (?:serpiente|vibora)|"
+        r"(?:snake ?bite|bitten by a (?:snake|adder|viper|rattlesnake)|mordio una (?:vibora|serpiente|culebra)|mordu par (?:un serpent|une vipere)|"
+        r"gebissen von einer (?:schlange|kreuzotter)|mordido por uma (?:cobra|serpente)|morso da (?:una vipera|un serpente)|gebeten door een (?:slang|adder)|(?:adder|viper|rattlesnake) bit|mordida de (?:serpiente|vibora)|"
         r"morsure de (?:serpent|vipere)|(?:von einer )?(?:schlange|kreuzotter) gebissen|schlangenbiss|picada de cobra|mordid[oa] por (?:uma )?cobra|"
         r"morso di (?:vipera|serpente)|slangenbeet|adderbeet|gebeten door een (?:slang|adder))",
     ),
@@ -663,6 +705,8 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         r"(?:numb(?:ness)? (?:\w+ ){0,3}(?:saddle|between (?:my|his|her|the) legs|groin|bum|genitals)|saddle (?:area|numbness)|"
         r"(?:wet|soiled) (?:my|him|her)self without|(?:can't|cannot|couldn't) (?:hold|control|feel) (?:my|his|her|the) (?:urine|wee|pee|bladder|bowels)|"
         r"taubheit (?:\w+ ){0,3}(?:zwischen den beinen|im schritt|reithose)|urin nicht (?:\w+ )?halten|reithosen|"
+        r"(?:no siento|no noto) (?:bien )?(?:la zona )?entre las piernas|entre las piernas,? como dormid|"
+        r"(?:can't|cannot|no puedo|no puede|kann nicht|nao consigo|non riesco a|kan niet) (?:orinar|pee|urinate|wee|urinieren|pinkeln|urinar|fazer xixi|urinare|fare pipi|plassen)|"
         r"entumecimiento (?:\w+ ){0,3}entre las piernas|(?:no puedo|no puede) (?:controlar|aguantar) la orina|"
         r"engourdissement (?:\w+ ){0,3}entre les jambes|(?:je ne peux|il ne peut) plus retenir|dormencia (?:\w+ ){0,3}entre as pernas|"
         r"nao consigo segurar a urina|intorpidimento (?:\w+ ){0,3}tra le gambe|non riesco a trattenere|gevoelloos (?:\w+ ){0,3}tussen (?:de|mijn) benen|"
@@ -689,6 +733,8 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
             r"pastillas|comprimidos|medicament|medicina|jarabe|frasco|cachets|comprimes|sirop|tabletten|pillen|medikament|saft|tropfen|"
             r"remedios|xarope|compresse|pastiglie|farmac|sciroppo|medicijnen|drankje|digox|heart pills|pastillas del corazon)",
             r"(?:all|whole|most|half|some of|entire|missing|bottle|pack|box|strip|handful|casi todo|todo el|toda la|toute|tout le|die ganze|"
+            r"\b\d+ (?:ou|o|or|oder|of|ou) \d+\b|grandma|grandad|granny|gran\b|nana\b|avo|avó|abuel[oa]|grand.mere|grand.pere|oma|opa|nonn[oa]|"
+            r"(?:mum|mom|dad|mother|father|sister|brother)'?s|"
             r"den ganzen|alle|todo o|toda a|quase|tutto|tutta|intero|de hele|het hele|een hele|por error|by mistake|accidentally|par erreur|"
             r"aus versehen|por engano|per sbaglio|per ongeluk|twice|dos veces|deux fois|zweimal|duas vezes|due volte|twee keer|double)",
         ),
@@ -702,6 +748,50 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
             _THINNER,
             r"(?:won't stop|not stopping|hour|hours|faint|a lot|spurt|soak|for (?:over |more than )?(?:\d+|twenty|thirty) min|"
             r"no para|n'arrete|hort nicht auf|nao para|non si ferma|stopt niet|una hora|une heure|stunde|uma hora|un'ora|een uur)",
+        ),
+    ),
+    RedFlag(
+        "reduced_fetal_movements",
+        "emergency",
+        "a baby moving less or not at all in pregnancy",
+        r"(?:baby|bebe|kindje|bambin\w*|kind)\w* (?:\w+ ){0,4}(?:hasn't|has not|not|isn't|hardly|barely|bijna niet|kaum|apenas|a peine|quasi|quase)\s?(?:\w+ ){0,2}"
+        r"(?:moved|moving|kicked|kicking|mueve|movido|bouge|bouger|bewegt|bewegen|mexe|mexeu|muove|mosso|beweegt|bewegen)|"
+        r"(?:voel|feel|siento|sens|spure|sinto|sento) (?:de |the |al |le |das |o |il )?(?:baby|bebe|bebe|kindje|bambino) (?:\w+ ){0,4}(?:niet meer|not|no|plus|nicht mehr|nao|non)",
+        (_PREGNANT,),
+    ),
+    RedFlag(
+        "choking",
+        "emergency",
+        "choking: cannot speak, cough, cry or breathe after something went down the wrong way",
+        r"(?:chok\w*|verschluckt|atragant\w*|s'etouffe|etouffe|engasg\w*|soffoc\w*|verslikt|something (?:in|stuck in) (?:her|his|their) (?:mouth|throat))",
+        (
+            r"(?:(?:can't|cannot|can not|couldn't|not able to) (?:speak|talk|cough|cry|breathe)|kann (?:nicht|kaum) (?:sprechen|husten|atmen)|"
+            r"no puede (?:hablar|toser|respirar|llorar)|ne (?:peut|arrive) (?:pas|plus) (?:parler|tousser|respirer|pleurer)|"
+            r"nao consegue (?:falar|tossir|respirar|chorar)|non riesce a (?:parlare|tossire|respirare|piangere)|kan niet (?:praten|hoesten|ademen|huilen)|"
+            r"(?:going|turning|gone) (?:\w+ )?(?:blue|purple|red)|weird noise|holding (?:his|her) (?:throat|neck)|halt sich den hals|hals vast)",
+        ),
+    ),
+    RedFlag(
+        "danger_to_others",
+        "emergency",
+        "someone acutely psychotic or threatening others with a weapon",
+        r"(?:knife|gun|weapon|axe|cuchillo|navaja|couteau|messer|faca|coltello|\bmes\b|arma|waffe|wapen|pistol\w*|fusil)",
+        (
+            r"(?:tonight|now|kill|hurt|deal with|get (?:them|him|her)|voices|poison\w* (?:the|our|my)|after (?:him|her|them|me)|esta noche|ce soir|"
+            r"heute nacht|hoje|stanotte|vannacht|matar|tuer|umbringen|uccidere|doden|voces|voix|stimmen|vozes|voci|stemmen)",
+            r"(?:he|she|they|brother|sister|son|daughter|husband|wife|dad|father|mum|mom|mother|partner|neighbou?r|hermano|hermana|hijo|hija|"
+            r"marido|mujer|frere|soeur|fils|fille|mari|femme|bruder|schwester|sohn|tochter|mann|frau|irmao|irma|filho|filha|fratello|sorella|"
+            r"figlio|figlia|broer|zus|zoon|dochter|man\b|vrouw)",
+        ),
+    ),
+    RedFlag(
+        "near_drowning",
+        "emergency",
+        "someone pulled from the water who coughs, breathes fast or is drowsy afterwards",
+        r"(?:(?:fell|fallen|tombe|cayo|gefallen|caiu|caduto|gevallen|went under|was under|pulled (?:him|her) out) (?:\w+ ){0,4}"
+        r"(?:pool|water|river|lake|sea|bath|piscine|piscina|wasser|pool|zwembad|rio|riviere|fluss|fiume|rivier|banheira|bagno|bad))",
+        (
+            r"(?:cough|tousse|tose|hustet|tosse|hoest|breath|respir|atme|ademt|sleepy|drowsy|fatigue|cansad|mude|stanc|moe|vomit)",
         ),
     ),
 )
