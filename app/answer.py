@@ -28,6 +28,7 @@ Modes without a streaming model (insufficient evidence, extractive, choice) yiel
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime
 import math
@@ -485,8 +486,11 @@ class Answerer:
             )
         except LLMError as exc:
             warning = f"{WARN_LLM_UNAVAILABLE} ({type(exc).__name__})"
-            return self._extractive(evidence, warning, question=question, verdict=verdict, concepts=concepts)
-        return dataclasses.replace(self._free_answer(evidence, result, question, concepts), verdict=verdict)
+            return await self._extractive(
+                evidence, warning, question=question, verdict=verdict, concepts=concepts
+            )
+        answer = await self._free_answer(evidence, result, question, concepts)
+        return dataclasses.replace(answer, verdict=verdict)
 
     async def answer_stream(
         self,
@@ -538,11 +542,11 @@ class Answerer:
                     result = stream.result
         except LLMError as exc:
             warning = WARN_LLM_INTERRUPTED if sent else WARN_LLM_UNAVAILABLE
-            final = self._extractive(
+            final = await self._extractive(
                 evidence, f"{warning} ({type(exc).__name__})", question=question, concepts=concepts
             )
         else:
-            final = self._free_answer(evidence, result, question, concepts)
+            final = await self._free_answer(evidence, result, question, concepts)
         final = dataclasses.replace(final, verdict=verdict)
         if not sent and final.text:
             yield final.text
@@ -586,7 +590,7 @@ class Answerer:
                 await self._choice(question, evidence, options, allow_insufficient, concepts), verdict=verdict
             )
         if self.llm is None:
-            return evidence, self._extractive(
+            return evidence, await self._extractive(
                 evidence, WARN_NO_LLM, question=question, verdict=verdict, concepts=concepts
             )
         return evidence, None
@@ -596,13 +600,13 @@ class Answerer:
             question=question, context=evidence.text, current_year=self._today().year, language=language
         )
 
-    def _free_answer(
+    async def _free_answer(
         self, evidence: EvidenceContext, result: LLMResult[str], question: str, concepts: Sequence[str] = ()
     ) -> Answer:
         """The model's free text, checked: invalid citations cut and counted, garbage -> extractive."""
         text, order, removed = verify_citations(strip_reasoning(result.value), evidence.citations)
         if _is_garbage(text):
-            return self._extractive(evidence, WARN_GARBAGE, question=question, concepts=concepts)
+            return await self._extractive(evidence, WARN_GARBAGE, question=question, concepts=concepts)
         warnings: list[str] = []
         if removed:
             warnings.append(f"removed {removed} citation(s) to sources that were not in the evidence")
@@ -622,7 +626,7 @@ class Answerer:
             warnings=tuple(warnings),
         )
 
-    def _extractive(
+    async def _extractive(
         self,
         evidence: EvidenceContext,
         warning: str,
@@ -636,25 +640,30 @@ class Answerer:
         less similar to the question than the best one left out (``extractive_min_relevance``), the study
         that answers best first, then strongest design and most recent first; the round-robin top sentences
         when no sentence matches the question."""
-        studies = self.settings.extractive_studies
         year = self._today().year
-        text, cited = extractive_answer(
-            evidence,
-            self.settings.extractive_sentences,
-            question=question,
-            studies=studies,
-            current_year=year,
-            # The question's recognised concepts find the sentences its lay words miss, and keep out
-            # studies that share only everyday words with it.
-            concepts=concepts,
-            old_after=self.settings.old_evidence_years,
-            min_relevance=self.settings.extractive_min_relevance,
-        )
-        how = WARN_EXTRACTIVE.format(n=len(cited))
-        if text == NOT_ADDRESSED:
+
+        def select() -> tuple[str, tuple[str, ...], str]:
+            text, cited = extractive_answer(
+                evidence,
+                self.settings.extractive_sentences,
+                question=question,
+                studies=self.settings.extractive_studies,
+                current_year=year,
+                # The question's recognised concepts find the sentences its lay words miss, and keep out
+                # studies that share only everyday words with it.
+                concepts=concepts,
+                old_after=self.settings.old_evidence_years,
+                min_relevance=self.settings.extractive_min_relevance,
+            )
+            if text != NOT_ADDRESSED:
+                return text, cited, WARN_EXTRACTIVE.format(n=len(cited))
             # Nothing shares the question's words: the best-ranked sentences, said to be only that.
             text, cited = extractive_answer(evidence, self.settings.extractive_sentences)
-            how = WARN_EXTRACTIVE_UNMATCHED
+            return text, cited, WARN_EXTRACTIVE_UNMATCHED
+
+        # Splitting and scoring every study's sentences is CPU (tens to hundreds of ms for ten studies):
+        # off the event loop, like the passage stage, so one answer never stalls the other requests.
+        text, cited, how = await asyncio.to_thread(select)
         warnings = (WARN_NO_CHOICE_LLM, warning, how) if choice else (warning, how)
         return Answer(
             text=text,
@@ -681,7 +690,7 @@ class Answerer:
     ) -> Answer:
         # Every extractive fallback keeps the question's concepts: they keep unrelated studies out.
         if self.llm is None:
-            return self._extractive(
+            return await self._extractive(
                 evidence, WARN_LLM_UNAVAILABLE, question=question, choice=True, concepts=concepts
             )
         insufficient = find_insufficient_option(options) if allow_insufficient else None
@@ -723,7 +732,9 @@ class Answerer:
             )
         except LLMError as exc:
             warning = f"{WARN_LLM_UNAVAILABLE} ({type(exc).__name__})"
-            return self._extractive(evidence, warning, question=question, choice=True, concepts=concepts)
+            return await self._extractive(
+                evidence, warning, question=question, choice=True, concepts=concepts
+            )
         letter = result.value.answer_choice
         reasoning, order, removed = verify_citations(
             strip_reasoning(result.value.step_by_step_thinking), evidence.citations

@@ -392,8 +392,11 @@ class Asker:
                 extra = [
                     d for d in user_evidence(req.documents, start_rank=len(docs) + 1) if d.pmid not in seen
                 ]
-                docs.extend(extra)
-                if docs:
+                # Only the first max_documents documents are answered from: the caller's documents past them
+                # would be segmented and encoded (up to the 256 KiB body: seconds of CPU) for nothing.
+                extra = extra[: max(0, req.max_documents - len(docs))]
+                if extra:
+                    docs.extend(extra)
                     context = await pipeline.passages_for(question, docs, warnings)
             if len(docs) > req.max_documents:
                 docs = docs[: req.max_documents]

@@ -19,6 +19,7 @@ sys.path.insert(0, str(BENCH))
 import _common  # noqa: E402
 import soak  # noqa: E402
 import throughput  # noqa: E402
+import worst_case  # noqa: E402
 
 
 @pytest.mark.parametrize("p", [0, 5, 50, 90, 95, 99, 100])
@@ -169,3 +170,60 @@ def test_soak_failure_reason(status: int, body: object, reason: str | None) -> N
     content = json.dumps(body) if not isinstance(body, str) else body
     r = httpx.Response(status, content=content.encode(), headers={"content-type": "application/json"})
     assert soak.failure_reason(r) == reason
+
+
+def test_worst_case_inputs_are_valid_requests_at_the_limits() -> None:
+    from app.frontends import MODEL_ID, ChatRequest, chat_question
+    from app.schemas import MAX_QUESTION_CHARS, AskRequest
+    from app.settings import ApiSettings
+
+    todo = worst_case.cases(list(worst_case.SHAPES), list(worst_case.ROUTES), MAX_QUESTION_CHARS)
+    assert {c.route for c in todo} == set(worst_case.ROUTES)
+    assert len({c.question for c in todo}) > len(worst_case.SHAPES)  # a new text per route: no cache hits
+    limit = ApiSettings().max_body_bytes
+    for case in todo:
+        if case.shape != "baseline narrative":
+            assert len(case.question) == MAX_QUESTION_CHARS, case.shape
+        body = worst_case.request_for(case)["json"]
+        assert len(json.dumps(body).encode()) <= limit, case.label  # the gate would answer 413
+        if case.route.startswith("chat"):
+            chat = ChatRequest.model_validate(body)
+            assert chat.model == MODEL_ID
+            AskRequest(question=chat_question(chat.messages))
+        elif case.route == "mcp ask":
+            AskRequest(**body["params"]["arguments"])
+        else:
+            AskRequest.model_validate(body)  # raises on anything the API would answer 422
+    assert max(len(c.sources) for c in todo) == 8  # the most sources a request may name
+    assert max(len(c.documents) for c in todo) == 200  # the most documents
+    assert {c.route for c in todo if c.sources or c.documents} == {"ask"}  # /ask/stream: PubMed only
+
+
+def test_worst_case_result_misses_exactly_the_targets_it_exceeds() -> None:
+    case = worst_case.Case("digits", "ask", "1")
+
+    def result(cpu: float, rss: float, lag: float, status: int = 200) -> worst_case.Result:
+        return worst_case.Result(case, status, "extractive", cpu, rss, lag, 0.1)
+
+    assert result(1.0, 50.0, 100.0).misses() == []  # the targets are inclusive
+    assert result(1.01, 50.0, 100.0).misses() == ["CPU"]
+    assert result(0.1, 50.1, 100.5).misses() == ["RSS", "lag"]
+    assert result(0.1, 1.0, 1.0, status=500).misses() == ["500"]
+    row = dict(zip(worst_case.HEADER, result(1.234, 5.0, 12.0).row(), strict=True))
+    assert row["CPU s"] == "1.23" and row["target"] == "CPU"
+
+
+@pytest.mark.parametrize(
+    ("route", "status", "text", "outcome"),
+    [
+        ("ask", 200, '{"mode": "out_of_scope"}', "out_of_scope"),
+        ("ask/stream", 200, "event: stage\ndata: {}\n\nevent: done\ndata: {}\n\n", "stream: done"),
+        ("chat (stream)", 200, "data: {}\n\ndata: [DONE]\n\n", "chat stream: done"),
+        ("search", 200, '{"evidence": [{}, {}]}', "2 docs"),
+        ("mcp ask", 200, '{"result": {"structuredContent": {"mode": "extractive"}}}', "mcp: extractive"),
+        ("mcp ask", 200, '{"result": {"isError": true}}', "mcp: error"),
+        ("ask", 422, '{"error": "invalid request"}', "invalid request"),
+    ],
+)
+def test_worst_case_outcome(route: str, status: int, text: str, outcome: str) -> None:
+    assert worst_case.outcome_of(route, status, text) == outcome

@@ -8,6 +8,7 @@ the deterministic plan entirely. ``Understanding.path`` says which one produced 
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import logging
 import time
@@ -126,39 +127,13 @@ class QueryUnderstander:
 
     async def understand(self, question: str) -> Understanding:
         today = self.today()
-        found = scrub(question)
-        qhash = hash_text(question)
-        fallback = self.rewriter.rewrite(question, today=today)
-        language = detect_language(found.text)
-        if not language.english and language.confidence < 0.7:
-            # Keyboard mashing reads as some language at low confidence: gibberish, whatever the detector
-            # says.
-            scope = assess_scope(
-                found.text, fallback, self.rewriter.is_known_word, None, self.rewriter.is_technical_word
-            )
-            if scope.reason == "gibberish":
-                language = DetectedLanguage("en", language.confidence)
-        if not language.english:
-            LANGUAGES.labels(language.code).inc()
-            if self.llm is None:
-                # The deterministic rewriter reads English only: say so, in the patient's language.
-                scope = Scope(False, "language", language.code)
-                return self._deterministic(fallback, qhash, found, "out of scope: language", scope=scope)
-            # The LLM rewriter writes English queries from any language; the English-only scope check
-            # would call a Spanish question gibberish, so the evidence gate alone judges it.
-            scope = Scope(True, None, language.code)
-        else:
-            LANGUAGES.labels("en").inc()
-            scope = assess_scope(
-                found.text,
-                fallback,
-                self.rewriter.is_known_word,
-                lambda text: self.rewriter.rewrite(text, today=today),
-                self.rewriter.is_technical_word,
-                self.rewriter.is_everyday_word,
-            )
-        if not scope.in_scope:
-            return self._deterministic(fallback, qhash, found, f"out of scope: {scope.reason}", scope=scope)
+        # Scrubbing, spelling, the rewrite, language and scope are pure CPU over up to 4,000 characters
+        # (a long question costs tens to hundreds of ms): off the event loop, so that one question never
+        # stalls every other request this process serves.
+        read = await asyncio.to_thread(self._read, question, today)
+        if isinstance(read, Understanding):
+            return read
+        found, qhash, fallback, scope = read
         if self.llm is None:
             return self._deterministic(fallback, qhash, found, "no LLM configured", scope=scope)
         text = found.text if self.scrub_for_llm else question
@@ -227,6 +202,46 @@ class QueryUnderstander:
             phi=found,
             **info,  # type: ignore[arg-type]
         )
+
+    def _read(
+        self, question: str, today: datetime.date
+    ) -> Understanding | tuple[ScrubResult, str, QueryPlan, Scope]:
+        """The question read without the LLM: its final :class:`Understanding` when out of scope, else what
+        the rewrite needs (the scrub result, the question's hash, the deterministic plan, the scope)."""
+        found = scrub(question)
+        qhash = hash_text(question)
+        fallback = self.rewriter.rewrite(question, today=today)
+        language = detect_language(found.text)
+        if not language.english and language.confidence < 0.7:
+            # Keyboard mashing reads as some language at low confidence: gibberish, whatever the detector
+            # says.
+            scope = assess_scope(
+                found.text, fallback, self.rewriter.is_known_word, None, self.rewriter.is_technical_word
+            )
+            if scope.reason == "gibberish":
+                language = DetectedLanguage("en", language.confidence)
+        if not language.english:
+            LANGUAGES.labels(language.code).inc()
+            if self.llm is None:
+                # The deterministic rewriter reads English only: say so, in the patient's language.
+                scope = Scope(False, "language", language.code)
+                return self._deterministic(fallback, qhash, found, "out of scope: language", scope=scope)
+            # The LLM rewriter writes English queries from any language; the English-only scope check
+            # would call a Spanish question gibberish, so the evidence gate alone judges it.
+            scope = Scope(True, None, language.code)
+        else:
+            LANGUAGES.labels("en").inc()
+            scope = assess_scope(
+                found.text,
+                fallback,
+                self.rewriter.is_known_word,
+                lambda text: self.rewriter.rewrite(text, today=today),
+                self.rewriter.is_technical_word,
+                self.rewriter.is_everyday_word,
+            )
+        if not scope.in_scope:
+            return self._deterministic(fallback, qhash, found, f"out of scope: {scope.reason}", scope=scope)
+        return found, qhash, fallback, scope
 
     def _deterministic(
         self,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from typing import Any, TypeVar
 
 import pytest
@@ -73,6 +75,32 @@ async def test_llm_error_falls_back_to_extractive_with_citations() -> None:
     assert any("unavailable" in w for w in ans.warnings)
     none_llm = await answerer(None).answer("Does exercise help?", DOCS)
     assert none_llm.mode == "extractive" and none_llm.citations
+
+
+async def test_the_extractive_answer_is_written_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Attacker: ten long studies make sentence splitting and scoring cost real CPU; written on the event loop,
+    # that stalls every other request. Here the selection waits until the loop has served another task: it
+    # can only when the answer is written off the loop.
+    import app.answer as answer_module
+
+    served = threading.Event()
+    loop_served: list[bool] = []
+    select = answer_module.extractive_answer
+
+    def watching(*args: Any, **kwargs: Any) -> tuple[str, tuple[str, ...]]:
+        loop_served.append(served.wait(timeout=10))
+        return select(*args, **kwargs)
+
+    monkeypatch.setattr(answer_module, "extractive_answer", watching)
+
+    async def another_request() -> None:
+        served.set()
+
+    other = asyncio.create_task(another_request())
+    ans = await answerer(None).answer("Does exercise help?", DOCS)
+    await other
+    assert loop_served and all(loop_served)
+    assert ans.mode == "extractive" and ans.citations  # and the answer was still written
 
 
 async def test_garbage_output_falls_back_to_extractive() -> None:

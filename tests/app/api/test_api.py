@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
@@ -25,6 +25,7 @@ from app.settings import Settings
 from retrieval import EutilsSettings
 from retrieval.embed import DenseRetriever
 from retrieval.eutils import LOCAL_BASE_URL, EutilsClient
+from retrieval.evidence import EvidenceDoc
 from retrieval.localncbi import LocalServerSettings, create_eutils_app, eutils_transport
 from tests._fakes import Reply, ScriptedLLM
 
@@ -496,3 +497,30 @@ async def test_ask_with_documents_and_a_failing_passage_encoder_is_a_warning_not
     assert sum("passage retrieval unavailable" in w for w in body["warnings"]) == 1, body["warnings"]
     if mode == "replace":
         assert [d["pmid"] for d in body["evidence"]] == ["123"]
+
+
+async def test_augmenting_documents_past_max_documents_are_never_encoded(
+    client: httpx.AsyncClient, pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Attacker: 200 documents beside retrieval (the body limit allows ~240,000 characters of them) while only
+    # max_documents are answered from; passages for the rest were segmented and encoded, then thrown away
+    # (worst_case bench: 24 s CPU, 320 MB for one request).
+    encoded: list[str] = []
+    passages_for = pipeline.passages_for
+
+    async def recording(question: str, docs: Sequence[EvidenceDoc], warnings: list[str]) -> Any:
+        encoded.extend(d.pmid for d in docs)
+        return await passages_for(question, docs, warnings)
+
+    monkeypatch.setattr(pipeline, "passages_for", recording)
+    mine = [
+        {"pmid": str(9_000_000 + i), "title": f"Study {i}", "text": "Chemotherapy helped."}
+        for i in range(200)
+    ]
+    question = "my dad has lung cancer, will chemotherapy help him live longer?"
+    payload = {"question": question, "documents": mine, "documents_mode": "augment", "max_documents": 10}
+    r = await client.post("/ask", json=payload)
+    assert r.status_code == 200, r.text
+    answered = {d["pmid"] for d in r.json()["evidence"]}
+    assert len(answered) <= 10
+    assert set(encoded) & {d["pmid"] for d in mine} <= answered  # only documents answered from were encoded

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
+import threading
 from typing import Any, TypeVar
 from urllib.parse import parse_qs
 
@@ -25,7 +27,7 @@ from retrieval import (
 )
 from retrieval.eutils import LOCAL_BASE_URL, EutilsClient
 from retrieval.localncbi import create_eutils_app, eutils_transport
-from retrieval.understand import QueryUnderstander, check_ladder_query
+from retrieval.understand import DeterministicRewriter, QueryUnderstander, check_ladder_query
 from tests._fakes import ScriptedLLM, sequenced
 
 M = TypeVar("M", bound=BaseModel)
@@ -342,3 +344,34 @@ def test_relaxed_or_sends_no_raw_question_word_without_a_concept() -> None:
     p = QueryPlan(corrected_question="zofia wisniewska here, [NAME] asks about zelvoraprine", ladder=["x"])
     assert relaxed_or(p) is None
     assert relaxed_or(plan(["x"], [Concept(text="angina")])) == '"angina"[tiab]'
+
+
+class _LoopWatchingRewriter(DeterministicRewriter):
+    """Rewrites only once the event loop has served another task meanwhile (or gives up after 10 s)."""
+
+    def __init__(self, served: threading.Event) -> None:
+        super().__init__()
+        self.served = served
+        self.loop_served: list[bool] = []
+
+    def rewrite(self, question: str, *, today: datetime.date | None = None) -> QueryPlan:
+        self.loop_served.append(self.served.wait(timeout=10))
+        return super().rewrite(question, today=today)
+
+
+async def test_a_long_question_is_read_off_the_event_loop() -> None:
+    # Attacker: 4,000 characters of valid words cost scrub, spelling, rewrite and scope checks real CPU; run
+    # on the event loop, they stall every other request the process serves. Here the rewriter waits until
+    # the loop has served another task: it can only when the question is read off the loop.
+    served = threading.Event()
+    rewriter = _LoopWatchingRewriter(served)
+    question = ("my mother has lung cancer, will chemotherapy and radiation help her survival? " * 60)[:4000]
+
+    async def another_request() -> None:
+        served.set()
+
+    other = asyncio.create_task(another_request())
+    understanding = await understander(None, rewriter=rewriter).understand(question)
+    await other
+    assert rewriter.loop_served and all(rewriter.loop_served)
+    assert understanding.scope.in_scope and understanding.plan.ladder  # and the question was still read
