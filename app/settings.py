@@ -128,6 +128,13 @@ class ApiSettings(BaseModel):
         default="allow", description="Redis down: admit (warn + count) or answer 503."
     )
     max_body_bytes: int = Field(default=256 * 1024, ge=1024, description="Larger request bodies get 413.")
+    max_document_chars: int = Field(
+        default=20_000,
+        ge=0,
+        description="Characters of caller-supplied documents (/ask 'documents', all together) one request may "
+        "have encoded; more get 422. About 1 s of CPU on 2 cores with the offline encoder (bench/worst_case.py); "
+        "0 = no bound.",
+    )
     body_timeout_s: float = Field(
         default=10.0,
         gt=0,

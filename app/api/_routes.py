@@ -58,6 +58,18 @@ def log_question(settings: Settings, route: str, request_id: str, question: str)
     log.info(json.dumps({"event": route, "request_id": request_id, **_question_log(settings, question)}))
 
 
+def _bounded_documents(req: AskRequest, settings: Settings) -> None:
+    """Every document a caller sends is segmented and encoded: their total length bounds one request's CPU."""
+    limit = settings.api.max_document_chars
+    total = sum(len(d.text) + len(d.title or "") for d in req.documents or ())
+    if limit and total > limit:
+        raise ApiError(
+            422,
+            "invalid request",
+            f"documents: {total} characters in all, more than this service encodes for one request ({limit})",
+        )
+
+
 ask_router = APIRouter(tags=["answer"])
 search_router = APIRouter(tags=["evidence"])
 judge_router = APIRouter(tags=["judge"])
@@ -70,6 +82,7 @@ async def ask(
     """Answer a patient question with citations from PubMed (or from the supplied documents)."""
     request_id = _request_id(request)
     log_question(settings, "ask", request_id, req.question)
+    _bounded_documents(req, settings)
     # Collections and remote nodes beside PubMed: this node's sources service answers each.
     sources = service_of(request) if req.across_sources else None
     authorization = request.headers.get("authorization")
@@ -98,6 +111,7 @@ async def ask_stream(
     the ``answer`` event is authoritative (invalid citations removed, fallbacks applied)."""
     request_id = _request_id(request)
     log_question(settings, "ask_stream", request_id, req.question)
+    _bounded_documents(req, settings)
     if req.across_sources:  # several sources are answered by POST /ask, not streamed
         raise ApiError(422, "invalid request", "sources beyond pubmed: use POST /ask (not streamed)")
 
@@ -147,7 +161,7 @@ async def search(
     nothing is searched."""
     request_id = _request_id(request)
     log_question(settings, "search", request_id, req.question)
-    decision = asker.safety_check(req.question, request_id)
+    decision = await asker.safety_check(req.question, request_id)
     if decision.urgent:
         return UrgentResponse(
             request_id=request_id, answer=decision.message or "", safety=safety_out(decision)

@@ -159,7 +159,7 @@ def build_mcp_server(container_of: Callable[[], Container]) -> MCPServer:
             raise _invalid(exc) from exc
         log.info(json.dumps({"event": "mcp_search", "question_hash": hash_text(question)}))
         container = container_of()
-        decision = container.asker.safety_check(question, "mcp-search")
+        decision = await container.asker.safety_check(question, "mcp-search")
         if decision.urgent:  # the guidance, and no search: a request for means gets no literature either
             return _result(
                 LiteratureOut(documents=[], passages=[], queries=[], warnings=[], safety=safety_out(decision))

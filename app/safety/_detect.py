@@ -12,6 +12,8 @@ treatment still counts.
 
 from __future__ import annotations
 
+import bisect
+import functools
 import re
 from dataclasses import dataclass
 from typing import Final
@@ -157,14 +159,31 @@ def normalise(text: str) -> str:
     return re.sub(r"\s+", " ", text)
 
 
+@functools.lru_cache(maxsize=64)
+def _bounds(text: str) -> tuple[list[int], list[int]]:
+    """Where the clauses of ``text`` start and end (one pass per text, shared by every cue in it)."""
+    starts, ends = [0], []
+    for m in _CLAUSE.finditer(text):
+        ends.append(m.start())
+        starts.append(m.end())
+    ends.append(len(text))
+    return starts, ends
+
+
 def _clause(text: str, start: int, end: int) -> tuple[str, int]:
     """The clause holding ``text[start:end]`` and the clause's start offset."""
-    left = 0
-    for m in _CLAUSE.finditer(text, 0, start):
-        left = m.end()
-    right_match = _CLAUSE.search(text, end)
-    right = right_match.start() if right_match else len(text)
+    starts, ends = _bounds(text)
+    i = bisect.bisect_right(starts, start) - 1
+    j = bisect.bisect_left(ends, end)
+    left, right = starts[i], ends[min(max(j, i), len(ends) - 1)]
     return text[left:right], left
+
+
+@functools.lru_cache(maxsize=4096)
+def _told_otherwise(clause: str) -> tuple[bool, bool]:
+    """Whether ``clause`` tells of the past, and whether it asks a research or general question (not now)."""
+    research = _NOW.search(clause) is None and _RESEARCH.search(clause) is not None
+    return _HISTORY.search(clause) is not None, research
 
 
 def _excused(kind: Kind, text: str, start: int, end: int) -> bool:
@@ -174,12 +193,13 @@ def _excused(kind: Kind, text: str, start: int, end: int) -> bool:
         return True
     if kind == "lethal_means":
         return False  # however it is phrased, a request for means gets the guidance
-    if _HISTORY.search(clause):
+    history, research = _told_otherwise(clause)
+    if history:
         return True
     # "If I wasn't here" is how thoughts of suicide are often put: no hypothetical excuses self-harm.
     if kind != "self_harm" and _HYPOTHETICAL.search(clause[: start - left]):
         return True
-    return _NOW.search(clause) is None and _RESEARCH.search(clause) is not None
+    return research
 
 
 def _counts(

@@ -524,3 +524,32 @@ async def test_augmenting_documents_past_max_documents_are_never_encoded(
     answered = {d["pmid"] for d in r.json()["evidence"]}
     assert len(answered) <= 10
     assert set(encoded) & {d["pmid"] for d in mine} <= answered  # only documents answered from were encoded
+
+
+async def test_documents_past_the_encoding_bound_are_refused_before_any_work(
+    client: httpx.AsyncClient, pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Attacker: documents to replace retrieval, 245,000 characters within the body limit: every one is
+    # segmented and encoded (worst_case bench: 5.9 s CPU, 242 MB for one request). The bound is 20,000.
+    encoded: list[str] = []
+    passages_for = pipeline.passages_for
+
+    async def recording(question: str, docs: Sequence[EvidenceDoc], warnings: list[str]) -> Any:
+        encoded.extend(d.pmid for d in docs)
+        return await passages_for(question, docs, warnings)
+
+    monkeypatch.setattr(pipeline, "passages_for", recording)
+    text = "Chemotherapy helped some patients live longer in this trial. " * 80  # 4,960 characters
+    mine = [{"title": f"Study {i}", "text": text} for i in range(50)]
+    question = "will chemotherapy help my dad live longer?"
+    for route in ("/ask", "/ask/stream"):
+        r = await client.post(
+            route, json={"question": question, "documents": mine, "documents_mode": "replace"}
+        )
+        assert r.status_code == 422, r.text
+        assert "20000" in r.json()["reason"]
+    assert encoded == []
+    r = await client.post(
+        "/ask", json={"question": question, "documents": mine[:4], "documents_mode": "replace"}
+    )
+    assert r.status_code == 200 and len(r.json()["evidence"]) == 4
