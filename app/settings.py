@@ -131,9 +131,9 @@ class ApiSettings(BaseModel):
     max_document_chars: int = Field(
         default=20_000,
         ge=0,
-        description="Characters of caller-supplied documents (/ask 'documents', all together) one request may "
-        "have encoded; more get 422. About 1 s of CPU on 2 cores with the offline encoder (bench/worst_case.py); "
-        "0 = no bound.",
+        description="Characters of caller-supplied documents (/ask 'documents', all together) one request "
+        "may have encoded; more get 422. About 1 s of CPU on 2 cores with the offline encoder "
+        "(bench/worst_case.py); 0 = no bound.",
     )
     body_timeout_s: float = Field(
         default=10.0,
