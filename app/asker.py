@@ -46,7 +46,7 @@ from .answer import Answer, Answerer, AnswerMode
 from .judge import CrossSourceJudge, JudgeReport, SourceAnswer
 from .pipeline import Pipeline, SearchOutcome
 from .privacy import PhiPolicy
-from .safety import NOT_URGENT, SafetyDecision, SafetySettings, assess_safety
+from .safety import NOT_URGENT, SafetyDecision, SafetySettings, SafetyTriage, assess_safety, urgent_decision
 from .trust import EvidenceVerdict, assess_evidence
 
 __all__ = [
@@ -246,6 +246,7 @@ class Asker:
         *,
         phi: PhiPolicy,
         safety: SafetySettings | None = None,
+        triage: SafetyTriage | None = None,
     ) -> None:
         if pipeline.understander.scrub_for_llm != phi.scrub_for_llm:
             raise ValueError("the rewriter and the answer must follow one PHI decision (scrub_phi_for_llm)")
@@ -254,6 +255,7 @@ class Asker:
         self.judge = judge
         self.phi = phi
         self.safety = safety or SafetySettings()
+        self.triage = triage  # the LLM's second opinion on questions the red flags pass (llm_check)
 
     async def ask(
         self,
@@ -504,6 +506,10 @@ class Asker:
         and red-flag names, never the question's words."""
         # Off the event loop: about 80 ms of pattern matching for a 4,000-character question.
         decision = await asyncio.to_thread(self._assess, question)
+        if not decision.urgent and self.triage is not None:
+            kind = await self.triage.kind(self.phi.for_llm(question))
+            if kind is not None:
+                decision = urgent_decision(kind, ("llm_triage",), decision.language, self.safety)
         if decision.urgent:
             URGENT.labels(decision.kind or "emergency").inc()
             log.info(

@@ -47,6 +47,7 @@ from .factories import Models, build_eutils_client, build_eutils_transport, buil
 from .judge import CrossSourceJudge
 from .pipeline import Pipeline
 from .privacy import PhiPolicy, install_log_hygiene
+from .safety import SafetyTriage
 from .settings import ApiSettings, Settings
 
 __all__ = ["Container", "build_judge", "build_pipeline"]
@@ -161,7 +162,14 @@ class Container:
         self.models = pipeline.models
         self.answerer = answerer or Answerer(self.llm, settings.answer)
         self.judge = judge if judge is not None else build_judge(self.llm, self.api)
-        self.asker = Asker(pipeline, self.answerer, self.judge, phi=self.phi, safety=settings.safety)
+        triage = (
+            SafetyTriage(self.llm, timeout_s=settings.safety.llm_timeout_s)
+            if settings.safety.llm_check and self.llm is not None
+            else None
+        )
+        self.asker = Asker(
+            pipeline, self.answerer, self.judge, phi=self.phi, safety=settings.safety, triage=triage
+        )
         # The API's per-key rate limit (in memory, or shared through Redis: connects on first use).
         self.request_limiter: RequestLimiter = build_request_limiter(
             self.api, default_url=self.settings.eutils.redis_limiter_url()

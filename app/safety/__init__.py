@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ._detect import Finding, detect, normalise
 from ._guidance import GUIDANCE_LANGUAGES, SafetySettings, guidance
 from ._patterns import RED_FLAGS, Kind, RedFlag
+from ._triage import SafetyTriage, TriageOutput
 
 __all__ = [
     "GUIDANCE_LANGUAGES",
@@ -24,10 +25,13 @@ __all__ = [
     "RedFlag",
     "SafetyDecision",
     "SafetySettings",
+    "SafetyTriage",
+    "TriageOutput",
     "assess_safety",
     "detect",
     "guidance",
     "normalise",
+    "urgent_decision",
 ]
 
 
@@ -45,6 +49,13 @@ class SafetyDecision:
 NOT_URGENT = SafetyDecision(False)
 
 
+def urgent_decision(
+    kind: Kind, conditions: tuple[str, ...], language: str, settings: SafetySettings
+) -> SafetyDecision:
+    """An urgent decision with its guidance (the red flags', or the LLM triage's: ``("llm_triage",)``)."""
+    return SafetyDecision(True, kind, conditions, guidance(kind, language, settings), language)
+
+
 def assess_safety(question: str, language: str, settings: SafetySettings) -> SafetyDecision:
     """The offline decision on ``question``; ``language`` (ISO 639-1) picks the guidance's language."""
     found = detect(question)
@@ -52,4 +63,4 @@ def assess_safety(question: str, language: str, settings: SafetySettings) -> Saf
         return SafetyDecision(False, language=language)
     kind = found[0].kind  # detect() puts the most pressing kind first
     conditions = tuple(dict.fromkeys(f.condition for f in found))
-    return SafetyDecision(True, kind, conditions, guidance(kind, language, settings), language)
+    return urgent_decision(kind, conditions, language, settings)

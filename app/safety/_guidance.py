@@ -32,6 +32,18 @@ class SafetySettings(BaseModel):
         max_length=300,
         description="A suicide and crisis line here, e.g. '988 (call or text)'; empty: a per-language default.",
     )
+    llm_check: bool = Field(
+        default=False,
+        description="With an LLM configured, also ask it (prompts/safety_triage) whether a question the offline "
+        "red flags did not find urgent is: it may add an urgent decision, never remove one (one more LLM call "
+        "per question).",
+    )
+    llm_timeout_s: float = Field(
+        default=5.0,
+        gt=0,
+        le=60,
+        description="The triage call's deadline; past it the offline decision stands.",
+    )
 
 
 # Per language: the default emergency number, the default crisis line, and the three messages.

@@ -18,9 +18,11 @@ import pytest_asyncio
 
 from app.answer import Answerer
 from app.api import create_app
+from app.asker import Asker
 from app.container import build_pipeline
 from app.pipeline import Pipeline
-from app.safety import RED_FLAGS, SafetySettings, assess_safety, detect
+from app.privacy import PhiPolicy
+from app.safety import RED_FLAGS, SafetySettings, SafetyTriage, assess_safety, detect
 from app.settings import ApiSettings, Settings
 from retrieval.eutils import LOCAL_BASE_URL, EutilsClient
 from retrieval.localncbi import LocalServerSettings, create_eutils_app, eutils_transport
@@ -221,3 +223,48 @@ async def test_search_gives_the_guidance_and_searches_nothing(service: Service) 
     assert body["mode"] == "urgent" and body["safety"]["kind"] == "lethal_means"
     assert body["answer"] == body["safety"]["message"] and "pmids" not in body
     _untouched(service, before)
+
+
+# --- the LLM's second opinion (COMETA_SAFETY__LLM_CHECK): it may add an urgent decision, never remove one --
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def quiet_pipeline() -> AsyncIterator[Pipeline]:
+    async with build_pipeline(boolean_only_settings(), use_llm=False, use_passages=False) as pipeline:
+        yield pipeline
+
+
+def _asker(pipeline: Pipeline, llm: ScriptedLLM) -> Asker:
+    phi = PhiPolicy(scrub_for_llm=pipeline.understander.scrub_for_llm)
+    triage = SafetyTriage(llm, timeout_s=5.0)
+    return Asker(
+        pipeline, Answerer(None), None, phi=phi, safety=SafetySettings(llm_check=True), triage=triage
+    )
+
+
+# Urgent to a triage nurse, and (by construction of this test) in words no red flag of the table names.
+UNNAMED = "my grandad keeps saying the room is spinning and he can't stand up, is that vertigo?"
+
+
+@ASYNC
+async def test_the_llm_triage_may_add_an_urgent_decision(quiet_pipeline: Pipeline) -> None:
+    assert detect(UNNAMED) == []  # the premise: offline, not urgent
+    llm = ScriptedLLM(lambda _prompt: {"urgent": True, "kind": "emergency"})
+    decision = await _asker(quiet_pipeline, llm).safety_check(UNNAMED, "t1")
+    assert decision.urgent and decision.kind == "emergency" and decision.conditions == ("llm_triage",)
+    assert decision.message and "emergency" in decision.message
+    assert len(llm.seen) == 1 and UNNAMED in llm.seen[0][-1]["content"]
+
+
+@ASYNC
+async def test_the_llm_triage_never_removes_an_urgent_decision_nor_fails_the_question(
+    quiet_pipeline: Pipeline,
+) -> None:
+    says_no = ScriptedLLM(lambda _prompt: {"urgent": False, "kind": None})
+    decision = await _asker(quiet_pipeline, says_no).safety_check(CHEST, "t2")
+    assert decision.urgent and decision.kind == "emergency" and says_no.seen == []  # not even asked
+    broken = ScriptedLLM(lambda _prompt: RuntimeError("server down"))
+    decision = await _asker(quiet_pipeline, broken).safety_check(UNNAMED, "t3")
+    assert decision.urgent is False and len(broken.seen) == 1  # the offline decision stands
+    calm = ScriptedLLM(lambda _prompt: {"urgent": False})
+    assert (await _asker(quiet_pipeline, calm).safety_check(UNNAMED, "t4")).urgent is False
