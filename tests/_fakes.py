@@ -9,6 +9,7 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import httpx
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ValidationError
@@ -17,7 +18,16 @@ from app.settings import Settings
 from core import OnProgress
 from llm import LLMOutputInvalid, LLMResult, Message, TextStream
 
-__all__ = ["BrokenStream", "Reply", "ScriptedLLM", "VectorEncoder", "completion_body", "pieces", "sequenced"]
+__all__ = [
+    "BrokenStream",
+    "Counting",
+    "Reply",
+    "ScriptedLLM",
+    "VectorEncoder",
+    "completion_body",
+    "pieces",
+    "sequenced",
+]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -212,3 +222,15 @@ def boolean_only_settings(*, gate: bool = True) -> Settings:
     if not gate:
         update["gate"] = settings.gate.model_copy(update={"enabled": False})
     return settings.model_copy(update=update)
+
+
+class Counting(httpx.AsyncBaseTransport):
+    """A transport that counts what passes through it to ``inner`` (E-utilities, another node)."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self.inner = inner
+        self.requests = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.requests += 1
+        return await self.inner.handle_async_request(request)

@@ -23,6 +23,7 @@ from app.container import build_pipeline
 from app.pipeline import Pipeline
 from app.settings import AccessSettings, ApiSettings, NodeSettings
 from app.sources import FederationClient, SourcesService
+from tests._fakes import Counting
 from tests._handbooks import INSTITUTIONS, BowEncoder, build_store, federation, node_settings
 
 ASYNC = pytest.mark.asyncio(loop_scope="module")
@@ -38,18 +39,6 @@ REFUSED = {
     "non-english": ("¿Cuándo puedo viajar al extranjero después de mi trasplante de riñón?", "language"),
 }
 ANSWERABLE = "When can I travel abroad after my transplant?"
-
-
-class Counting(httpx.AsyncBaseTransport):
-    """Node B mounted in-process; counts what node A sends it."""
-
-    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
-        self.inner = inner
-        self.requests = 0
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self.requests += 1
-        return await self.inner.handle_async_request(request)
 
 
 class Node:

@@ -26,7 +26,7 @@ from app.safety import RED_FLAGS, SafetySettings, SafetyTriage, assess_safety, d
 from app.settings import ApiSettings, Settings
 from retrieval.eutils import LOCAL_BASE_URL, EutilsClient
 from retrieval.localncbi import LocalServerSettings, create_eutils_app, eutils_transport
-from tests._fakes import ScriptedLLM, boolean_only_settings
+from tests._fakes import Counting, ScriptedLLM, boolean_only_settings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -112,20 +112,8 @@ def test_the_dev_split_meets_the_targets() -> None:
 # --- every route: the guidance first, nothing searched, no model called -----------------------------------
 
 
-class Spy(httpx.AsyncBaseTransport):
-    """The local E-utilities server, counting every request that reaches it."""
-
-    def __init__(self) -> None:
-        self.inner = eutils_transport(create_eutils_app(LocalServerSettings()))
-        self.requests = 0
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self.requests += 1
-        return await self.inner.handle_async_request(request)
-
-
 class Service:
-    def __init__(self, client: httpx.AsyncClient, spy: Spy, llm: ScriptedLLM) -> None:
+    def __init__(self, client: httpx.AsyncClient, spy: Counting, llm: ScriptedLLM) -> None:
         self.client, self.spy, self.llm = client, spy, llm
 
 
@@ -133,7 +121,7 @@ class Service:
 async def service() -> AsyncIterator[Service]:
     settings: Settings = boolean_only_settings()
     settings = settings.model_copy(update={"safety": SafetySettings(emergency_number="999")})
-    spy = Spy()
+    spy = Counting(eutils_transport(create_eutils_app(LocalServerSettings())))  # what reaches E-utilities
     llm = ScriptedLLM(lambda _prompt: "Exercise helps [PMID:19459018].")
     eutils = settings.eutils.model_copy(update={"base_url": LOCAL_BASE_URL})
     client = EutilsClient(eutils, transport=spy)

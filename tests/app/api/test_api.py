@@ -499,12 +499,8 @@ async def test_ask_with_documents_and_a_failing_passage_encoder_is_a_warning_not
         assert [d["pmid"] for d in body["evidence"]] == ["123"]
 
 
-async def test_augmenting_documents_past_max_documents_are_never_encoded(
-    client: httpx.AsyncClient, pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Attacker: 200 documents beside retrieval (the body limit allows ~240,000 characters of them) while only
-    # max_documents are answered from; passages for the rest were segmented and encoded, then thrown away
-    # (worst_case bench: 24 s CPU, 320 MB for one request).
+def record_encoded(pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids of every document the passage stage is asked to segment and encode, in order."""
     encoded: list[str] = []
     passages_for = pipeline.passages_for
 
@@ -513,6 +509,16 @@ async def test_augmenting_documents_past_max_documents_are_never_encoded(
         return await passages_for(question, docs, warnings)
 
     monkeypatch.setattr(pipeline, "passages_for", recording)
+    return encoded
+
+
+async def test_augmenting_documents_past_max_documents_are_never_encoded(
+    client: httpx.AsyncClient, pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Attacker: 200 documents beside retrieval (the body limit allows ~240,000 characters of them) while only
+    # max_documents are answered from; passages for the rest were segmented and encoded, then thrown away
+    # (worst_case bench: 24 s CPU, 320 MB for one request).
+    encoded = record_encoded(pipeline, monkeypatch)
     mine = [
         {"pmid": str(9_000_000 + i), "title": f"Study {i}", "text": "Chemotherapy helped."}
         for i in range(200)
@@ -531,14 +537,7 @@ async def test_documents_past_the_encoding_bound_are_refused_before_any_work(
 ) -> None:
     # Attacker: documents to replace retrieval, 245,000 characters within the body limit: every one is
     # segmented and encoded (worst_case bench: 5.9 s CPU, 242 MB for one request). The bound is 20,000.
-    encoded: list[str] = []
-    passages_for = pipeline.passages_for
-
-    async def recording(question: str, docs: Sequence[EvidenceDoc], warnings: list[str]) -> Any:
-        encoded.extend(d.pmid for d in docs)
-        return await passages_for(question, docs, warnings)
-
-    monkeypatch.setattr(pipeline, "passages_for", recording)
+    encoded = record_encoded(pipeline, monkeypatch)
     text = "Chemotherapy helped some patients live longer in this trial. " * 80  # 4,960 characters
     mine = [{"title": f"Study {i}", "text": text} for i in range(50)]
     question = "will chemotherapy help my dad live longer?"
