@@ -633,6 +633,42 @@ def safety_command(
         _out.print(f"wrote {out}", markup=False)
 
 
+@eval_app.command("cited")
+def cited_command(
+    data: Annotated[
+        list[str],
+        typer.Option("--data", help="A JSON Lines file of items, or a built gold set (ei@dev); repeatable."),
+    ],
+    out: Annotated[Path, typer.Option("--out", help="Output file (JSON report).")] = Path(
+        "var/eval/cited.json"
+    ),
+    limit: LimitOpt = None,
+) -> None:
+    """What the patient reads is about the question (issue 29): gold study cited, another study cited
+    instead, near misses abstained, unanswerable handled; through the Asker as /ask answers offline. Run it
+    on the corpus the items were written for (the world: COMETA_LOCAL_SERVER__CORPUS_DIR)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+    from app import Settings, progress_bar
+
+    module = importlib.import_module("eval.answers")
+    try:
+        items = [item for spec in data for item in module.load_items(spec)[:limit]]
+        kinds = {module.item_kind(item) for item in items}
+    except EvalInputError as exc:
+        raise _exit(escape(str(exc)), 2) from exc
+    if not items:
+        raise _exit("no items", 2)
+    with progress_bar("questions") as on_progress:
+        report = asyncio.run(module.run_cited(Settings().offline(), items, on_item=on_progress))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    for key, m in report["summary"].items():
+        shown = {k: v for k, v in m.items() if k not in ("n", "modes")}
+        _out.print(f"{key}: n={m['n']} {shown} modes={m['modes']}", markup=False)
+    _out.print(f"wrote {out} ({len(items)} items; kinds: {', '.join(sorted(kinds))})", markup=False)
+
+
 @eval_app.command("answer-quality")
 def answer_quality_command(
     out: Annotated[Path, typer.Option("--out", help="Output file (JSON report).")] = Path(

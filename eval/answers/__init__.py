@@ -1,5 +1,6 @@
 """Answer trustworthiness on the world (issue 15): the evidence gate's calibration and abstention numbers."""
 
+from ._cited import item_kind, load_items, run_cited, summarise
 from ._gate import (
     GateRecord,
     abstain_by_batch,
@@ -20,8 +21,12 @@ __all__ = [
     "contains_in_study_line",
     "gate_report",
     "gold_first",
+    "item_kind",
     "kept_and_abstained",
     "label_left",
+    "load_items",
     "run_answer_quality",
     "run_calibrate_gate",
+    "run_cited",
+    "summarise",
 ]
