@@ -47,7 +47,7 @@ from .judge import CrossSourceJudge, JudgeReport, SourceAnswer
 from .pipeline import Pipeline, SearchOutcome
 from .privacy import PhiPolicy
 from .safety import NOT_URGENT, SafetyDecision, SafetySettings, SafetyTriage, assess_safety, urgent_decision
-from .trust import EvidenceVerdict, assess_evidence
+from .trust import EvidenceVerdict, StudyRelevance
 
 __all__ = [
     "ABSTENTIONS",
@@ -126,7 +126,9 @@ class Evidence:
     """What the answer will be written from (PubMed only; empty when out of scope)."""
 
     docs: tuple[EvidenceDoc, ...]
-    context: PassageContext | None
+    context: PassageContext | None  # the passages of the studies that address the question
+    # The relevance decision on each of docs (same order; empty when not judged: the caller's documents).
+    relevance: tuple[StudyRelevance, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +178,7 @@ class AskResult:
     across: AcrossOutcome | None = None
     excerpt_chars: int = 0  # the length of a collection document's excerpt on the wire (across sources)
     safety: SafetyDecision = NOT_URGENT  # the safety step's decision (urgent: mode "urgent")
+    relevance: tuple[StudyRelevance, ...] = ()  # the decision on each of docs (see Evidence)
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,6 +330,7 @@ class Asker:
         search: SearchOutcome | None = None
         context: PassageContext | None
         verdict: EvidenceVerdict | None = None  # caller-supplied evidence only is not gated
+        relevance: tuple[StudyRelevance, ...] = ()
         language = "en"
         searched: list[str] = []
         concepts: list[str] = []
@@ -337,6 +341,7 @@ class Asker:
             yield Stage("retrieve", "started")
             t0 = time.perf_counter()
             docs = user_evidence(req.documents)[: req.max_documents]
+            answer_docs = docs
             context = await pipeline.passages_for(question, docs, warnings)
             timings["passages"] = (time.perf_counter() - t0) * 1000
             warnings.append("retrieval skipped: answering from the documents supplied with the request")
@@ -403,8 +408,12 @@ class Asker:
             if len(docs) > req.max_documents:
                 docs = docs[: req.max_documents]
                 context = None if context is None else context.kept({d.pmid for d in docs})
-            gate = pipeline.settings.gate
-            verdict = assess_evidence(pipeline.gate_signals(outcome, docs, context), gate)
+            # Only what addresses the question may be cited or counted: the verdict is on those studies.
+            weighed = await pipeline.weigh(outcome, docs, context, question=self.phi.for_llm(question))
+            verdict, relevance = weighed.verdict, weighed.relevance
+            answer_docs = list(weighed.kept)
+            if context is not None:
+                context = context.kept({d.pmid for d in answer_docs})
             searched = list(understanding.plan.ladder)
             concepts = [
                 " ".join(filter(None, (c.text, c.mesh))) for c in understanding.plan.concepts if c.recognised
@@ -417,7 +426,7 @@ class Asker:
                 )
             yield Stage("retrieve", "finished")
 
-        yield Evidence(tuple(docs), context)
+        yield Evidence(tuple(docs), context, relevance)
         asked = self.phi.for_llm(question)  # what the answer and judge prompts may see
         yield Stage("answer", "started")
         t1 = time.perf_counter()
@@ -434,7 +443,8 @@ class Asker:
         answer: Answer | None = None
         if stream_tokens:
             # Deltas are provisional; the "answer" event below carries the checked text.
-            async with aclosing(self.answerer.answer_stream(asked, docs, context, **answer_args)) as parts:
+            stream = self.answerer.answer_stream(asked, answer_docs, context, **answer_args)
+            async with aclosing(stream) as parts:
                 index = 0
                 async for part in parts:
                     if isinstance(part, str):
@@ -445,7 +455,7 @@ class Asker:
             if answer is None:  # answer_stream always ends with its Answer; guard a broken contract loudly
                 raise RuntimeError("the answer stream ended without an answer")
         else:
-            answer = await self.answerer.answer(asked, docs, context, **answer_args)
+            answer = await self.answerer.answer(asked, answer_docs, context, **answer_args)
         timings["answer"] = (time.perf_counter() - t1) * 1000
         ANSWERS.labels(answer.mode).inc()
         CITATIONS_REMOVED.inc(answer.citations_removed)
@@ -478,7 +488,7 @@ class Asker:
             else:
                 yield Stage("judge", "started")
                 t2 = time.perf_counter()
-                report = await self.judge.run(asked, docs, context)
+                report = await self.judge.run(asked, answer_docs, context)
                 timings["judge"] = (time.perf_counter() - t2) * 1000
                 yield Stage("judge", "finished")
                 yield Judged(report)
@@ -497,6 +507,7 @@ class Asker:
                 warnings=tuple(dict.fromkeys(warnings)),
                 language=language,
                 retracted=tuple(retracted),
+                relevance=relevance,
             )
         )
 

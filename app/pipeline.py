@@ -9,6 +9,7 @@ E-utilities client, LLM, understander and models are built by :mod:`app.factorie
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Sequence
@@ -29,7 +30,18 @@ from retrieval.understand import QueryUnderstander, Understanding
 
 from .factories import Models, passage_store_path
 from .settings import Settings
-from .trust import AbsenceCounter, EvidenceSignals, evidence_signals
+from .trust import (
+    AbsenceCounter,
+    EvidenceSignals,
+    Focus,
+    LLMRelevance,
+    Weighed,
+    evidence_signals,
+    judge_relevance,
+    question_focus,
+    study_text,
+    weigh_evidence,
+)
 
 __all__ = ["Pipeline", "SearchOutcome", "build_passage_store"]
 
@@ -171,6 +183,13 @@ class Pipeline:
         self.evidence = EvidenceBuilder(client, settings.evidence)
         self.use_passages = use_passages
         self.absence = AbsenceCounter(settings.gate, client)  # the gate's count lookups
+        gate = settings.gate
+        # The stronger relevance judge where a model is configured (app.trust.LLMRelevance).
+        self.relevance_llm = (
+            LLMRelevance(llm, timeout_s=gate.relevance_timeout_s)
+            if llm is not None and gate.relevance_llm
+            else None
+        )
 
     def cache_stats(self) -> dict[str, dict[str, int]]:
         """:meth:`Models.cache_stats` plus the E-utilities response cache when it lives in this process."""
@@ -249,6 +268,41 @@ class Pipeline:
             top_docs=self.settings.gate.coverage_documents,
             lay_words=self.understander.rewriter.lay_words,
         )
+
+    def focus(self, understanding: Understanding) -> Focus:
+        """What a study must be about to address the understood question (:func:`app.trust.question_focus`):
+        the plan's concepts, and the words of the question the vocabulary calls technical."""
+        rewriter = self.understander.rewriter
+        return question_focus(understanding.plan, plain=lambda w: not rewriter.is_technical_word(w))
+
+    async def weigh(
+        self,
+        outcome: SearchOutcome,
+        docs: Sequence[EvidenceDoc] | None = None,
+        context: PassageContext | None = None,
+        *,
+        question: str | None = None,
+    ) -> Weighed[EvidenceDoc]:
+        """The one step between retrieval and any answer (/ask, every source, the evaluation): each study
+        judged against the question (a record indexed under a narrower MeSH heading names the broader
+        one; with an LLM and ``question`` — as the PHI policy lets a model see it — the batched relevance
+        call decides), the verdict from the studies that address it alone, capped by what they are."""
+        docs = list(outcome.evidence.docs) if docs is None else list(docs)
+        focus = self.focus(outcome.understanding)
+        relevance = judge_relevance(focus, docs, expand=self.understander.rewriter.vocabulary.descendants)
+        if self.relevance_llm is not None and question is not None and self.settings.gate.relevance:
+            studies = [(d.pmid, d.title, study_text(d)) for d in docs]
+            relevance = await self.relevance_llm.judge(question, studies, relevance)
+        full = outcome.context if context is None else context
+        # Coverage stays the retrieved studies' (what it was calibrated on: the share of the question's
+        # words the search found at all); similarity, rerank and count are the kept studies'.
+        coverage = self.gate_signals(outcome, docs, full).coverage
+
+        def signals_of(kept: Sequence[EvidenceDoc]) -> EvidenceSignals:
+            ctx = None if full is None else full.kept({d.pmid for d in kept})
+            return dataclasses.replace(self.gate_signals(outcome, kept, ctx), coverage=coverage)
+
+        return weigh_evidence(docs, relevance, signals_of, self.settings.gate, studies=lambda kept: kept)
 
     async def search(
         self,

@@ -8,13 +8,19 @@ from retrieval.evidence import EvidenceDoc, TextUnit
 
 
 def make_doc(
-    pmid: str, abstract: str, *, year: int = 2022, types: tuple[str, ...] = ("Review",)
+    pmid: str,
+    abstract: str,
+    *,
+    year: int = 2022,
+    types: tuple[str, ...] = ("Review",),
+    title: str | None = None,
+    mesh: tuple[str, ...] = (),
 ) -> EvidenceDoc:
     unit = TextUnit("abstract", abstract, "Abstract", ("Abstract",), "pubmed", 0)
     return EvidenceDoc(
         pmid=pmid,
         pmcid=None,
-        title=f"Title {pmid}",
+        title=title if title is not None else f"Title {pmid}",
         year=year,
         journal="J",
         publication_types=types,
@@ -27,6 +33,7 @@ def make_doc(
         rrf_score=0.1,
         provenance=(),
         text_units=(unit,),
+        mesh=mesh,
     )
 
 

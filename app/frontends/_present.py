@@ -40,7 +40,7 @@ from app.schemas import (
     TokenCountsOut,
 )
 from app.sources import AcrossOutcome, FusedItem, section_out
-from app.trust import EvidenceVerdict
+from app.trust import EvidenceVerdict, StudyRelevance
 from prompts import load_prompt
 from retrieval.collections import InstEvidence
 from retrieval.evidence import EvidenceDoc
@@ -72,9 +72,15 @@ def _provenance(p: Provenance) -> ProvenanceOut:
 
 
 def evidence_doc_out(
-    rank: int, d: EvidenceDoc, *, source_rank: int | None = None, rrf_score: float | None = None
+    rank: int,
+    d: EvidenceDoc,
+    *,
+    source_rank: int | None = None,
+    rrf_score: float | None = None,
+    relevance: StudyRelevance | None = None,
 ) -> EvidenceDocOut:
-    """A PubMed study as evidence; with several sources, its fused rank and score across them."""
+    """A PubMed study as evidence; with several sources, its fused rank and score across them; with the
+    relevance decision on it, whether it addresses the question and why."""
     return EvidenceDocOut(
         rank=rank,
         source="pubmed",
@@ -94,12 +100,17 @@ def evidence_doc_out(
         rrf_score=round(d.rrf_score if rrf_score is None else rrf_score, 6),
         provenance=[_provenance(p) for p in d.provenance],
         text_units=len(d.text_units),
+        addresses_question=None if relevance is None else relevance.addresses,
+        relevance=None if relevance is None else relevance.reason(),
     )
 
 
-def evidence_docs_out(docs: Sequence[EvidenceDoc]) -> list[EvidenceDocOut]:
-    """``docs`` in order, ranked from 1."""
-    return [evidence_doc_out(rank, d) for rank, d in enumerate(docs, start=1)]
+def evidence_docs_out(
+    docs: Sequence[EvidenceDoc], relevance: Sequence[StudyRelevance] = ()
+) -> list[EvidenceDocOut]:
+    """``docs`` in order, ranked from 1, each with its relevance decision when there is one."""
+    decided = {r.id: r for r in relevance}
+    return [evidence_doc_out(rank, d, relevance=decided.get(d.pmid)) for rank, d in enumerate(docs, start=1)]
 
 
 def _scores(p: Passage) -> dict[str, float]:
@@ -389,7 +400,7 @@ def _response(r: AskResult) -> AskResponse:
         reasoning=answer.reasoning,
         citations=_citations(a),
         citations_removed=answer.citations_removed,
-        evidence=evidence_docs_out(r.docs),
+        evidence=evidence_docs_out(r.docs, r.relevance),
         passages=passages_out(r.context),
         query=None if r.search is None else query_out(r.search),
         judge=None if r.judge is None else judge_report_out(r.judge),
@@ -412,7 +423,7 @@ def event_json(event: AskEvent) -> tuple[str, dict[str, Any]]:
         return "stage", {"stage": event.stage, "status": event.status}
     if isinstance(event, Evidence):
         return "evidence", {
-            "documents": [d.model_dump(mode="json") for d in evidence_docs_out(event.docs)],
+            "documents": [d.model_dump(mode="json") for d in evidence_docs_out(event.docs, event.relevance)],
             "passages": [p.model_dump(mode="json") for p in passages_out(event.context)],
         }
     if isinstance(event, Token):

@@ -96,6 +96,15 @@ class EvidenceDocOut(BaseModel):
     text_units: int | None = Field(
         default=None, description="text units (abstract, full-text sections) a PubMed document carries"
     )
+    addresses_question: bool | None = Field(
+        default=None,
+        description="whether the study is about the question (its condition and the treatment asked "
+        "about); only those are cited and counted in the verdict; null where not judged",
+    )
+    relevance: str | None = Field(
+        default=None,
+        description='why, in plain words: "about leukemia, prognosis" / "does not mention exercise"',
+    )
 
 
 class PassageOut(BaseModel):

@@ -48,7 +48,15 @@ from app.schemas import (
     AskRequest,
 )
 from app.settings import Settings
-from app.trust import EvidenceSignals, EvidenceVerdict, assess_evidence, text_signals
+from app.trust import (
+    EvidenceSignals,
+    EvidenceVerdict,
+    Focus,
+    StudyRelevance,
+    relevance_of_texts,
+    text_signals,
+    weigh_evidence,
+)
 from core import CometaError, Encoder, Reranker
 from llm import LLMClient
 from retrieval.collections import (
@@ -152,6 +160,7 @@ class SourceOutcome:
     # The evidence gate (app.trust): PubMed's signals from its search; a collection's from its texts.
     signals: EvidenceSignals | None = None
     verdict: EvidenceVerdict | None = None
+    relevance: tuple[StudyRelevance, ...] = ()  # the decision on each document retrieved
 
     @property
     def label(self) -> str:
@@ -427,7 +436,10 @@ class SourcesService:
 
     # --- asking ---
 
-    async def _pubmed(self, understanding: Understanding, req: AskRequest | None) -> SourceOutcome:
+    async def _pubmed(
+        self, understanding: Understanding, req: AskRequest | None, question: str | None = None
+    ) -> SourceOutcome:
+        """PubMed searched from the flow's plan and weighed (``question``: as a model may see it)."""
         started = time.perf_counter()
         api_key = req.ncbi_api_key.get_secret_value() if req and req.ncbi_api_key else None
         limit = req.max_documents if req else 10
@@ -445,14 +457,19 @@ class SourcesService:
             return SourceOutcome(PUBMED, "pubmed", status)
         docs = list(outcome.evidence.docs[:limit])
         context = None if outcome.context is None else outcome.context.kept({d.pmid for d in docs})
+        # The one weighing of /ask: only the studies that address the question are cited and counted.
+        weighed = await self.pipeline.weigh(outcome, docs, context, question=question)
+        kept = list(weighed.kept)
         return SourceOutcome(
             PUBMED,
             "pubmed",
             SourceStatus("ok", None, _since(started)),
-            docs=docs,
-            context=context,
+            docs=kept,
+            context=None if context is None else context.kept({d.pmid for d in kept}),
             warnings=list(outcome.warnings),
-            signals=self.pipeline.gate_signals(outcome, docs, context),
+            signals=weighed.verdict.signals,
+            verdict=weighed.verdict,
+            relevance=weighed.relevance,
         )
 
     async def _local(self, name: str, question: str, subject: Subject, top_docs: int) -> SourceOutcome:
@@ -498,6 +515,7 @@ class SourcesService:
     async def _answer(
         self,
         question: str,
+        focus: Focus,
         o: SourceOutcome,
         per_source: SourceAnswerer | None,
         judge: CrossSourceJudge | None,
@@ -507,18 +525,27 @@ class SourcesService:
     ) -> None:
         if o.status.status != "ok":
             return
-        if not o.evidence and not o.docs:
+        if o.verdict is None and not o.evidence and not o.docs:
             # Nothing this caller may read matched: the source does not address it (for them).
             o.answer = SourceAnswer(o.name, o.name, NOT_ADDRESSED, True, "prefix")
             o.answer_mode = "not_addressed"
             return
         # The one evidence gate of every answer path: unrelated evidence is not evidence (no LLM call).
+        # PubMed was weighed with its search (_pubmed); a collection's texts are weighed here alike.
         gate = self.settings.gate
-        if o.signals is None:
-            texts = [e.text for e in o.evidence]
+        if o.verdict is None:
             lay = self.pipeline.understander.rewriter.lay_words
-            o.signals = text_signals(question, texts, top_docs=gate.coverage_documents, lay_words=lay)
-        o.verdict = assess_evidence(o.signals, gate)
+            relevance = relevance_of_texts(
+                focus, [(f"{e.collection}/{e.doc_id}", e.text) for e in o.evidence]
+            )
+
+            def signals_of(kept: Sequence[InstEvidence]) -> EvidenceSignals:
+                texts = [e.text for e in kept]
+                return text_signals(question, texts, top_docs=gate.coverage_documents, lay_words=lay)
+
+            weighed = weigh_evidence(o.evidence, relevance, signals_of, gate)
+            o.evidence, o.relevance = list(weighed.kept), weighed.relevance
+            o.signals, o.verdict = weighed.verdict.signals, weighed.verdict
         if o.verdict.abstain:
             o.answer = SourceAnswer(o.name, o.name, NOT_ADDRESSED, True, "prefix")
             # A handbook that does not cover the question "does not address" it; the literature "has no
@@ -604,7 +631,7 @@ class SourcesService:
         tasks: list[Any] = []
         for ref in refs:
             if ref.kind == "pubmed":
-                tasks.append(self._pubmed(understanding, req))
+                tasks.append(self._pubmed(understanding, req, self.phi.for_llm(question)))
             elif ref.kind == "collection":
                 tasks.append(self._local(ref.name, question, subject, cfg.top_docs))
         remote = [r for r in refs if r.kind == "remote"]
@@ -634,13 +661,14 @@ class SourcesService:
         llm = reader if reader is not None else judge.llm if judge is not None else self.pipeline.llm
         budget = self.context_budget()
         asked = self.phi.for_llm(question)  # what the per-source answers and the judge may see
+        focus = self.pipeline.focus(understanding)  # what every source's documents must be about
         per_source = (
             None if llm is None else SourceAnswerer(llm, self._llm_slots, max_tokens=cfg.answer_max_tokens)
         )
         t1 = time.perf_counter()
         await asyncio.gather(
             *(
-                self._answer(asked, o, per_source, judge, answerer, cfg.extractive_sentences, budget)
+                self._answer(asked, focus, o, per_source, judge, answerer, cfg.extractive_sentences, budget)
                 for o in outcomes
             )
         )

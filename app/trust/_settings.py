@@ -19,6 +19,22 @@ class GateSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = Field(default=True, description="Off: every non-empty evidence set is answered (weak).")
+    relevance: bool = Field(
+        default=True,
+        description="Judge each study against the question's concepts before it may be cited or counted "
+        "(the condition and the treatment asked about); off: every retrieved study counts.",
+    )
+    relevance_llm: bool = Field(
+        default=True,
+        description="With an LLM configured: one batched relevance call decides per study (the offline "
+        "concept match stands where it fails or is silent).",
+    )
+    relevance_timeout_s: float = Field(
+        default=20.0,
+        gt=0,
+        le=120,
+        description="The relevance call's time limit; past it the offline decision.",
+    )
     min_dense: float = Field(
         default=0.40,
         ge=-1,

@@ -80,6 +80,7 @@ async def run_cited(
             cited = [c.pmid for c in response.citations if c.pmid]
             gold = set(item.get("pmids") or ())
             verdict = response.evidence_verdict.verdict if response.evidence_verdict else None
+            judged = {d.pmid: d.addresses_question for d in response.evidence if d.pmid in gold}
             abstained = response.mode in _ABSTAIN_MODES or not cited
             rows.append(
                 {
@@ -90,6 +91,9 @@ async def run_cited(
                     "verdict": verdict,
                     "cited": cited,
                     "gold_cited": bool(gold & set(cited)),
+                    # Where the gold study was lost: not retrieved, or judged not to address the question.
+                    "gold_retrieved": bool(judged),
+                    "gold_addresses": any(v is not False for v in judged.values()) if judged else None,
                     "other_instead": kind == "answerable" and bool(cited) and not gold & set(cited),
                     "abstained": abstained,
                     "confident": not abstained and verdict in ("moderate", "strong"),

@@ -19,6 +19,7 @@ environment).
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import itertools
 import json
 import statistics
@@ -100,10 +101,15 @@ async def collect_records(
             if scope.in_scope:
                 outcome = await pipeline.retrieve(understanding)
                 docs = list(outcome.evidence.docs)[:10]  # /ask's default max_documents
-                signals = pipeline.gate_signals(outcome, docs).to_json()
+                # /ask's weighing: the signals of the studies that address the question; none of them (no
+                # documents left) abstains whatever the thresholds.
+                weighed = await pipeline.weigh(outcome, docs)
+                kept = list(weighed.kept)
+                found = weighed.verdict.signals
+                signals = (found if kept else dataclasses.replace(found, documents=0)).to_json()
                 plan = understanding.plan
                 concepts = [" ".join(filter(None, (c.text, c.mesh))) for c in plan.concepts if c.recognised]
-                answer = await answerer.answer(question, docs, None, concepts=concepts)
+                answer = await answerer.answer(question, kept, None, concepts=concepts)
                 cited = [c.pmid for c in answer.citations]
                 text = answer.text
             gold = set(item.get("pmids") or ())

@@ -170,6 +170,7 @@ class EvidenceDoc:
     provenance: tuple[Provenance, ...]
     text_units: tuple[TextUnit, ...]
     doi: str | None = None
+    mesh: tuple[str, ...] = ()  # the record's MeSH descriptor names (what the relevance decision reads)
 
 
 class Dropped(NamedTuple):
@@ -315,6 +316,7 @@ class EvidenceBuilder:
                     provenance=hit.provenance,
                     text_units=units,
                     doi=record.doi,
+                    mesh=tuple(h.descriptor for h in record.mesh),
                 )
             )
         return EvidenceSet(

@@ -50,7 +50,14 @@ QUESTION = (
     "mass on her pancreas: can she travel abroad after a Whipple operation?"
 )
 # Every prompt the paths above render; the judge's absence screen sees an answer, never the question.
-PROMPTS = {"rewrite_query", "answer_patient", "answer_per_source", "judge_absence", "judge_compare"}
+PROMPTS = {
+    "rewrite_query",
+    "study_relevance",
+    "answer_patient",
+    "answer_per_source",
+    "judge_absence",
+    "judge_compare",
+}
 ASKS_THE_QUESTION = PROMPTS - {"judge_absence"}
 
 

@@ -229,7 +229,23 @@ def test_llm_answer_and_judge_over_http(llm_api: str) -> None:
     assert body["citations"] and {c["pmid"] for c in body["citations"]} <= {
         d["pmid"] for d in body["evidence"]
     }
+    # The judge compares only the studies that address the question (issue 29), not all three retrieved.
+    relevant = [d["pmid"] for d in body["evidence"] if d["addresses_question"]]
     judge = body["judge"]
+    assert judge is not None and [s.removeprefix("PMID:") for s in judge["sources"]] == relevant
+    assert {c["pmid"] for c in body["citations"]} <= set(relevant)
+    # Three studies of the caller's own (not gated): every pair compared.
+    docs = [
+        {"pmid": str(n), "title": f"Whipple study {n}", "text": "Pancreaticoduodenectomy outcomes."}
+        for n in (901, 902, 903)
+    ]
+    r = httpx.post(
+        llm_api + "/ask",
+        json={"question": NARRATIVE, "judge": True, "documents": docs, "documents_mode": "replace"},
+        timeout=60,
+    )
+    assert r.status_code == 200, r.text
+    judge = r.json()["judge"]
     assert judge is not None and len(judge["sources"]) == 3 and judge["counts"]["DIVERGENT"] == 3
     assert judge["any_div"] is True and judge["matrix"][0][1] == "DIVERGENT"
     answers = [

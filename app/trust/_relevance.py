@@ -1,0 +1,312 @@
+"""Does a study address the question? The relevance decision per study, before it may be cited or counted.
+
+Sharing a question's words is not being about it: a Fournier's gangrene series is not evidence on a child's
+leukaemia, nor a study of body weight on whether exercise helps knee pain. Before the verdict and the answer,
+each retrieved study is judged against the question's **focus** (:func:`question_focus`): what it is about,
+from the query plan's recognised concepts and their roles, with every alternative the plan searched for
+them (its ladder's synonyms and MeSH headings), plus the technical words the vocabulary did not recognise
+(an unlisted drug or disease). A study addresses the question when it names
+
+* one of the question's conditions or populations (role ``population``; a demographic alone, "child",
+  does not count), and
+* one of its treatments, exposures or tests (``intervention``; its ``comparison`` only when it names no
+  intervention: "immunotherapy or chemo?" is not answered by chemotherapy studies alone), and
+* at least half of the unrecognised technical words,
+
+each group only when the question has one; outcomes alone decide only a question that names nothing else
+(an outcome is worded in too many ways to be required). "Names" means in the title or abstract, as a whole
+phrase of stems, or as one of the record's MeSH headings (or a heading under it). A question with no
+clinical concept at all cannot be judged here: its studies are kept, and the gate's other checks decide.
+
+:func:`judge_relevance` judges studies with their records; :func:`relevance_of_texts` documents that have
+only a text (an institutional collection's, a node's).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Final, Literal, Protocol
+
+from core import QUESTION_FILLER, STOPWORDS, common_english, light_stem, words
+from retrieval.query import And, Node, Or, QuerySyntaxError, Term, parse_query
+from retrieval.understand import Concept, QueryPlan, looks_like_injection
+
+__all__ = [
+    "Anchor",
+    "Focus",
+    "StudyRelevance",
+    "judge_relevance",
+    "question_focus",
+    "relevance_of_texts",
+    "study_text",
+]
+
+Group = Literal["condition", "treatment", "comparison", "outcome", "term"]
+_GROUP_OF_ROLE: Final[dict[str, Group]] = {
+    "population": "condition",
+    "intervention": "treatment",
+    "comparison": "comparison",
+    "outcome": "outcome",
+}
+# Who a study was about, not what: naming "children" does not make a study about this child's disease.
+_DEMOGRAPHIC: Final = frozenset(
+    {
+        "child",
+        "children",
+        "infant",
+        "adolescent",
+        "adult",
+        "aged",
+        "humans",
+        "female",
+        "male",
+        "women",
+        "men",
+        "patients",
+        "aged, 80 and over",
+        "middle aged",
+        "young adult",
+        "child, preschool",
+        "infant, newborn",
+    }
+)
+
+
+class _Doc(Protocol):
+    """What the judge reads of a study: its id, title, text units and MeSH headings."""
+
+    @property
+    def pmid(self) -> str: ...
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def mesh(self) -> tuple[str, ...]: ...
+
+    @property
+    def text_units(self) -> Sequence[object]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """One thing the question is about: its label (the concept as the plan names it), its group, the
+    phrases that name it (stem tuples) and the MeSH headings that index it."""
+
+    label: str
+    group: Group
+    phrases: frozenset[tuple[str, ...]]
+    headings: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Focus:
+    """What a study must be about to address the question (:func:`question_focus`)."""
+
+    anchors: tuple[Anchor, ...]
+
+    @property
+    def groups(self) -> dict[Group, list[Anchor]]:
+        out: dict[Group, list[Anchor]] = {}
+        for a in self.anchors:
+            out.setdefault(a.group, []).append(a)
+        return out
+
+    @property
+    def judgeable(self) -> bool:
+        return bool(self.anchors)
+
+
+@dataclass(frozen=True, slots=True)
+class StudyRelevance:
+    """The decision on one study: whether it addresses the question, what of it it names, what it lacks."""
+
+    id: str
+    addresses: bool
+    named: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()  # the labels of the groups it fails (the question's own concepts)
+    judge: str = "concepts"  # "concepts" (this module), "llm", "none" (nothing to judge by)
+    why: str = field(default="", compare=False)  # the judge's own reason when it gave one
+
+    def reason(self) -> str:
+        """In plain words, for the response."""
+        if self.why:
+            return self.why
+        if self.judge == "none":
+            return "the question names no clinical concept to check the study against"
+        if self.addresses:
+            return "about " + ", ".join(self.named) if self.named else "about the question"
+        return "does not mention " + " or ".join(self.missing)
+
+
+def _stems(text: str) -> tuple[str, ...]:
+    return tuple(light_stem(w) for w in words(text) if w.isalnum())
+
+
+def _phrase(text: str) -> tuple[str, ...] | None:
+    stems = tuple(s for s in _stems(text) if s not in _STOP_STEMS)
+    return stems or None
+
+
+_STOP_STEMS: Final = frozenset(light_stem(w) for w in STOPWORDS)
+
+
+def _groups(node: Node) -> list[list[Term]]:
+    """The conjuncts of a ladder query that name one concept, each as the terms it ORs. Only a conjunction
+    has them: a relaxed rung ORs different concepts together."""
+    if not isinstance(node, And):
+        return []
+    out: list[list[Term]] = []
+    for child in node.children:
+        if isinstance(child, Term):
+            out.append([child])
+        elif isinstance(child, Or) and all(isinstance(t, Term) for t in child.children):
+            out.append([t for t in child.children if isinstance(t, Term)])
+        elif isinstance(child, And):
+            out.extend(_groups(child))
+    return out
+
+
+def _alternatives(concept: Concept, ladder: Sequence[str]) -> tuple[set[str], set[str]]:
+    """Every phrase and MeSH heading the plan searched for ``concept``: its text, its heading, and the
+    other terms of each ladder group that holds one of them."""
+    phrases = {concept.text, *([concept.surface] if concept.surface else [])}
+    headings = {concept.mesh.lower()} if concept.mesh else set()
+    own = {p.lower() for p in phrases} | headings
+    for query in ladder:
+        try:
+            node = parse_query(query)
+        except QuerySyntaxError:
+            continue
+        for terms in _groups(node):
+            if not any(t.text.lower() in own for t in terms):
+                continue
+            for t in terms:
+                if t.field == "mh":
+                    headings.add(t.text.lower())
+                elif not t.wildcard:
+                    phrases.add(t.text)
+    return phrases, headings
+
+
+def _related(a: str, b: str) -> bool:
+    """One stem is the other or starts it, five letters at least: "pancrea" (pancreas) and "pancreatic"."""
+    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
+    return (len(short) >= 5 and long_.startswith(short)) or a == b
+
+
+def _technical_words(question: str, covered: set[str], plain: Callable[[str], bool]) -> list[str]:
+    """Words of ``question`` no concept covers that are no everyday word: an unlisted drug or disease."""
+    question = " ".join(s for s in re.split(r"(?<=[.!?])\s+|\n+", question) if not looks_like_injection(s))
+    out: list[str] = []
+    for w in words(question):
+        stem = light_stem(w)
+        if (
+            w.isalpha()
+            and len(w) >= 5
+            and w not in STOPWORDS
+            and w not in QUESTION_FILLER
+            and not plain(w)
+            and not any(_related(stem, c) for c in covered)
+            and w not in out
+        ):
+            out.append(w)
+    return out
+
+
+def question_focus(
+    plan: QueryPlan,
+    *,
+    plain: Callable[[str], bool] | None = None,
+    concepts: Iterable[Concept] | None = None,
+) -> Focus:
+    """The focus of the question ``plan`` was made for: its recognised concepts with the alternatives its
+    ladder searched, grouped by role, and its unrecognised technical words. ``plain``: whether a word is
+    everyday language (default :func:`core.common_english` membership)."""
+    is_plain = plain or (lambda w: w in common_english())
+    anchors: list[Anchor] = []
+    covered: set[str] = set()
+    for c in plan.concepts if concepts is None else concepts:
+        if not c.recognised:
+            continue
+        group = _GROUP_OF_ROLE.get(c.role)
+        label = c.text
+        texts, headings = _alternatives(c, plan.ladder)
+        covered.update(s for t in texts for s in _stems(t))
+        covered.update(s for h in headings for s in _stems(h))
+        if group is None or c.text.lower() in _DEMOGRAPHIC or (c.mesh or "").lower() in _DEMOGRAPHIC:
+            continue
+        phrases = frozenset(p for t in texts if (p := _phrase(t)) is not None)
+        anchors.append(Anchor(label, group, phrases, frozenset(headings)))
+    for w in _technical_words(plan.corrected_question, covered, is_plain):
+        anchors.append(Anchor(w, "term", frozenset({(light_stem(w),)})))
+    return Focus(tuple(anchors))
+
+
+def study_text(doc: _Doc) -> str:
+    """The title and abstract; a full-text document without an abstract unit: its first 4,000 characters
+    (a review's body mentions everything; what it is about is said first)."""
+    units = list(doc.text_units)
+    abstract = [getattr(u, "text", "") for u in units if getattr(u, "kind", None) == "abstract"]
+    body = " ".join(abstract) if abstract else " ".join(getattr(u, "text", "") for u in units)[:4000]
+    return f"{doc.title} {body}"
+
+
+def _names(anchor: Anchor, padded: str, headings: frozenset[str]) -> bool:
+    if anchor.headings & headings:
+        return True
+    if any(f" {' '.join(p)} " in padded for p in anchor.phrases):
+        return True
+    # An unrecognised word is matched by its stem's family ("osteoarthritis", "osteoarthritic").
+    return anchor.group == "term" and any(
+        len(p) == 1 and len(p[0]) >= 5 and f" {p[0]}" in padded for p in anchor.phrases
+    )
+
+
+def _decide(focus: Focus, key: str, text: str, headings: frozenset[str]) -> StudyRelevance:
+    if not focus.judgeable:
+        return StudyRelevance(key, True, judge="none")
+    padded = f" {' '.join(_stems(text))} "
+    named = [a for a in focus.anchors if _names(a, padded, headings)]
+    named_labels = {a.label for a in named}
+    groups = focus.groups
+    missing: list[str] = []
+    treatment = groups.get("treatment") or groups.get("comparison")
+    for wanted in (groups.get("condition"), treatment):
+        if wanted and not any(a.label in named_labels for a in wanted):
+            missing.append(" or ".join(a.label for a in wanted))
+    terms = groups.get("term", [])
+    if terms and 2 * sum(a.label in named_labels for a in terms) < len(terms):
+        missing.extend(a.label for a in terms if a.label not in named_labels)
+    outcomes = groups.get("outcome", [])
+    if outcomes and not (groups.get("condition") or treatment or terms):
+        if not any(a.label in named_labels for a in outcomes):
+            missing.append(" or ".join(a.label for a in outcomes))
+    return StudyRelevance(key, not missing, tuple(a.label for a in named), tuple(missing))
+
+
+def judge_relevance(
+    focus: Focus, docs: Sequence[_Doc], expand: Callable[[str], frozenset[str]] | None = None
+) -> tuple[StudyRelevance, ...]:
+    """The decision on each of ``docs`` (in order). ``expand``: the MeSH headings under a heading (a record
+    indexed with "Precursor Cell Lymphoblastic Leukemia-Lymphoma" is about "Leukemia")."""
+    if expand is not None and focus.judgeable:
+        focus = Focus(
+            tuple(
+                Anchor(
+                    a.label,
+                    a.group,
+                    a.phrases,
+                    a.headings | {d.lower() for h in a.headings for d in expand(h)},
+                )
+                for a in focus.anchors
+            )
+        )
+    return tuple(_decide(focus, d.pmid, study_text(d), frozenset(h.lower() for h in d.mesh)) for d in docs)
+
+
+def relevance_of_texts(focus: Focus, keyed: Sequence[tuple[str, str]]) -> tuple[StudyRelevance, ...]:
+    """The decision on documents that have only a text (a collection's, a node's): ``(key, text)`` each."""
+    return tuple(_decide(focus, key, text, frozenset()) for key, text in keyed)

@@ -1,0 +1,209 @@
+"""The relevance decision per study (issue 29): a study is evidence only when it is about the question."""
+
+from __future__ import annotations
+
+from app.trust import (
+    EvidenceSignals,
+    GateSettings,
+    StudyRelevance,
+    certainty,
+    judge_relevance,
+    question_focus,
+    relevance_of_texts,
+    weigh_evidence,
+)
+from retrieval.understand import Concept, QueryPlan
+from tests._evidence import make_doc
+
+
+def plan(question: str, concepts: list[Concept], ladder: list[str]) -> QueryPlan:
+    return QueryPlan(
+        original_question=question,
+        corrected_question=question,
+        concepts=concepts,
+        ladder=ladder,
+        source="deterministic",
+    )
+
+
+LEUKEMIA = plan(
+    "my daughter has leukemia, what are her chances of being cured",
+    [
+        Concept(text="leukemia", mesh="Leukemia", role="population"),
+        Concept(text="prognosis", mesh="Prognosis", role="outcome"),
+    ],
+    [
+        '("Leukemia"[mh] OR "leukemia"[tiab]) AND ("Prognosis"[mh] OR "prognosis"[tiab])',
+        '("Leukemia"[mh] OR "leukemia"[tiab] OR "leukaemia"[tiab]) AND ("Prognosis"[mh] OR "outlook"[tiab])',
+        '"leukemia"[tiab] OR "prognosis"[tiab]',
+    ],
+)
+LUNG = plan(
+    "stage 4 lung cancer, immunotherapy or chemo",
+    [
+        Concept(text="lung cancer", mesh="Lung Neoplasms", role="population"),
+        Concept(text="immunotherapy", mesh="Immunotherapy", role="intervention"),
+        Concept(text="chemotherapy", mesh="Drug Therapy", role="comparison", surface="chemo"),
+    ],
+    [
+        '("Lung Neoplasms"[mh] OR "lung cancer"[tiab]) AND ("Immunotherapy"[mh] OR "immunotherapy"[tiab] '
+        'OR "checkpoint inhibitor"[tiab]) AND ("Drug Therapy"[mh] OR "chemotherapy"[tiab])',
+        '"lung cancer"[tiab] AND "immunotherapy"[tiab]',
+        '"lung cancer"[tiab]',
+    ],
+)
+
+
+def test_a_study_must_name_the_condition_asked_about() -> None:
+    focus = question_focus(LEUKEMIA)
+    docs = [
+        make_doc(
+            "1", "Fournier's gangrene: mortality and prognosis in 60 patients.", title="Fournier's gangrene"
+        ),
+        make_doc(
+            "2", "Is breast cancer prognosis inherited? A registry study.", title="Breast cancer prognosis"
+        ),
+        make_doc(
+            "3", "Event-free survival of children with acute leukaemia treated on protocol.", title="ALL"
+        ),
+    ]
+    decided = judge_relevance(focus, docs)
+    assert [r.addresses for r in decided] == [False, False, True]  # "leukaemia": a synonym the plan searched
+    assert decided[0].missing == ("leukemia",)
+    assert decided[0].reason() == "does not mention leukemia"
+    assert "leukemia" in decided[2].reason()
+
+
+def test_a_record_indexed_under_a_narrower_heading_names_the_broader_one() -> None:
+    focus = question_focus(LEUKEMIA)
+    doc = make_doc(
+        "4", "Outcomes of induction therapy.", mesh=("Precursor Cell Lymphoblastic Leukemia-Lymphoma",)
+    )
+    assert not judge_relevance(focus, [doc])[0].addresses
+    narrower = {"leukemia": frozenset({"Precursor Cell Lymphoblastic Leukemia-Lymphoma"})}
+    assert judge_relevance(focus, [doc], expand=lambda h: narrower.get(h, frozenset()))[0].addresses
+
+
+def test_the_treatment_asked_about_is_required_not_only_its_comparison() -> None:
+    focus = question_focus(LUNG)
+    chemo_only = make_doc("5", "Chemotherapy and survival in advanced lung cancer.", title="Chemo in NSCLC")
+    both = make_doc("6", "Checkpoint inhibitor versus chemotherapy in stage IV lung cancer.", title="ICI")
+    radiotherapy = make_doc("7", "Palliative radiotherapy in lung cancer.", title="RT")
+    decided = judge_relevance(focus, [chemo_only, both, radiotherapy])
+    assert [r.addresses for r in decided] == [False, True, False]
+    assert decided[0].missing == ("immunotherapy",)
+    # The question's own word ("chemo") is the comparison's, not an unrecognised technical term.
+    assert all(a.group != "term" for a in focus.anchors)
+
+
+def test_unrecognised_technical_words_count_and_everyday_ones_do_not() -> None:
+    knee = plan(
+        "Does exercise help with knee osteoarthritis pain?",
+        [
+            Concept(text="exercise", mesh="Exercise", role="intervention"),
+            Concept(text="pain", mesh="Pain", role="outcome"),
+        ],
+        ['("Pain"[mh] OR "pain"[tiab]) AND ("Exercise"[mh] OR "exercise"[tiab])'],
+    )
+    focus = question_focus(knee)
+    assert [(a.label, a.group) for a in focus.anchors if a.group == "term"] == [("osteoarthritis", "term")]
+    docs = [
+        make_doc("8", "Obesity predicts knee pain in women with osteoarthritis.", title="BMI"),
+        make_doc("9", "Exercise therapy reduced pain in knee osteoarthritis.", title="Exercise for OA"),
+        make_doc("10", "Exercise during pregnancy and postnatal depression.", title="Pregnancy"),
+    ]
+    assert [r.addresses for r in judge_relevance(focus, docs)] == [False, True, False]
+
+
+def test_a_question_with_no_clinical_concept_is_not_judged_here() -> None:
+    vague = plan("what should I do", [], ['"do"[tiab]'])
+    decided = judge_relevance(question_focus(vague), [make_doc("11", "Anything at all.")])
+    assert decided[0].addresses and decided[0].judge == "none"
+
+
+def test_texts_of_a_collection_are_judged_alike() -> None:
+    focus = question_focus(LEUKEMIA)
+    decided = relevance_of_texts(
+        focus, [("h/1", "Leukemia: prognosis and follow-up clinic."), ("h/2", "Visiting hours.")]
+    )
+    assert [r.addresses for r in decided] == [True, False]
+
+
+def _signals(kept: object) -> EvidenceSignals:
+    n = len(kept)  # type: ignore[arg-type]
+    return EvidenceSignals(n, 0.9, None, "strict", 1.0)
+
+
+def test_weighing_keeps_what_addresses_and_abstains_when_nothing_does() -> None:
+    gate = GateSettings()
+    docs = ["a", "b"]
+    none = [
+        StudyRelevance("a", False, missing=("leukemia",)),
+        StudyRelevance("b", False, missing=("leukemia",)),
+    ]
+    weighed = weigh_evidence(docs, none, _signals, gate)
+    assert weighed.kept == () and weighed.verdict.abstain
+    assert weighed.verdict.reasons == (
+        "none of the 2 studies found is about the question: they do not mention leukemia",
+    )
+    one = [StudyRelevance("a", False, missing=("x",)), StudyRelevance("b", True)]
+    assert weigh_evidence(docs, one, _signals, gate).kept == ("b",)
+    off = gate.model_copy(update={"relevance": False})
+    assert weigh_evidence(docs, none, _signals, off).kept == ("a", "b")
+
+
+def test_the_verdict_is_capped_by_what_the_relevant_studies_are() -> None:
+    gate = GateSettings()
+    cohort = make_doc(
+        "20", "A cohort of 344 patients followed for five years.", year=2009, types=(), title="C"
+    )
+    rct = make_doc(
+        "21", "In this randomized controlled trial 120 patients were randomly assigned.", types=(), title="R"
+    )
+    rct2 = make_doc(
+        "22", "Patients were randomized; 80 patients completed the trial.", types=(), year=2015, title="S"
+    )
+    yes = lambda docs: [StudyRelevance(d.pmid, True) for d in docs]  # noqa: E731
+    one = weigh_evidence([cohort], yes([cohort]), _signals, gate, studies=lambda k: k)
+    assert one.verdict.verdict == "weak"
+    assert one.verdict.reasons[0] == "low certainty: one cohort study of 344 patients, 2009"
+    two = weigh_evidence([rct, rct2], yes([rct, rct2]), _signals, gate, studies=lambda k: k)
+    assert two.verdict.verdict == "strong"
+    assert (
+        two.verdict.reasons[0] == "higher certainty: two randomised trials of 200 patients in all, 2015-2022"
+    )
+    assert certainty([rct, cohort])[0] == "moderate"
+
+
+async def test_the_llm_judge_decides_where_it_answers_and_the_offline_decision_stands_elsewhere() -> None:
+    from app.trust import LLMRelevance
+    from tests._fakes import ScriptedLLM
+
+    offline = (
+        StudyRelevance("1", True, ("leukemia",)),
+        StudyRelevance("2", False, (), ("leukemia",)),
+        StudyRelevance("3", True, ("leukemia",)),
+    )
+    studies = [
+        ("1", "ALL survival", "Children with ALL."),
+        ("2", "Leukaemia", "Cure rates."),
+        ("3", "x", "y"),
+    ]
+
+    def script(prompt: str) -> dict[str, object]:
+        assert "[1] ALL survival" in prompt and "my daughter" in prompt  # the batch in one call
+        return {
+            "studies": [
+                {"id": "1", "addresses": False, "reason": "adults only"},
+                {"id": "[2]", "addresses": True, "reason": "cure rates of childhood leukaemia"},
+            ]
+        }
+
+    llm = ScriptedLLM(script)
+    judged = await LLMRelevance(llm, timeout_s=5).judge("my daughter has ALL", studies, offline)
+    assert [(r.addresses, r.judge) for r in judged] == [(False, "llm"), (True, "llm"), (True, "concepts")]
+    assert judged[0].reason() == "adults only" and judged[0].missing == ("the question's topic",)
+    assert len(llm.seen) == 1 and llm.versions == ["study_relevance@1"]
+
+    broken = ScriptedLLM(lambda prompt: "not json")
+    assert await LLMRelevance(broken, timeout_s=5).judge("q", studies, offline) == offline
