@@ -11,7 +11,7 @@ them (its ladder's synonyms and MeSH headings), plus the technical words the voc
   does not count), and
 * one of its treatments, exposures or tests (``intervention``; its ``comparison`` only when it names no
   intervention: "immunotherapy or chemo?" is not answered by chemotherapy studies alone), and
-* at least half of the unrecognised technical words,
+* at least half of the unrecognised technical words that any candidate names,
 
 each group only when the question has one; outcomes alone decide only a question that names nothing else
 (an outcome is worded in too many ways to be required). "Names" means in the title or abstract, as a whole
@@ -154,34 +154,43 @@ _STOP_STEMS: Final = frozenset(light_stem(w) for w in STOPWORDS)
 
 
 def _groups(node: Node) -> list[list[Term]]:
-    """The conjuncts of a ladder query that name one concept, each as the terms it ORs. Only a conjunction
-    has them: a relaxed rung ORs different concepts together."""
+    """The parts of a ladder query that may name one concept, each as the terms it ORs: the conjuncts of a
+    conjunction, or the whole query when it is one OR of terms (a relaxed rung may OR several concepts:
+    :func:`_alternatives` keeps a group only when it holds one concept's own words)."""
+    if isinstance(node, Term):
+        return [[node]]
+    if isinstance(node, Or) and all(isinstance(t, Term) for t in node.children):
+        return [[t for t in node.children if isinstance(t, Term)]]
     if not isinstance(node, And):
         return []
     out: list[list[Term]] = []
     for child in node.children:
-        if isinstance(child, Term):
-            out.append([child])
-        elif isinstance(child, Or) and all(isinstance(t, Term) for t in child.children):
-            out.append([t for t in child.children if isinstance(t, Term)])
-        elif isinstance(child, And):
-            out.extend(_groups(child))
+        out.extend(_groups(child))
     return out
 
 
-def _alternatives(concept: Concept, ladder: Sequence[str]) -> tuple[set[str], set[str]]:
+def _own(concept: Concept) -> set[str]:
+    """What names ``concept`` itself: its text, the question's words for it and its heading."""
+    return {t.lower() for t in (concept.text, concept.surface, concept.mesh) if t}
+
+
+def _alternatives(
+    concept: Concept, ladder: Sequence[str], others: Sequence[set[str]] = ()
+) -> tuple[set[str], set[str]]:
     """Every phrase and MeSH heading the plan searched for ``concept``: its text, its heading, and the
-    other terms of each ladder group that holds one of them."""
+    other terms of each ladder group that holds one of them and nothing of ``others`` (the other concepts'
+    own words)."""
     phrases = {concept.text, *([concept.surface] if concept.surface else [])}
     headings = {concept.mesh.lower()} if concept.mesh else set()
-    own = {p.lower() for p in phrases} | headings
+    own = _own(concept)
     for query in ladder:
         try:
             node = parse_query(query)
         except QuerySyntaxError:
             continue
         for terms in _groups(node):
-            if not any(t.text.lower() in own for t in terms):
+            texts = {t.text.lower() for t in terms}
+            if not texts & own or any(texts & other for other in others):
                 continue
             for t in terms:
                 if t.field == "mh":
@@ -228,12 +237,12 @@ def question_focus(
     is_plain = plain or (lambda w: w in common_english())
     anchors: list[Anchor] = []
     covered: set[str] = set()
-    for c in plan.concepts if concepts is None else concepts:
-        if not c.recognised:
-            continue
+    found = [c for c in (plan.concepts if concepts is None else concepts) if c.recognised]
+    owns = [_own(c) for c in found]
+    for i, c in enumerate(found):
         group = _GROUP_OF_ROLE.get(c.role)
         label = c.text
-        texts, headings = _alternatives(c, plan.ladder)
+        texts, headings = _alternatives(c, plan.ladder, owns[:i] + owns[i + 1 :])
         covered.update(s for t in texts for s in _stems(t))
         covered.update(s for h in headings for s in _stems(h))
         if group is None or c.text.lower() in _DEMOGRAPHIC or (c.mesh or "").lower() in _DEMOGRAPHIC:
@@ -265,11 +274,11 @@ def _names(anchor: Anchor, padded: str, headings: frozenset[str]) -> bool:
     )
 
 
-def _decide(focus: Focus, key: str, text: str, headings: frozenset[str]) -> StudyRelevance:
+def _decide(focus: Focus, key: str, named: Sequence[Anchor], unused: frozenset[str]) -> StudyRelevance:
+    """The decision on one document that names ``named``; ``unused``: the labels of technical words no
+    candidate names (a brand name the literature calls by its generic name): they decide nothing."""
     if not focus.judgeable:
         return StudyRelevance(key, True, judge="none")
-    padded = f" {' '.join(_stems(text))} "
-    named = [a for a in focus.anchors if _names(a, padded, headings)]
     named_labels = {a.label for a in named}
     groups = focus.groups
     missing: list[str] = []
@@ -277,7 +286,7 @@ def _decide(focus: Focus, key: str, text: str, headings: frozenset[str]) -> Stud
     for wanted in (groups.get("condition"), treatment):
         if wanted and not any(a.label in named_labels for a in wanted):
             missing.append(" or ".join(a.label for a in wanted))
-    terms = groups.get("term", [])
+    terms = [a for a in groups.get("term", []) if a.label not in unused]
     if terms and 2 * sum(a.label in named_labels for a in terms) < len(terms):
         missing.extend(a.label for a in terms if a.label not in named_labels)
     outcomes = groups.get("outcome", [])
@@ -285,6 +294,19 @@ def _decide(focus: Focus, key: str, text: str, headings: frozenset[str]) -> Stud
         if not any(a.label in named_labels for a in outcomes):
             missing.append(" or ".join(a.label for a in outcomes))
     return StudyRelevance(key, not missing, tuple(a.label for a in named), tuple(missing))
+
+
+def _decide_all(focus: Focus, docs: Sequence[tuple[str, str, frozenset[str]]]) -> tuple[StudyRelevance, ...]:
+    """The decision on each ``(key, text, headings)``. A recognised concept no candidate names still
+    decides (no study of immunotherapy among them: none answers "immunotherapy or chemo?"); an
+    unrecognised word none names does not (the gate's absent-word check weighs a word no study uses)."""
+    named = [
+        [a for a in focus.anchors if _names(a, f" {' '.join(_stems(text))} ", headings)]
+        for _key, text, headings in docs
+    ]
+    seen = {a.label for found in named for a in found}
+    unused = frozenset(a.label for a in focus.anchors if a.group == "term" and a.label not in seen)
+    return tuple(_decide(focus, key, found, unused) for (key, _t, _h), found in zip(docs, named, strict=True))
 
 
 def judge_relevance(
@@ -304,9 +326,9 @@ def judge_relevance(
                 for a in focus.anchors
             )
         )
-    return tuple(_decide(focus, d.pmid, study_text(d), frozenset(h.lower() for h in d.mesh)) for d in docs)
+    return _decide_all(focus, [(d.pmid, study_text(d), frozenset(h.lower() for h in d.mesh)) for d in docs])
 
 
 def relevance_of_texts(focus: Focus, keyed: Sequence[tuple[str, str]]) -> tuple[StudyRelevance, ...]:
     """The decision on documents that have only a text (a collection's, a node's): ``(key, text)`` each."""
-    return tuple(_decide(focus, key, text, frozenset()) for key, text in keyed)
+    return _decide_all(focus, [(key, text, frozenset()) for key, text in keyed])
