@@ -11,7 +11,7 @@ them (its ladder's synonyms and MeSH headings), plus the technical words the voc
   does not count), and
 * one of its treatments, exposures or tests (``intervention``; its ``comparison`` only when it names no
   intervention: "immunotherapy or chemo?" is not answered by chemotherapy studies alone), and
-* at least half of the unrecognised technical words that any candidate names,
+* at least half of the unrecognised technical words,
 
 each group only when the question has one; outcomes alone decide only a question that names nothing else
 (an outcome is worded in too many ways to be required). "Names" means in the title or abstract, as a whole
@@ -274,11 +274,11 @@ def _names(anchor: Anchor, padded: str, headings: frozenset[str]) -> bool:
     )
 
 
-def _decide(focus: Focus, key: str, named: Sequence[Anchor], unused: frozenset[str]) -> StudyRelevance:
-    """The decision on one document that names ``named``; ``unused``: the labels of technical words no
-    candidate names (a brand name the literature calls by its generic name): they decide nothing."""
+def _decide(focus: Focus, key: str, text: str, headings: frozenset[str]) -> StudyRelevance:
     if not focus.judgeable:
         return StudyRelevance(key, True, judge="none")
+    padded = f" {' '.join(_stems(text))} "
+    named = [a for a in focus.anchors if _names(a, padded, headings)]
     named_labels = {a.label for a in named}
     groups = focus.groups
     missing: list[str] = []
@@ -286,7 +286,10 @@ def _decide(focus: Focus, key: str, named: Sequence[Anchor], unused: frozenset[s
     for wanted in (groups.get("condition"), treatment):
         if wanted and not any(a.label in named_labels for a in wanted):
             missing.append(" or ".join(a.label for a in wanted))
-    terms = [a for a in groups.get("term", []) if a.label not in unused]
+    # A technical word the vocabulary does not know (a drug, a procedure) is what the question is about,
+    # even when no candidate names it: studies of another drug do not answer (measured: dropping such words
+    # when no study names them answered unanswerable questions again: eval/expected/relevance.yaml).
+    terms = groups.get("term", [])
     if terms and 2 * sum(a.label in named_labels for a in terms) < len(terms):
         missing.extend(a.label for a in terms if a.label not in named_labels)
     outcomes = groups.get("outcome", [])
@@ -294,19 +297,6 @@ def _decide(focus: Focus, key: str, named: Sequence[Anchor], unused: frozenset[s
         if not any(a.label in named_labels for a in outcomes):
             missing.append(" or ".join(a.label for a in outcomes))
     return StudyRelevance(key, not missing, tuple(a.label for a in named), tuple(missing))
-
-
-def _decide_all(focus: Focus, docs: Sequence[tuple[str, str, frozenset[str]]]) -> tuple[StudyRelevance, ...]:
-    """The decision on each ``(key, text, headings)``. A recognised concept no candidate names still
-    decides (no study of immunotherapy among them: none answers "immunotherapy or chemo?"); an
-    unrecognised word none names does not (the gate's absent-word check weighs a word no study uses)."""
-    named = [
-        [a for a in focus.anchors if _names(a, f" {' '.join(_stems(text))} ", headings)]
-        for _key, text, headings in docs
-    ]
-    seen = {a.label for found in named for a in found}
-    unused = frozenset(a.label for a in focus.anchors if a.group == "term" and a.label not in seen)
-    return tuple(_decide(focus, key, found, unused) for (key, _t, _h), found in zip(docs, named, strict=True))
 
 
 def judge_relevance(
@@ -326,9 +316,9 @@ def judge_relevance(
                 for a in focus.anchors
             )
         )
-    return _decide_all(focus, [(d.pmid, study_text(d), frozenset(h.lower() for h in d.mesh)) for d in docs])
+    return tuple(_decide(focus, d.pmid, study_text(d), frozenset(h.lower() for h in d.mesh)) for d in docs)
 
 
 def relevance_of_texts(focus: Focus, keyed: Sequence[tuple[str, str]]) -> tuple[StudyRelevance, ...]:
     """The decision on documents that have only a text (a collection's, a node's): ``(key, text)`` each."""
-    return _decide_all(focus, [(key, text, frozenset()) for key, text in keyed])
+    return tuple(_decide(focus, key, text, frozenset()) for key, text in keyed)
