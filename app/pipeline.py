@@ -290,7 +290,8 @@ class Pipeline:
         docs = list(outcome.evidence.docs) if docs is None else list(docs)
         focus = self.focus(outcome.understanding)
         relevance = judge_relevance(focus, docs, expand=self.understander.rewriter.vocabulary.descendants)
-        if self.relevance_llm is not None and question is not None and self.settings.gate.relevance:
+        gate = self.settings.gate
+        if self.relevance_llm is not None and question is not None and gate.enabled and gate.relevance:
             studies = [(d.pmid, d.title, study_text(d)) for d in docs]
             relevance = await self.relevance_llm.judge(question, studies, relevance)
         full = outcome.context if context is None else context

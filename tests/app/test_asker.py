@@ -52,7 +52,6 @@ QUESTION = (
 # Every prompt the paths above render; the judge's absence screen sees an answer, never the question.
 PROMPTS = {
     "rewrite_query",
-    "study_relevance",
     "answer_patient",
     "answer_per_source",
     "judge_absence",

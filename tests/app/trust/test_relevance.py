@@ -12,6 +12,7 @@ from app.trust import (
     relevance_of_texts,
     weigh_evidence,
 )
+from retrieval.evidence import EvidenceDoc
 from retrieval.understand import Concept, QueryPlan
 from tests._evidence import make_doc
 
@@ -163,7 +164,10 @@ def test_the_verdict_is_capped_by_what_the_relevant_studies_are() -> None:
     rct2 = make_doc(
         "22", "Patients were randomized; 80 patients completed the trial.", types=(), year=2015, title="S"
     )
-    yes = lambda docs: [StudyRelevance(d.pmid, True) for d in docs]  # noqa: E731
+
+    def yes(docs: list[EvidenceDoc]) -> list[StudyRelevance]:
+        return [StudyRelevance(d.pmid, True) for d in docs]
+
     one = weigh_evidence([cohort], yes([cohort]), _signals, gate, studies=lambda k: k)
     assert one.verdict.verdict == "weak"
     assert one.verdict.reasons[0] == "low certainty: one cohort study of 344 patients, 2009"
@@ -227,3 +231,52 @@ def test_a_technical_word_decides_even_when_no_candidate_names_it() -> None:
     decided = judge_relevance(focus, [other, named])
     assert [r.addresses for r in decided] == [False, True]
     assert decided[0].reason() == "does not mention arimoclomol"
+
+
+async def test_the_llm_judge_in_the_flow_sees_the_question_scrubbed_and_decides_what_is_cited() -> None:
+    """/ask with a model: the batched relevance call (PHI scrubbed, as every prompt) keeps what it says
+    addresses the question and drops what it says does not; the evidence says which and why."""
+    from app import Answerer, Asker, AskRequest, PhiPolicy, Settings, ask_response, build_pipeline
+    from llm import LLMUnavailable
+    from tests._fakes import ScriptedLLM
+
+    question = (
+        "I am Linda Parker, phone 617-555-0134. My mom has a mass on her pancreas and her CA 19 9 came back "
+        "really high, is the whipple pointless?"
+    )
+    said: dict[str, bool] = {}
+
+    def script(prompt: str) -> object:
+        if "You screen studies" in prompt:
+            ids = [line[1 : line.index("]")] for line in prompt.splitlines() if line.startswith("[")]
+            said.update({i: i == "19459018" for i in ids})
+            return {
+                "studies": [{"id": i, "addresses": v, "reason": "model says so"} for i, v in said.items()]
+            }
+        if "PubMed searching" in prompt:
+            return LLMUnavailable("scripted: the deterministic rewriter plans")
+        return "A very high CA 19-9 is weighed before surgery [PMID:19459018]."
+
+    settings = (
+        Settings()
+        .offline()
+        .model_copy(update={"llm": Settings().offline().llm.model_copy(update={"scrub_phi_for_llm": True})})
+    )
+    llm = ScriptedLLM(script)  # type: ignore[arg-type]
+    async with build_pipeline(settings, llm=llm, use_passages=False) as pipeline:
+        phi = PhiPolicy.from_settings(settings.llm)
+        asker = Asker(pipeline, Answerer(llm, settings.answer), None, phi=phi)
+        response = ask_response(await asker.ask(AskRequest(question=question), "r1"))
+    screened = [
+        m
+        for msgs, v in zip(llm.seen, llm.versions, strict=True)
+        if v.startswith("study_relevance")
+        for m in msgs
+    ]
+    body = "\n".join(m["content"] for m in screened)
+    assert screened and "Parker" not in body and "555-0134" not in body and "whipple" in body.lower()
+    assert said.get("19459018") is True and len(said) > 1
+    flags = {d.pmid: (d.addresses_question, d.relevance) for d in response.evidence}
+    assert flags["19459018"] == (True, "model says so")
+    assert all(not ok for pmid, (ok, _why) in flags.items() if pmid != "19459018")
+    assert {c.pmid for c in response.citations} <= {"19459018"}
