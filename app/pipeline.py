@@ -183,6 +183,7 @@ class Pipeline:
         self.evidence = EvidenceBuilder(client, settings.evidence)
         self.use_passages = use_passages
         self.absence = AbsenceCounter(settings.gate, client)  # the gate's count lookups
+        self._mesh: MeshVocabulary | None = None  # the relevance decision's tree (_relevance_vocabulary)
         gate = settings.gate
         # The stronger relevance judge where a model is configured (app.trust.LLMRelevance).
         self.relevance_llm = (
@@ -269,6 +270,17 @@ class Pipeline:
             lay_words=self.understander.rewriter.lay_words,
         )
 
+    async def _relevance_vocabulary(self) -> MeshVocabulary:
+        """The MeSH tree the relevance decision expands headings with: offline, the corpus's own (a world's
+        full MeSH: "Diffusion Magnetic Resonance Imaging" is an MRI); live, the rewriter's. Loaded once."""
+        if self._mesh is None:
+            if self.settings.eutils.backend == "local":
+                where = self.settings.local_server.corpus_dir or BUNDLED_CORPUS_DIR
+                self._mesh = await asyncio.to_thread(corpus_vocabulary, where)
+            else:
+                self._mesh = self.understander.rewriter.vocabulary
+        return self._mesh
+
     def focus(self, understanding: Understanding) -> Focus:
         """What a study must be about to address the understood question (:func:`app.trust.question_focus`):
         the plan's concepts, and the words of the question the vocabulary calls technical."""
@@ -289,7 +301,10 @@ class Pipeline:
         call decides), the verdict from the studies that address it alone, capped by what they are."""
         docs = list(outcome.evidence.docs) if docs is None else list(docs)
         focus = self.focus(outcome.understanding)
-        relevance = judge_relevance(focus, docs, expand=self.understander.rewriter.vocabulary.descendants)
+        vocabulary = await self._relevance_vocabulary()
+        relevance = judge_relevance(
+            focus, docs, expand=lambda h: vocabulary.descendants(h) | frozenset(vocabulary.parents(h))
+        )
         gate = self.settings.gate
         if self.relevance_llm is not None and question is not None and gate.enabled and gate.relevance:
             studies = [(d.pmid, d.title, study_text(d)) for d in docs]

@@ -74,6 +74,34 @@ _DEMOGRAPHIC: Final = frozenset(
 )
 
 
+# Classes of treatment or test that studies name by their members: "surgery" by the operation
+# ("gastrectomy", "resection"), "a scan" by the modality. A study naming a member's word family names the
+# class (stem prefixes; "ectomy" anywhere in a word). Keys are MeSH headings, lower case.
+_CLASS_CUES: Final[dict[str, tuple[str, ...]]] = {
+    "surgical procedures, operative": ("surg", "resect", "operat", "excis", "ectomy", "otomy", "dissect"),
+    "drug therapy": ("chemotherap", "cytotox", "regimen", "chemoradi"),
+    "radiotherapy": ("radiotherap", "radiation", "irradiat", "radiosurg", "brachytherap", "chemoradi"),
+    "biopsy": ("biops", "aspirat", "cytolog", "histolog"),
+    "diagnostic imaging": (
+        "imag",
+        "scan",
+        "tomograph",
+        "mri",
+        "ultrasound",
+        "ultrason",
+        "sonograph",
+        "radiograph",
+        "mammogra",
+        "pet",
+    ),
+    "magnetic resonance imaging": ("mri", "mr imag", "magnetic resonance"),
+}
+# The classes above: a question that names one AND a technical word (its own drug or procedure, "chemo like
+# paclitaxel") is about that word; a study naming it names the class.
+_CLASSES: Final = frozenset(_CLASS_CUES)
+_SUFFIXES: Final = frozenset({"ectomy", "otomy"})
+
+
 class _Doc(Protocol):
     """What the judge reads of a study: its id, title, text units and MeSH headings."""
 
@@ -263,11 +291,19 @@ def study_text(doc: _Doc) -> str:
     return f"{doc.title} {body}"
 
 
+def _cued(cue: str, padded: str) -> bool:
+    """A word of ``padded`` starts with ``cue``; a suffix cue ("ectomy") anywhere in a word."""
+    return cue in padded if cue in _SUFFIXES else f" {cue}" in padded
+
+
 def _names(anchor: Anchor, padded: str, headings: frozenset[str]) -> bool:
     if anchor.headings & headings:
         return True
     if any(f" {' '.join(p)} " in padded for p in anchor.phrases):
         return True
+    for heading in anchor.headings & _CLASSES:
+        if any(_cued(cue, padded) for cue in _CLASS_CUES[heading]):
+            return True
     # An unrecognised word is matched by its stem's family ("osteoarthritis", "osteoarthritic").
     return anchor.group == "term" and any(
         len(p) == 1 and len(p[0]) >= 5 and f" {p[0]}" in padded for p in anchor.phrases
@@ -283,13 +319,18 @@ def _decide(focus: Focus, key: str, text: str, headings: frozenset[str]) -> Stud
     groups = focus.groups
     missing: list[str] = []
     treatment = groups.get("treatment") or groups.get("comparison")
+    terms = groups.get("term", [])
+    # A class of treatment asked about with the question's own technical word ("chemo like paclitaxel"):
+    # a study naming that word is about the treatment asked about.
+    if treatment and all(a.headings & _CLASSES for a in treatment):
+        if any(a.label in named_labels for a in terms):
+            treatment = None
     for wanted in (groups.get("condition"), treatment):
         if wanted and not any(a.label in named_labels for a in wanted):
             missing.append(" or ".join(a.label for a in wanted))
     # A technical word the vocabulary does not know (a drug, a procedure) is what the question is about,
     # even when no candidate names it: studies of another drug do not answer (measured: dropping such words
     # when no study names them answered unanswerable questions again: eval/expected/relevance.yaml).
-    terms = groups.get("term", [])
     if terms and 2 * sum(a.label in named_labels for a in terms) < len(terms):
         missing.extend(a.label for a in terms if a.label not in named_labels)
     outcomes = groups.get("outcome", [])

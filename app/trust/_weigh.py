@@ -28,6 +28,7 @@ __all__ = ["Weighed", "certainty", "weigh_evidence"]
 T = TypeVar("T")
 
 _ORDER: dict[Verdict, int] = {"none": 0, "weak": 1, "moderate": 2, "strong": 3}
+_CERTAINTY: dict[Verdict, str] = {"strong": "higher", "moderate": "moderate", "weak": "low", "none": "no"}
 _WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
 _SYNTHESIS = frozenset({"meta-analysis", "systematic review"})
 _TRIALS = frozenset({"randomised trial"})
@@ -55,10 +56,10 @@ def _plural(design: str, n: int) -> str:
 
 
 def certainty(docs: Sequence[EvidenceDoc]) -> tuple[Verdict, str]:
-    """The highest verdict the designs of ``docs`` (the studies that address the question) allow, and the
-    sentence that says why: a synthesis or two randomised trials for ``strong``; a trial, or two controlled
-    or cohort studies, for ``moderate``; anything else ``weak``. Studies under an expression of concern do
-    not count towards it."""
+    """The highest verdict the designs of ``docs`` (the studies that address the question) allow, and what
+    they are ("one cohort study of 344 patients, 2009"): a synthesis or two randomised trials for
+    ``strong``; a trial, or two controlled or cohort studies, for ``moderate``; anything else ``weak``.
+    Studies under an expression of concern do not count towards it."""
     grades: list[StudyGrade] = [grade_study(d) for d in docs if not getattr(d, "concern", False)]
     designs = Counter(g.design for g in grades)
     trials = sum(designs[d] for d in _TRIALS)
@@ -81,11 +82,10 @@ def certainty(docs: Sequence[EvidenceDoc]) -> tuple[Verdict, str]:
         detail += f" of {patients:,} patients in all" if len(grades) > 1 else f" of {patients:,} patients"
     if years:
         detail += f", {years[0]}" if years[0] == years[-1] else f", {years[0]}-{years[-1]}"
-    word = {"strong": "higher", "moderate": "moderate", "weak": "low"}[cap]
     concern = len(docs) - len(grades)
     if concern:
         detail += f" ({concern} more under an expression of concern, not counted)"
-    return cap, f"{word} certainty: {detail}"
+    return cap, detail
 
 
 def _not_about(relevance: Sequence[StudyRelevance]) -> str:
@@ -121,7 +121,8 @@ def weigh_evidence(
         return Weighed((), tuple(relevance), verdict)
     verdict = assess_evidence(signals_of(kept), settings)
     if studies is not None and not verdict.abstain and settings.enabled:
-        cap, said = certainty(studies(kept))
+        cap, detail = certainty(studies(kept))
         level = verdict.verdict if _ORDER[verdict.verdict] <= _ORDER[cap] else cap
+        said = f"{_CERTAINTY[level]} certainty: {detail}"
         verdict = EvidenceVerdict(level, verdict.signals, (said, *verdict.reasons))
     return Weighed(tuple(kept), tuple(relevance), verdict)
