@@ -235,7 +235,7 @@ def user_evidence(documents: Sequence[UserDocument], *, start_rank: int = 1) -> 
     return docs
 
 
-def version_warnings(dropped: Sequence[Dropped], docs: Sequence[EvidenceDoc]) -> list[str]:
+def _version_warnings(dropped: Sequence[Dropped], docs: Sequence[EvidenceDoc]) -> list[str]:
     """What the reader must know about newer versions of reviews: the older ones left out for a newer one
     among ``docs``, and those of ``docs`` a newer version of which exists outside them."""
     used = {d.pmid for d in docs}
@@ -433,7 +433,7 @@ class Asker:
                     f"{len(retracted)} retracted {'study was' if len(retracted) == 1 else 'studies were'} "
                     f"excluded from the evidence: PMID {', '.join(retracted)}"
                 )
-            warnings.extend(version_warnings(outcome.evidence.dropped, docs))
+            warnings.extend(_version_warnings(outcome.evidence.dropped, docs))
             yield Stage("retrieve", "finished")
 
         yield Evidence(tuple(docs), context)
