@@ -44,7 +44,7 @@ from app.settings import AnswerSettings
 from llm import LLMClient, LLMError, LLMOutputInvalid, LLMResult, Message
 from prompts import load_prompt
 from retrieval.collections import InstEvidence
-from retrieval.evidence import EvidenceDoc, StudyGrade, grade_study
+from retrieval.evidence import EvidenceDoc, Notice, StudyGrade, grade_study
 from retrieval.passages import PassageContext
 from retrieval.search import DENSE_ARM
 
@@ -124,6 +124,7 @@ class Citation:
     doc_class: str | None
     design: str | None = None  # retrieval.evidence.grade_study: "randomised trial", "meta-analysis", ...
     patients: int | None = None  # the sample size the abstract states
+    notices: tuple[Notice, ...] = ()  # PubMed's notices about the study (retrieval.evidence.Notice)
 
     def age(self, current_year: int | None) -> int | None:
         """Years since publication (None: the year or today's year unknown)."""
@@ -187,6 +188,7 @@ def _citation(doc: EvidenceDoc, grade: StudyGrade) -> Citation:
         doc_class=doc.doc_class,
         design=grade.design,
         patients=grade.patients,
+        notices=doc.notices,
     )
 
 

@@ -37,7 +37,7 @@ from app.sources import (
     parse_sources,
 )
 from core import CometaError
-from retrieval.evidence import DROP_RETRACTED, EvidenceDoc, TextUnit, pubmed_url
+from retrieval.evidence import DROP_RETRACTED, DROP_SUPERSEDED, Dropped, EvidenceDoc, TextUnit, pubmed_url
 from retrieval.passages import PassageContext
 from retrieval.search import Provenance
 from retrieval.understand import LANGUAGE_NAMES, Scope, Understanding, detect_language, hash_text
@@ -238,6 +238,24 @@ def user_evidence(documents: Sequence[UserDocument], *, start_rank: int = 1) -> 
     return docs
 
 
+def _version_warnings(dropped: Sequence[Dropped], docs: Sequence[EvidenceDoc]) -> list[str]:
+    """What the reader must know about newer versions of reviews: the older ones left out for a newer one
+    among ``docs``, and those of ``docs`` a newer version of which exists outside them."""
+    used = {d.pmid for d in docs}
+    out = [
+        f"PMID {d.pmid} left out of the evidence: a newer version of this review, PMID {d.replaced_by}, "
+        "is used instead"
+        for d in dropped
+        if d.reason == DROP_SUPERSEDED and d.replaced_by in used
+    ]
+    for doc in docs:
+        for n in doc.notices:
+            if n.type == "update" and n.pmid not in used:
+                newer = f": PMID {n.pmid}, not among the studies used" if n.pmid else ""
+                out.append(f"PMID {doc.pmid}: a newer version of this review exists{newer}")
+    return out
+
+
 class Asker:
     """One question, start to finish, over the process's pipeline, answerer and judge (None: no LLM)."""
 
@@ -424,6 +442,7 @@ class Asker:
                     f"{len(retracted)} retracted {'study was' if len(retracted) == 1 else 'studies were'} "
                     f"excluded from the evidence: PMID {', '.join(retracted)}"
                 )
+            warnings.extend(_version_warnings(outcome.evidence.dropped, docs))
             yield Stage("retrieve", "finished")
 
         yield Evidence(tuple(docs), context, relevance)

@@ -217,6 +217,9 @@ def _sources_block(response: AskResponse) -> str:
         title = c.title or (f"PMID {c.pmid}" if c.pmid else "untitled")
         line = f"{n}. {markdown_text(title)}" + (f" ({markdown_text(what)})" if what else "")
         lines.append(line + (" — " + " · ".join(links) if links else ""))
+        # PubMed's notices (concern, correction, newer version, ...) as a list nested under the source.
+        indent = " " * len(f"{n}. ")
+        lines += [f"{indent}- **Note:** {markdown_text(notice.text)}" for notice in c.notices]
     return "\n".join(lines)
 
 

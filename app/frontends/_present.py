@@ -25,6 +25,7 @@ from app.schemas import (
     EvidenceDocOut,
     EvidenceVerdictOut,
     JudgeReportOut,
+    NoticeOut,
     PassageContextOut,
     PassageOut,
     ProvenanceOut,
@@ -43,7 +44,7 @@ from app.sources import AcrossOutcome, FusedItem, section_out
 from app.trust import EvidenceVerdict, StudyRelevance
 from prompts import load_prompt
 from retrieval.collections import InstEvidence
-from retrieval.evidence import EvidenceDoc
+from retrieval.evidence import EvidenceDoc, Notice
 from retrieval.passages import Passage, PassageContext
 from retrieval.search import Provenance
 
@@ -65,6 +66,10 @@ __all__ = [
 
 
 # --- PubMed evidence ---------------------------------------------------------------------------------------
+
+
+def _notices_out(notices: Sequence[Notice]) -> list[NoticeOut]:
+    return [NoticeOut(type=n.type, pmid=n.pmid, text=n.text) for n in notices]
 
 
 def _provenance(p: Provenance) -> ProvenanceOut:
@@ -102,6 +107,7 @@ def evidence_doc_out(
         text_units=len(d.text_units),
         addresses_question=None if relevance is None else relevance.addresses,
         relevance=None if relevance is None else relevance.reason(),
+        notices=_notices_out(d.notices),
     )
 
 
@@ -214,7 +220,7 @@ def search_out(outcome: SearchOutcome) -> SearchOut:
         stopped_at=query.stopped_at,
         dense=[DenseHitOut(pmid=h.pmid, score=round(h.score, 4), rank=h.rank) for h in outcome.dense],
         evidence=evidence_docs_out(outcome.evidence.docs),
-        dropped=[DroppedOut(pmid=d.pmid, reason=d.reason) for d in outcome.evidence.dropped],
+        dropped=[DroppedOut(pmid=p, reason=r, replaced_by=by) for p, r, by in outcome.evidence.dropped],
         context=None if outcome.context is None else passage_context_out(outcome.context),
         warnings=outcome.warnings,
         timings_ms={k: round(v, 2) for k, v in outcome.timings_ms.items()},
@@ -250,6 +256,7 @@ def citation_out(
         patients=c.patients,
         age_years=c.age(current_year),
         older_than_years=old_after if c.older_than(old_after, current_year) else None,
+        notices=_notices_out(c.notices),
     )
 
 

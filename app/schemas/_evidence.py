@@ -19,7 +19,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 from app.answer import AnswerMode
 from app.judge import Label, Significance
-from retrieval.evidence import Depth, DocClass
+from retrieval.evidence import Depth, DocClass, NoticeType
 from retrieval.understand import QueryPlan
 
 __all__ = [
@@ -31,6 +31,8 @@ __all__ = [
     "EvidenceDocOut",
     "JudgeReportOut",
     "Label",
+    "NoticeOut",
+    "NoticeType",
     "PairJudgementOut",
     "PassageContextOut",
     "PassageOut",
@@ -58,6 +60,19 @@ class ProvenanceOut(BaseModel):
     rank: int = Field(description="1-based rank within the arm")
     score: float | None = Field(description="the arm's own score (None for the Boolean arm)")
     tier: int | None = Field(description="Adapt-E ladder tier that found it (Boolean arm)")
+
+
+class NoticeOut(BaseModel):
+    """What PubMed says happened to a study since it was published, in plain words for a patient."""
+
+    type: NoticeType = Field(
+        description='"expression_of_concern", "erratum" (a correction), "update" (a newer version of the '
+        'review), "retraction", "partial_retraction" or "republished"'
+    )
+    pmid: str | None = Field(
+        default=None, description="PMID of the notice; for an update, of the newer version (when given)"
+    )
+    text: str = Field(description="what it means, in a sentence for a patient")
 
 
 class EvidenceDocOut(BaseModel):
@@ -104,6 +119,10 @@ class EvidenceDocOut(BaseModel):
     relevance: str | None = Field(
         default=None,
         description='why, in plain words: "about leukemia, prognosis" / "does not mention exercise"',
+    )
+    notices: list[NoticeOut] = Field(
+        default_factory=list,
+        description="PubMed's notices about the study: expression of concern, correction, newer version, ...",
     )
 
 
@@ -210,6 +229,9 @@ class DenseHitOut(BaseModel):
 class DroppedOut(BaseModel):
     pmid: str
     reason: str
+    replaced_by: str | None = Field(
+        default=None, description="the newer version of the review kept in its place (reason: newer version)"
+    )
 
 
 class SearchOut(BaseModel):

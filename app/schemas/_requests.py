@@ -16,6 +16,7 @@ from ._evidence import (
     CollectionEvidenceOut,
     EvidenceDocOut,
     JudgeReportOut,
+    NoticeOut,
     PassageOut,
     QueryOut,
     SearchOut,
@@ -288,6 +289,11 @@ class CitationOut(BaseModel):
     age_years: int | None = Field(default=None, description="years since publication")
     older_than_years: int | None = Field(
         default=None, description="set (to the threshold) when the study is older than that many years"
+    )
+    notices: list[NoticeOut] = Field(
+        default_factory=list,
+        description="PubMed's notices about the study (expression of concern, correction, newer version, "
+        "retraction, republication), each with a plain-words text",
     )
 
 

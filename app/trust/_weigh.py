@@ -60,7 +60,7 @@ def certainty(docs: Sequence[EvidenceDoc]) -> tuple[Verdict, str]:
     they are ("one cohort study of 344 patients, 2009"): a synthesis or two randomised trials for
     ``strong``; a trial, or two controlled or cohort studies, for ``moderate``; anything else ``weak``.
     Studies under an expression of concern do not count towards it."""
-    grades: list[StudyGrade] = [grade_study(d) for d in docs if not getattr(d, "concern", False)]
+    grades: list[StudyGrade] = [grade_study(d) for d in docs if not d.concern]
     designs = Counter(g.design for g in grades)
     trials = sum(designs[d] for d in _TRIALS)
     if designs.keys() & _SYNTHESIS or trials >= 2:

@@ -1,6 +1,8 @@
 """The evidence policy: one batched EFetch, publication-type classes, depth by type (abstract or PMC full
-text), date windows, retractions, why each candidate was dropped, and what each study was (its grade: design,
-year, size)."""
+text), date windows, retractions, publication notices (and newer versions of reviews preferred), why each
+candidate was dropped, and what each study was (its grade: design, year, size)."""
+
+from retrieval.ncbi import NoticeType
 
 from ._config import EvidenceSettings
 from ._evidence import (
@@ -9,6 +11,7 @@ from ._evidence import (
     DROP_NOT_FOUND,
     DROP_OUT_OF_WINDOW,
     DROP_RETRACTED,
+    DROP_SUPERSEDED,
     FALLBACK_LINK_FAILED,
     FALLBACK_NO_LINK,
     FALLBACK_PMC_FAILED,
@@ -28,14 +31,17 @@ from ._evidence import (
     pubmed_url,
 )
 from ._grade import DESIGN_RANK, StudyGrade, grade_study
+from ._notices import CONCERN_TYPES, Notice
 
 __all__ = [
+    "CONCERN_TYPES",
     "DESIGN_RANK",
     "DROP_NOT_FOUND",
     "DROP_NO_ABSTRACT",
     "DROP_NO_YEAR",
     "DROP_OUT_OF_WINDOW",
     "DROP_RETRACTED",
+    "DROP_SUPERSEDED",
     "FALLBACK_LINK_FAILED",
     "FALLBACK_NO_LINK",
     "FALLBACK_PMC_FAILED",
@@ -48,6 +54,8 @@ __all__ = [
     "EvidenceDoc",
     "EvidenceSet",
     "EvidenceSettings",
+    "Notice",
+    "NoticeType",
     "PolicyRow",
     "StudyGrade",
     "TextUnit",

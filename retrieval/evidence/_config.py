@@ -34,6 +34,11 @@ class EvidenceSettings(BaseModel):
     )
     require_abstract: bool = Field(default=True, description="Drop records without an abstract.")
     exclude_retracted: bool = Field(default=True, description="Drop retracted publications.")
+    prefer_updates: bool = Field(
+        default=True,
+        description="Drop a review when a newer version of it (PubMed's UpdateIn) is also among the "
+        "candidates kept; the newer version takes its place in the ranking.",
+    )
     depth_d1: Literal["abstract", "fulltext"] = Field(
         default="abstract",
         description="Depth of D1, PubMed primary research (CoMeta Table 2 default: the abstract).",

@@ -33,6 +33,7 @@ from retrieval.ncbi import EutilsError, License, PmcArticle, PubmedRecord, norma
 from retrieval.search import FusedHit, Provenance
 
 from ._config import EvidenceSettings
+from ._notices import CONCERN_TYPES, Notice, notice_of, superseded
 
 __all__ = [
     "DROP_NOT_FOUND",
@@ -40,6 +41,7 @@ __all__ = [
     "DROP_NO_YEAR",
     "DROP_OUT_OF_WINDOW",
     "DROP_RETRACTED",
+    "DROP_SUPERSEDED",
     "FALLBACK_EMPTY_BODY",
     "FALLBACK_LINK_FAILED",
     "FALLBACK_NO_LINK",
@@ -85,6 +87,7 @@ DROP_RETRACTED = "retracted"
 DROP_NO_ABSTRACT = "no abstract"
 DROP_NO_YEAR = "no publication year"
 DROP_OUT_OF_WINDOW = "outside date window"
+DROP_SUPERSEDED = "newer version in the evidence"  # Dropped.replaced_by names it
 
 FALLBACK_WITHHELD = "publisher withheld body"
 FALLBACK_NO_LINK = "no PMC link"
@@ -171,16 +174,24 @@ class EvidenceDoc:
     text_units: tuple[TextUnit, ...]
     doi: str | None = None
     mesh: tuple[str, ...] = ()  # the record's MeSH descriptor names (what the relevance decision reads)
+    notices: tuple[Notice, ...] = ()  # what PubMed says happened to the study since (retrieval.ncbi)
+
+    @property
+    def concern(self) -> bool:
+        """An expression of concern or a partial retraction was published about it: read it with care."""
+        return any(n.type in CONCERN_TYPES for n in self.notices)
 
 
 class Dropped(NamedTuple):
     pmid: str
     reason: str
+    replaced_by: str | None = None  # DROP_SUPERSEDED: the newer version kept in its place
 
 
 @dataclass(frozen=True, slots=True)
 class EvidenceSet:
-    docs: tuple[EvidenceDoc, ...]  # ordered by fused rank
+    # Ordered by fused rank, except that a newer version of a review takes the place of the one it replaced.
+    docs: tuple[EvidenceDoc, ...]
     dropped: tuple[Dropped, ...]  # in fused order
     candidates: int  # fused hits considered (after ``max_candidates``)
     fetched: int  # PubMed records returned
@@ -277,6 +288,11 @@ class EvidenceBuilder:
                 dropped.append(Dropped(hit.pmid, reason or DROP_NOT_FOUND))
             else:
                 kept.append((hit, record, classify(record)))
+        if settings.prefer_updates:
+            kept = _prefer_updates(kept, dropped)
+            ranks = {h.pmid: h.rank for h in hits}
+            dropped.sort(key=lambda d: ranks[d.pmid])
+        kept_pmids = frozenset(record.pmid for _, record, _ in kept)
 
         wanted = [rec for _, rec, cls in kept if depth_for(cls, settings) == "fulltext"]
         pmcids, reasons = await self._pmcids(wanted, api_key)
@@ -317,6 +333,7 @@ class EvidenceBuilder:
                     text_units=units,
                     doi=record.doi,
                     mesh=tuple(h.descriptor for h in record.mesh),
+                    notices=tuple(notice_of(n, kept_pmids) for n in record.notices),
                 )
             )
         return EvidenceSet(
@@ -380,6 +397,29 @@ class EvidenceBuilder:
         except EutilsError:
             return {}, True
         return {a.pmcid: a for a in articles}, False
+
+
+_Kept = tuple[FusedHit, PubmedRecord, DocClass]
+
+
+def _prefer_updates(kept: Sequence[_Kept], dropped: list[Dropped]) -> list[_Kept]:
+    """``kept`` without the reviews a newer version of which is among them (each added to ``dropped``);
+    the newest version moves up to the best place of the versions it replaced, so it is not cut off by a
+    document limit the older one was within."""
+    newest = superseded(record for _, record, _ in kept)
+    if not newest:
+        return list(kept)
+    by_pmid = {entry[1].pmid: entry for entry in kept}
+    out: list[_Kept] = []
+    placed: set[str] = set()
+    for _, record, _ in kept:
+        target = newest.get(record.pmid, record.pmid)
+        if target != record.pmid:
+            dropped.append(Dropped(record.pmid, DROP_SUPERSEDED, target))
+        if target not in placed:
+            placed.add(target)
+            out.append(by_pmid[target])
+    return out
 
 
 def _unique_by_pmid(hits: Iterable[FusedHit]) -> list[FusedHit]:

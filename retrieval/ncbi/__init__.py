@@ -60,6 +60,7 @@ from ._esummary import (
 )
 from ._index import LiteratureIndex, SearchHits
 from ._models import (
+    NOTICE_REF_TYPES,
     AbstractSection,
     DbField,
     DbInfo,
@@ -70,10 +71,12 @@ from ._models import (
     License,
     MeshHeading,
     MeshQualifier,
+    NoticeType,
     PmcArticle,
     PmcSection,
     PubDate,
     PublicationType,
+    PubmedNotice,
     PubmedRecord,
     normalise_pmcid,
 )
@@ -103,6 +106,7 @@ __all__ = [
     "BUNDLED_CORPUS_DIR",
     "ESUMMARY_V2_DTD_DATE",
     "INFERRED_MARK",
+    "NOTICE_REF_TYPES",
     "PMC_RESTRICTED_COMMENT",
     "PUBMED_ARTICLESET_PROLOG",
     "PUBMED_FIELDS",
@@ -127,10 +131,12 @@ __all__ = [
     "MalformedResponse",
     "MeshHeading",
     "MeshQualifier",
+    "NoticeType",
     "PmcArticle",
     "PmcSection",
     "PubDate",
     "PublicationType",
+    "PubmedNotice",
     "PubmedRecord",
     "PubmedXmlExtras",
     "RateLimited",

@@ -6,9 +6,13 @@ PMIDs and PMCIDs are strings; PMCIDs are always normalised to the prefixed ``PMC
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Final, Literal
 
 __all__ = [
+    "NOTICE_REF_TYPES",
     "AbstractSection",
     "DbField",
     "DbInfo",
@@ -19,10 +23,12 @@ __all__ = [
     "License",
     "MeshHeading",
     "MeshQualifier",
+    "NoticeType",
     "PmcArticle",
     "PmcSection",
     "PubDate",
     "PublicationType",
+    "PubmedNotice",
     "PubmedRecord",
     "normalise_pmcid",
 ]
@@ -88,6 +94,44 @@ class MeshHeading:
         return self.major or any(q.major for q in self.qualifiers)
 
 
+NoticeType = Literal[
+    "expression_of_concern", "erratum", "update", "retraction", "partial_retraction", "republished"
+]
+
+# The CommentsCorrections RefTypes that say something about the standing of *this* study, and what each is.
+# The rest are not kept: comments, reprints, citations, and the "...Of"/"...For" links a notice's own record
+# carries back to the study it is about. PartialRetractionIn is newer than pubmed_250101.dtd; NCBI uses it.
+NOTICE_REF_TYPES: Final[Mapping[str, NoticeType]] = MappingProxyType(
+    {
+        "ExpressionOfConcernIn": "expression_of_concern",
+        "ErratumIn": "erratum",
+        "UpdateIn": "update",
+        "RetractionIn": "retraction",
+        "PartialRetractionIn": "partial_retraction",
+        "RetractedandRepublishedIn": "republished",
+        "CorrectedandRepublishedIn": "republished",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PubmedNotice:
+    """A notice PubMed links to a record (``CommentsCorrections``): a retraction, an expression of concern,
+    an erratum, a newer version (``UpdateIn``: ``pmid`` is the update's) or a republication."""
+
+    ref_type: str  # PubMed's RefType, one of NOTICE_REF_TYPES
+    ref_source: str = ""  # the notice's citation, as PubMed writes it ("Nature 2001 Jun 7;411(6838):720")
+    pmid: str | None = None  # the notice's (or the update's) PMID, when PubMed gives one
+
+    def __post_init__(self) -> None:
+        if self.ref_type not in NOTICE_REF_TYPES:
+            raise ValueError(f"not a notice RefType: {self.ref_type!r}")
+
+    @property
+    def type(self) -> NoticeType:
+        return NOTICE_REF_TYPES[self.ref_type]
+
+
 @dataclass(frozen=True, slots=True)
 class PubmedRecord:
     pmid: str
@@ -105,6 +149,13 @@ class PubmedRecord:
     pmcid: str | None = None
     status: str | None = None
     retracted: bool = False
+    notices: tuple[PubmedNotice, ...] = ()
+
+    def __post_init__(self) -> None:
+        # A RetractionIn notice is a retraction, however the record was built (NCBI also adds the
+        # "Retracted Publication" type, which sets the flag when parsed): one rule for the evidence policy.
+        if not self.retracted and any(n.ref_type == "RetractionIn" for n in self.notices):
+            object.__setattr__(self, "retracted", True)
 
     @property
     def has_abstract(self) -> bool:

@@ -19,7 +19,16 @@ from typing import IO, Any, BinaryIO, Final
 from lxml import etree
 
 from ._errors import EutilsError, MalformedResponse
-from ._models import AbstractSection, MeshHeading, MeshQualifier, PubDate, PublicationType, PubmedRecord
+from ._models import (
+    NOTICE_REF_TYPES,
+    AbstractSection,
+    MeshHeading,
+    MeshQualifier,
+    PubDate,
+    PublicationType,
+    PubmedNotice,
+    PubmedRecord,
+)
 from ._xml import (
     _MONTH_ABBRS,
     _PARSER_KWARGS,
@@ -119,13 +128,21 @@ def _mesh_heading(mh: _Element) -> MeshHeading | None:
     return MeshHeading(descriptor=dname, ui=d.get("UI"), major=d.get("MajorTopicYN") == "Y", qualifiers=quals)
 
 
+def _notice(cc: _Element) -> PubmedNotice | None:
+    """A ``CommentsCorrections`` that is a notice about this record (:data:`NOTICE_REF_TYPES`), else None."""
+    ref_type = cc.get("RefType") or ""
+    if ref_type not in NOTICE_REF_TYPES:
+        return None
+    return PubmedNotice(ref_type, _text(cc.find("RefSource")), _text(cc.find("PMID")) or None)
+
+
 def _pubmed_record(article: _Element, endpoint: str = "efetch") -> PubmedRecord:
     mc = article.find("MedlineCitation")
     pmid = ""
     art = journal_info = None
     mesh: list[MeshHeading] = []
     keywords: list[str] = []
-    retraction_in = False
+    notices: list[PubmedNotice] = []
     if mc is not None:
         # Single pass over MedlineCitation's children instead of one path lookup per field.
         for c in mc:
@@ -141,9 +158,7 @@ def _pubmed_record(article: _Element, endpoint: str = "efetch") -> PubmedRecord:
             elif tag == "KeywordList":
                 keywords.extend(k for kw in c.iterchildren("Keyword") if (k := _text(kw)))
             elif tag == "CommentsCorrectionsList":
-                retraction_in = retraction_in or any(
-                    cc.get("RefType") == "RetractionIn" for cc in c.iterchildren("CommentsCorrections")
-                )
+                notices.extend(n for cc in c.iterchildren("CommentsCorrections") if (n := _notice(cc)))
     if mc is None or not pmid:
         raise MalformedResponse(f"{endpoint}: PubmedArticle without MedlineCitation/PMID", endpoint=endpoint)
 
@@ -203,7 +218,8 @@ def _pubmed_record(article: _Element, endpoint: str = "efetch") -> PubmedRecord:
         elif kind in ("pmc", "pmcid") and pmcid is None:
             pmcid = _pmcid_or_none(_text(aid))
 
-    retracted = retraction_in or any(pt.name == "Retracted Publication" for pt in pts)
+    # RetractionIn among the notices sets the flag too (PubmedRecord.__post_init__).
+    retracted = any(pt.name == "Retracted Publication" for pt in pts)
 
     return PubmedRecord(
         pmid=pmid,
@@ -221,6 +237,7 @@ def _pubmed_record(article: _Element, endpoint: str = "efetch") -> PubmedRecord:
         pmcid=pmcid,
         status=mc.get("Status"),
         retracted=retracted,
+        notices=tuple(dict.fromkeys(notices)),  # a notice listed twice is one notice
     )
 
 
@@ -478,6 +495,13 @@ def pubmed_article_xml(record: PubmedRecord, extras: PubmedXmlExtras | None = No
         mji.append(etree.Comment(INFERRED_MARK))
     if ex.nlm_unique_id:
         _sub(mji, "NlmUniqueID", ex.nlm_unique_id)
+    if record.notices:  # the DTD's place: after CitationSubset, before MeshHeadingList
+        ccl = _sub(mc, "CommentsCorrectionsList")
+        for notice in record.notices:
+            cc = _sub(ccl, "CommentsCorrections", RefType=notice.ref_type)
+            _sub(cc, "RefSource", notice.ref_source)
+            if notice.pmid:
+                _sub(cc, "PMID", notice.pmid, Version="1")
     if record.mesh:
         mhl = _sub(mc, "MeshHeadingList")
         for mh in record.mesh:

@@ -70,6 +70,11 @@ function renderCitations(citations) {
     card.append(el("span", { class: "num" }, "Source " + (i + 1)));
     card.append(el("span", { class: "title" }, c.title || "PMID " + c.pmid));
     card.append(el("span", { class: "meta" }, [c.year, design(c)].filter(Boolean).join(" · ")));
+    // PubMed's notices about the study (a concern, a correction, a newer version): text, like the title.
+    for (const n of c.notices || []) {
+      if (!n || !n.text) continue;
+      card.append(el("p", { class: "notice " + String(n.type || "").replace(/[^a-z_]/g, "") }, n.text));
+    }
     if (c.pmid) {
       card.append(el("a", { href: safeUrl(c.url, pubmedUrl(c.pmid)), target: "_blank", rel: "noopener" },
         "PubMed " + c.pmid));

@@ -30,7 +30,7 @@ from app.frontends._chat import _CitationFilter, _render_text
 from app.schemas import MAX_QUESTION_CHARS, AskRequest, UserDocument
 from app.settings import ApiSettings, Settings
 from llm import LLMUnavailable
-from retrieval.evidence import EvidenceDoc
+from retrieval.evidence import EvidenceDoc, Notice
 from tests._evidence import make_doc
 from tests._fakes import Reply, ScriptedLLM
 from tests.app.frontends.conftest import rendered
@@ -241,6 +241,32 @@ async def test_corpus_and_model_text_reach_the_chat_as_text_not_links_images_or_
     assert "[PubMed](https://pubmed.ncbi.nlm.nih.gov/111/)" in content and "PMC full text" not in content
     # The JSON API stays data: the record's title as published.
     assert completion["cometa"]["citations"][0]["title"] == ATTACK
+
+
+async def test_a_citations_notices_are_listed_under_it_as_text() -> None:
+    """PubMed's notices about a cited study reach the chat (and ``cometa ask``, which prints the same
+    markdown) nested under its source, as text: a notice's words are corpus text like a title."""
+    concern = Notice("expression_of_concern", "999", f"An expression of concern {ATTACK} (PMID 999).")
+    newer = Notice("update", "333", "A newer version of this review exists: PMID 333.")
+    cited = (Citation("111", None, "Trial 111", 2020, (), "", None, notices=(concern, newer)),)
+    checked = Answer("It helps [PMID:111].", "llm", None, None, cited, 0, None, None, 5, 7, ())
+    final = AskResult("r1", Answered(checked.text, "llm", checked, None))
+    text, _ = await streamed(EventAsker(["It helps [PMID:111]."], final))
+    req = ChatRequest(model="cometa", messages=msgs(("user", "Does it help?")))
+    completion = await chat_completion(EventAsker([], final), req, "r1")  # type: ignore[arg-type]
+    content = completion["choices"][0]["message"]["content"]
+    for markdown in (text, content):
+        assert (
+            "\n1. Trial 111 (2020) — [PubMed](https://pubmed.ncbi.nlm.nih.gov/111/)\n   - **Note:** An "
+            in markdown
+        )
+        html = rendered(markdown)
+        assert html.tags.count("li") == 3 and "ul" in html.tags  # the source and, under it, its two notices
+        assert "img" not in html.tags and all(h.startswith(LITERATURE) for h in html.hrefs), html.hrefs
+        assert f"Note: An expression of concern {ATTACK} (PMID 999)." in html.text
+        assert "Note: A newer version of this review exists: PMID 333." in html.text
+    notices = completion["cometa"]["citations"][0]["notices"]
+    assert notices[1] == {"type": "update", "pmid": "333", "text": newer.text}
 
 
 def test_the_escape_survives_any_split_of_a_stream() -> None:

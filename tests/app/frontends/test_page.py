@@ -159,6 +159,13 @@ SCRIPTED = [
                     "publication_types": ["Journal Article", "Randomized Controlled Trial"],
                     "url": "javascript:alert(1)",
                     "pmcid": "PMC1",
+                    "notices": [
+                        {
+                            "type": "expression_of_concern",
+                            "pmid": "999",
+                            "text": "An expression of concern <img src=y onerror=alert(2)> was published.",
+                        }
+                    ],
                 },
                 {
                     "pmid": "222",
@@ -166,6 +173,13 @@ SCRIPTED = [
                     "year": 2019,
                     "publication_types": [],
                     "doc_class": "D2",
+                    "notices": [
+                        {
+                            "type": "update",
+                            "pmid": "333",
+                            "text": "A newer version of this review exists: PMID 333.",
+                        }
+                    ],
                 },
             ],
         },
@@ -259,6 +273,12 @@ def test_the_page_shows_verdict_disagreement_and_warnings_and_never_runs_server_
     assert (
         "2020 · Randomized Controlled Trial" in cards[0].text and "2019 · Review (full text)" in cards[1].text
     )
+    # PubMed's notices on each source's card, as text.
+    notices = [[n.text for n in c.find_elements(By.CSS_SELECTOR, ".notice")] for c in cards]
+    assert notices == [
+        ["An expression of concern <img src=y onerror=alert(2)> was published."],
+        ["A newer version of this review exists: PMID 333."],
+    ]
     hrefs = [a.get_attribute("href") for a in cards[0].find_elements(By.TAG_NAME, "a")]
     assert hrefs == ["https://pubmed.ncbi.nlm.nih.gov/111/", "https://pmc.ncbi.nlm.nih.gov/articles/PMC1/"]
     assert not browser.find_elements(By.CSS_SELECTOR, "#result img")

@@ -41,7 +41,7 @@ from app.sources import (
 from retrieval import AdaptEResult, QueryPlan, TierResult
 from retrieval.collections import InstEvidence, SectionRef
 from retrieval.embed import DenseHit
-from retrieval.evidence import Dropped, EvidenceDoc, EvidenceSet, TextUnit
+from retrieval.evidence import DROP_SUPERSEDED, Dropped, EvidenceDoc, EvidenceSet, Notice, TextUnit
 from retrieval.passages import Passage, PassageContext
 from retrieval.search import Provenance
 from retrieval.understand import Understanding
@@ -74,8 +74,11 @@ def doc(pmid: str, **update: Any) -> EvidenceDoc:
     return EvidenceDoc(**{**fields, **update})
 
 
+CONCERN = Notice(
+    "expression_of_concern", "999", "An expression of concern was published about this study (PMID 999)."
+)
 DOCS = [
-    doc("111"),
+    doc("111", notices=(CONCERN,)),
     doc(
         "222",
         pmcid="PMC9",
@@ -153,7 +156,8 @@ def outcome(context: PassageContext | None) -> SearchOutcome:
         TierResult(2, "exercise OR fatigue", 5, 3.0, True, 5, "fallback", "boom"),
     )
     adapte = AdaptEResult(("111", "333"), tiers, False, True, 2, date_limits_relaxed=True)
-    evidence = EvidenceSet(tuple(DOCS), (Dropped("333", "outside date window"),), 3, 2)
+    dropped = (Dropped("333", "outside date window"), Dropped("555", DROP_SUPERSEDED, "111"))
+    evidence = EvidenceSet(tuple(DOCS), dropped, 3, 2)
     return SearchOutcome(
         understanding,
         adapte,
@@ -204,7 +208,8 @@ FUSED: list[FusedItem[EvidenceDoc | InstEvidence]] = [
     FusedItem("pubmed", 1, 1, 0.0163934426, DOCS[0]),
     FusedItem("northbridge", 1, 2, 0.0163934426, INST[0]),
 ]
-CITATION = Citation("111", None, "Title 111", 2019, ("Review",), "https://pubmed.ncbi.nlm.nih.gov/111/", "D1")
+URL = "https://pubmed.ncbi.nlm.nih.gov/111/"
+CITATION = Citation("111", None, "Title 111", 2019, ("Review",), URL, "D1", notices=(CONCERN,))
 
 
 def across() -> AcrossOutcome:

@@ -280,3 +280,21 @@ async def test_the_llm_judge_in_the_flow_sees_the_question_scrubbed_and_decides_
     assert flags["19459018"] == (True, "model says so")
     assert all(not ok for pmid, (ok, _why) in flags.items() if pmid != "19459018")
     assert {c.pmid for c in response.citations} <= {"19459018"}
+
+
+def test_a_study_under_an_expression_of_concern_does_not_raise_the_certainty() -> None:
+    import dataclasses
+
+    from retrieval.evidence import Notice
+
+    rct = make_doc(
+        "40", "In this randomized controlled trial 120 patients were randomly assigned.", types=(), title="R"
+    )
+    rct2 = make_doc("41", "Patients were randomized; 80 patients completed the trial.", types=(), title="S")
+    assert certainty([rct, rct2])[0] == "strong"
+    concern = Notice(
+        "expression_of_concern", "99", "An expression of concern was published about this study."
+    )
+    doubted = dataclasses.replace(rct2, notices=(concern,))
+    cap, detail = certainty([rct, doubted])
+    assert cap == "moderate" and "1 more under an expression of concern, not counted" in detail
