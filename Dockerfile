@@ -22,6 +22,7 @@ RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY core ./core
 COPY app ./app
 COPY llm ./llm
 COPY retrieval ./retrieval

@@ -79,3 +79,16 @@ def test_lower_packages_never_import_the_app(name: str) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_the_image_copies_every_first_party_package() -> None:
+    """The Dockerfile's build stage copies each top-level package pyproject installs (a missing one, core/,
+    made ``pip install .`` fail: issue 30), and nothing it copies is unknown to pyproject."""
+    import re
+    import tomllib
+
+    packages = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    top = {p.split(".")[0] for p in packages}
+    copied = set(re.findall(r"^COPY (\w+) \./\1$", (REPO / "Dockerfile").read_text(), flags=re.M))
+    assert top - copied == set(), f"packages not copied into the image: {sorted(top - copied)}"
+    assert copied - top == set(), f"copied but not installed: {sorted(copied - top)}"
