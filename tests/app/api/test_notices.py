@@ -8,7 +8,6 @@ stays, its notice and a warning saying a newer version exists.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -23,14 +22,13 @@ from app.settings import ApiSettings
 from retrieval.evidence import DROP_SUPERSEDED
 from retrieval.ncbi import (
     PubmedNotice,
-    PubmedRecord,
     clear_corpus_cache,
     pubmed_article_xml,
     pubmed_articleset,
 )
 from tests._fakes import ScriptedLLM, boolean_only_settings
 from tests.app.api.test_api import serve
-from tests.retrieval.evidence.test_evidence import REVIEW, make_record
+from tests.retrieval.evidence.test_notices import record, update
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -44,14 +42,6 @@ OLD, NEW, CONCERN, ORPHAN, ABSENT, NOTICE = (
 )
 QUESTION = "Does chemotherapy help in breast cancer?"
 REPLY = f"Chemotherapy helps [PMID:{NEW}] [PMID:{CONCERN}] [PMID:{ORPHAN}] [PMID:{OLD}]."
-
-
-def record(pmid: str, *notices: PubmedNotice, year: int = 2015) -> PubmedRecord:
-    return dataclasses.replace(make_record(pmid, REVIEW, year=year), notices=notices)
-
-
-def update(pmid: str) -> PubmedNotice:
-    return PubmedNotice("UpdateIn", "Cochrane Database Syst Rev. 2020;(1):CD1", pmid)
 
 
 RECORDS = (
