@@ -10,6 +10,7 @@ It imports no other CoMeta package; every other package may import it.
 
 from ._cache import SizedLRU, approx_size
 from ._errors import CometaError
+from ._paths import user_cache_dir
 from ._protocols import Encoder, FloatArray, OnProgress, Reranker, RerankerKind, TokenCounter
 from ._text import content_words, fold_accents, words
 from ._window import KeyedWindows, SlidingWindow
@@ -52,5 +53,6 @@ __all__ = [
     "fold_accents",
     "light_stem",
     "prefix_stem",
+    "user_cache_dir",
     "words",
 ]

@@ -92,3 +92,18 @@ def test_the_image_copies_every_first_party_package() -> None:
     copied = set(re.findall(r"^COPY (\w+) \./\1$", (REPO / "Dockerfile").read_text(), flags=re.M))
     assert top - copied == set(), f"packages not copied into the image: {sorted(top - copied)}"
     assert copied - top == set(), f"copied but not installed: {sorted(copied - top)}"
+
+
+def test_caches_follow_xdg_cache_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Every rebuildable cache lives under ``$XDG_CACHE_HOME/cometa`` (issue 30), read when used."""
+    from core import user_cache_dir
+    from retrieval.embed import default_index_dir, default_index_root
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert user_cache_dir() == tmp_path / "cometa"
+    assert default_index_root() == tmp_path / "cometa" / "index"
+    assert default_index_dir("st:m").parent == tmp_path / "cometa" / "index"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/path")  # invalid per the spec: ignored
+    assert user_cache_dir() == Path.home() / ".cache" / "cometa"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert user_cache_dir() == Path.home() / ".cache" / "cometa"

@@ -40,6 +40,7 @@ from ._vector import (
     QdrantIndex,
     VectorIndex,
     default_index_dir,
+    default_index_root,
     open_index,
     slug,
 )
@@ -73,6 +74,7 @@ __all__ = [
     "bundled_index_dir",
     "corpus_fingerprint",
     "default_index_dir",
+    "default_index_root",
     "ensure_bundled_index",
     "import_medcpt_embeddings",
     "load_encoder",

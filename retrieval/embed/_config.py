@@ -55,7 +55,9 @@ class DenseSettings(BaseModel):
         description="flat: exact inner product (small corpora); ivfpq: memory-mapped IVF-PQ for PubMed "
         "scale; auto: by size.",
     )
-    index_dir: Path | None = Field(default=None, description="None = ~/.cache/cometa/index/<encoder>.")
+    index_dir: Path | None = Field(
+        default=None, description="None = $XDG_CACHE_HOME/cometa/index/<encoder> (~/.cache/...)."
+    )
     qdrant_url: str | None = Field(
         default=None, description="A Qdrant server; None with backend qdrant = local mode under index_dir."
     )

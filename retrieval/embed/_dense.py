@@ -30,11 +30,11 @@ from retrieval.ncbi import BUNDLED_CORPUS_DIR, PubmedRecord, iter_pubmed_article
 from ._config import DenseSettings
 from ._encoders import load_encoder
 from ._vector import (
-    DEFAULT_INDEX_ROOT,
     FaissIndex,
     IndexMismatchError,
     VectorIndex,
     check_encoder,
+    default_index_root,
     open_index,
     slug,
 )
@@ -447,16 +447,17 @@ def corpus_fingerprint(corpus_dir: Path) -> str:
 
 def bundled_index_dir(settings: DenseSettings, encoder: Encoder, corpus_dir: Path | None = None) -> Path:
     """Where a corpus folder's index lives: ``settings.index_dir`` if set; else, under
-    ``~/.cache/cometa/index``, ``bundled/<slug(encoder.name)>`` for the bundled corpus and
-    ``corpus/<folder name>-<fingerprint[:16]>/<slug(encoder.name)>`` for any other (a world): keyed by
-    content and encoder, so two worlds (or two versions of one) keep their own indexes side by side."""
+    ``$XDG_CACHE_HOME/cometa/index`` (``~/.cache/...``), ``bundled/<slug(encoder.name)>`` for the bundled
+    corpus and ``corpus/<folder name>-<fingerprint[:16]>/<slug(encoder.name)>`` for any other (a world):
+    keyed by content and encoder, so two worlds (or two versions of one) keep their own indexes side by
+    side."""
     if settings.index_dir:
         return Path(settings.index_dir).expanduser()
     corpus = (corpus_dir or BUNDLED_CORPUS_DIR).resolve()
     if corpus == BUNDLED_CORPUS_DIR.resolve():
-        return DEFAULT_INDEX_ROOT / "bundled" / slug(encoder.name)
+        return default_index_root() / "bundled" / slug(encoder.name)
     key = f"{slug(corpus.name).rsplit('-', 1)[0][:40]}-{corpus_fingerprint(corpus)[:16]}"
-    return DEFAULT_INDEX_ROOT / "corpus" / key / slug(encoder.name)
+    return default_index_root() / "corpus" / key / slug(encoder.name)
 
 
 @contextlib.contextmanager

@@ -25,9 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from core import FloatArray, OnProgress
-
-from ._vector import DEFAULT_INDEX_ROOT
+from core import FloatArray, OnProgress, user_cache_dir
 
 __all__ = ["OnnxDocumentEncoder", "onnx_runtime_available", "supports"]
 
@@ -120,7 +118,7 @@ class OnnxDocumentEncoder:
         self._st = st_model
         self._max_length = max_length
         self._tokenizer = st_model.tokenizer
-        self._root = cache_dir or DEFAULT_INDEX_ROOT.parent / "onnx"
+        self._root = cache_dir or user_cache_dir() / "onnx"
         self._session: Any = None
         self._lock = threading.Lock()
 

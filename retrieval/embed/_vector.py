@@ -35,12 +35,11 @@ import faiss
 import numpy as np
 import numpy.typing as npt
 
-from core import CometaError
+from core import CometaError, user_cache_dir
 
 from ._config import DenseSettings
 
 __all__ = [
-    "DEFAULT_INDEX_ROOT",
     "EncoderIdentity",
     "FaissIndex",
     "IndexCorrupt",
@@ -53,11 +52,17 @@ __all__ = [
     "VectorIndex",
     "check_encoder",
     "default_index_dir",
+    "default_index_root",
     "open_index",
     "slug",
 ]
 
-DEFAULT_INDEX_ROOT = Path.home() / ".cache" / "cometa" / "index"
+
+def default_index_root() -> Path:
+    """``$XDG_CACHE_HOME/cometa/index`` (``~/.cache/cometa/index``), as the environment says now."""
+    return user_cache_dir() / "index"
+
+
 FORMAT_VERSION = 1
 _INDEX_FILE = "index.faiss"
 _IDS_FILE = "ids.npy"
@@ -141,7 +146,7 @@ def slug(name: str) -> str:
 
 
 def default_index_dir(encoder_name: str) -> Path:
-    return DEFAULT_INDEX_ROOT / slug(encoder_name)
+    return default_index_root() / slug(encoder_name)
 
 
 def check_encoder(meta: IndexMeta, encoder: EncoderIdentity, where: str = "index") -> None:

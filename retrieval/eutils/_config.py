@@ -29,7 +29,7 @@ class CacheSettings(BaseModel):
     )
     url: str | None = Field(
         default=None,
-        description="sqlite: a file path (None = ~/.cache/cometa/eutils-cache.sqlite3); redis: redis://host:port/db.",
+        description="sqlite: a file path (None = $XDG_CACHE_HOME/cometa/eutils-cache.sqlite3); redis: redis://host:port/db.",
     )
     ttl_s: float = Field(default=3600.0, ge=0, description="Seconds an entry is fresh.")
     max_stale_s: float = Field(

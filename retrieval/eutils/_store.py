@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import Counter
 
-from core import CometaError, SizedLRU, approx_size
+from core import CometaError, SizedLRU, approx_size, user_cache_dir
 from retrieval.ncbi import (
     AbstractSection,
     DbField,
@@ -54,7 +54,6 @@ if TYPE_CHECKING:
     from redis.asyncio import Redis
 
 __all__ = [
-    "DEFAULT_SQLITE_PATH",
     "CacheEntry",
     "CacheStore",
     "CacheStoreError",
@@ -64,6 +63,7 @@ __all__ = [
     "SqliteStore",
     "StoreStats",
     "decode_value",
+    "default_sqlite_path",
     "encode_value",
     "hash_part",
     "open_store",
@@ -71,7 +71,12 @@ __all__ = [
 
 log = logging.getLogger("cometa.eutils.cache")
 
-DEFAULT_SQLITE_PATH = Path("~/.cache/cometa/eutils-cache.sqlite3")
+
+def default_sqlite_path() -> Path:
+    """``$XDG_CACHE_HOME/cometa/eutils-cache.sqlite3`` (``~/.cache/...``), as the environment says now."""
+    return user_cache_dir() / "eutils-cache.sqlite3"
+
+
 FORMAT_VERSION = "v1"  # bump when a cached model changes shape: old entries then simply miss
 _COMPRESS_ABOVE = 1024  # bytes of JSON; PMC full texts shrink ~4x, small ESearch results are left readable
 _WARN_EVERY_S = 60.0
@@ -503,6 +508,6 @@ def open_store(settings: CacheSettings, *, clock: Callable[[], float] = time.tim
     if settings.backend == "memory":
         return MemoryStore(max_entries=settings.max_entries, max_bytes=settings.max_bytes, **common)
     if settings.backend == "sqlite":
-        path = Path(settings.url.removeprefix("sqlite:///")) if settings.url else DEFAULT_SQLITE_PATH
+        path = Path(settings.url.removeprefix("sqlite:///")) if settings.url else default_sqlite_path()
         return SqliteStore(path, max_entries=settings.max_entries, timeout_s=settings.timeout_s, **common)
     return RedisStore(settings.url or "redis://localhost:6379/0", timeout_s=settings.timeout_s, **common)

@@ -74,12 +74,9 @@ def _fresh_corpus_cache() -> Iterator[None]:
 
 @pytest.fixture
 def cache_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The default index root (``~/.cache/cometa/index``) moved under tmp_path."""
-    import retrieval.embed._dense as dense_module
-
-    root = tmp_path / "cache"
-    monkeypatch.setattr(dense_module, "DEFAULT_INDEX_ROOT", root)
-    return root
+    """The default index root moved under tmp_path the way a user moves it: ``XDG_CACHE_HOME``."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    return tmp_path / "xdg" / "cometa" / "index"
 
 
 def test_world_index_builds_with_progress_then_loads_from_cache(tmp_path: Path, cache_root: Path) -> None:
