@@ -208,7 +208,7 @@ class Speller:
             return None
         stem = drug_stem(word)
         seen: set[str] = set()
-        best: tuple[int, int, int, str] | None = None
+        best: tuple[int, int, int, int, str] | None = None
         for variant in (word, *self._deletes(word, max_d)):
             for cand in self._index.get(variant, ()):
                 if cand in seen:
@@ -219,10 +219,13 @@ class Speller:
                     continue
                 if (stem is not None and not cand.endswith(stem)) or _prefix_swap(word, cand):
                     continue
-                key = (d, 0 if cand in self.clinical else 1, -self.freq.get(cand, 0), cand)
+                # At one distance, two letters swapped is the likelier typo ("agian" is "again", not the
+                # clinical "avian"), then a clinical word, then the commoner one.
+                swap = 0 if _swapped(word, cand) else 1
+                key = (d, swap, 0 if cand in self.clinical else 1, -self.freq.get(cand, 0), cand)
                 if best is None or key < best:
                     best = key
-        return None if best is None else best[3]
+        return None if best is None else best[4]
 
 
 # (suffix, stem endings to try): "thinks" -> think, "biopsies" -> biopsy, "hoping" -> hope.
@@ -238,6 +241,14 @@ _INFLECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 
 _SIBLINGS = ("s", "es", "d", "ed", "ing")
+
+
+def _swapped(a: str, b: str) -> bool:
+    """``b`` is ``a`` with two neighbouring letters swapped."""
+    if len(a) != len(b):
+        return False
+    diff = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+    return len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]
 
 
 def _sounds(word: str) -> str:

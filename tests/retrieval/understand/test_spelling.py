@@ -42,6 +42,8 @@ def test_real_words_are_not_corrected(text: str) -> None:
         ("diabeties", "diabetes"),
         ("siezure", "seizure"),
         ("prostrate", "prostate"),  # a real-word error, named in the speller
+        ("agian", "again"),  # two letters swapped, not the clinical "avian" one letter away (issue 30)
+        ("tumer", "tumor"),  # no swap either way: the clinical word
     ],
 )
 def test_real_typos_are_still_corrected(wrong: str, right: str) -> None:
