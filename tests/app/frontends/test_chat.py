@@ -276,3 +276,22 @@ def test_the_escape_survives_any_split_of_a_stream() -> None:
     for cut in range(1, len(text)):
         filt = _CitationFilter({})
         assert filt.feed(text[:cut]) + filt.feed(text[cut:]) + filt.flush() == whole, cut
+
+
+def test_the_follow_up_framing_is_never_searched() -> None:
+    """A follow-up with no medical words searches its own words, not the wrapper's ("earlier", "follow"):
+    issue 30."""
+    from app.frontends import ChatMessage
+    from retrieval.understand import DeterministicRewriter
+
+    messages = [
+        ChatMessage(role="user", content="thanks, that helps"),
+        ChatMessage(role="user", content="what are the options?"),
+    ]
+    question = chat_question(messages)
+    assert question.startswith("Earlier in this conversation:")  # the framing is there ...
+    ladder = " ".join(DeterministicRewriter().rewrite(question).ladder).lower()
+    assert (
+        "earlier" not in ladder and "follow" not in ladder and "conversation" not in ladder
+    )  # ... unsearched
+    assert "options" in ladder
