@@ -35,6 +35,7 @@ from .trust import (
     EvidenceSignals,
     Focus,
     LLMRelevance,
+    StudyRelevance,
     Weighed,
     evidence_signals,
     judge_relevance,
@@ -300,11 +301,15 @@ class Pipeline:
         one; with an LLM and ``question`` — as the PHI policy lets a model see it — the batched relevance
         call decides), the verdict from the studies that address it alone, capped by what they are."""
         docs = list(outcome.evidence.docs) if docs is None else list(docs)
-        focus = self.focus(outcome.understanding)
         vocabulary = await self._relevance_vocabulary()
-        relevance = judge_relevance(
-            focus, docs, expand=lambda h: vocabulary.descendants(h) | frozenset(vocabulary.parents(h))
-        )
+
+        def judge() -> tuple[StudyRelevance, ...]:
+            expand = lambda h: vocabulary.descendants(h) | frozenset(vocabulary.parents(h))  # noqa: E731
+            return judge_relevance(self.focus(outcome.understanding), docs, expand=expand)
+
+        # Off the event loop: the focus asks the speller about every word of the question (4,000 characters
+        # of combining marks held the loop 200 ms: bench/worst_case.py).
+        relevance = await asyncio.to_thread(judge)
         gate = self.settings.gate
         if self.relevance_llm is not None and question is not None and gate.enabled and gate.relevance:
             studies = [(d.pmid, d.title, study_text(d)) for d in docs]

@@ -535,9 +535,8 @@ class SourcesService:
         gate = self.settings.gate
         if o.verdict is None:
             lay = self.pipeline.understander.rewriter.lay_words
-            relevance = relevance_of_texts(
-                focus, [(f"{e.collection}/{e.doc_id}", e.text) for e in o.evidence]
-            )
+            keyed = [(f"{e.collection}/{e.doc_id}", e.text) for e in o.evidence]
+            relevance = await asyncio.to_thread(relevance_of_texts, focus, keyed)
 
             def signals_of(kept: Sequence[InstEvidence]) -> EvidenceSignals:
                 texts = [e.text for e in kept]
@@ -661,7 +660,8 @@ class SourcesService:
         llm = reader if reader is not None else judge.llm if judge is not None else self.pipeline.llm
         budget = self.context_budget()
         asked = self.phi.for_llm(question)  # what the per-source answers and the judge may see
-        focus = self.pipeline.focus(understanding)  # what every source's documents must be about
+        # What every source's documents must be about (off the loop: the speller reads every word).
+        focus = await asyncio.to_thread(self.pipeline.focus, understanding)
         per_source = (
             None if llm is None else SourceAnswerer(llm, self._llm_slots, max_tokens=cfg.answer_max_tokens)
         )
