@@ -202,29 +202,35 @@ def _own(concept: Concept) -> set[str]:
     return {t.lower() for t in (concept.text, concept.surface, concept.mesh) if t}
 
 
+def _ladder_groups(ladder: Sequence[str]) -> list[list[Term]]:
+    """The groups (:func:`_groups`) of every ladder query, each query parsed once per question."""
+    out: list[list[Term]] = []
+    for query in ladder:
+        try:
+            out.extend(_groups(parse_query(query)))
+        except QuerySyntaxError:
+            continue
+    return out
+
+
 def _alternatives(
-    concept: Concept, ladder: Sequence[str], others: Sequence[set[str]] = ()
+    concept: Concept, groups: Sequence[list[Term]], others: Sequence[set[str]] = ()
 ) -> tuple[set[str], set[str]]:
     """Every phrase and MeSH heading the plan searched for ``concept``: its text, its heading, and the
-    other terms of each ladder group that holds one of them and nothing of ``others`` (the other concepts'
-    own words)."""
+    other terms of each ladder group (:func:`_ladder_groups`) that holds one of them and nothing of
+    ``others`` (the other concepts' own words)."""
     phrases = {concept.text, *([concept.surface] if concept.surface else [])}
     headings = {concept.mesh.lower()} if concept.mesh else set()
     own = _own(concept)
-    for query in ladder:
-        try:
-            node = parse_query(query)
-        except QuerySyntaxError:
+    for terms in groups:
+        texts = {t.text.lower() for t in terms}
+        if not texts & own or any(texts & other for other in others):
             continue
-        for terms in _groups(node):
-            texts = {t.text.lower() for t in terms}
-            if not texts & own or any(texts & other for other in others):
-                continue
-            for t in terms:
-                if t.field == "mh":
-                    headings.add(t.text.lower())
-                elif not t.wildcard:
-                    phrases.add(t.text)
+        for t in terms:
+            if t.field == "mh":
+                headings.add(t.text.lower())
+            elif not t.wildcard:
+                phrases.add(t.text)
     return phrases, headings
 
 
@@ -267,10 +273,11 @@ def question_focus(
     covered: set[str] = set()
     found = [c for c in (plan.concepts if concepts is None else concepts) if c.recognised]
     owns = [_own(c) for c in found]
+    groups = _ladder_groups(plan.ladder)
     for i, c in enumerate(found):
         group = _GROUP_OF_ROLE.get(c.role)
         label = c.text
-        texts, headings = _alternatives(c, plan.ladder, owns[:i] + owns[i + 1 :])
+        texts, headings = _alternatives(c, groups, owns[:i] + owns[i + 1 :])
         covered.update(s for t in texts for s in _stems(t))
         covered.update(s for h in headings for s in _stems(h))
         if group is None or c.text.lower() in _DEMOGRAPHIC or (c.mesh or "").lower() in _DEMOGRAPHIC:
