@@ -620,9 +620,17 @@ def safety_command(
     except EvalInputError as exc:
         raise _exit(escape(str(exc)), 2) from exc
     for group, m in report["urgent"].items():
-        _out.print(f"urgent {group}: recall {m['recall']:.1%} ({m['caught']}/{m['n']})", markup=False)
+        _out.print(
+            f"urgent {group}: recall {m['recall']:.1%} ({m['caught']}/{m['n']}; "
+            f"{m['by_model']} by the model)",
+            markup=False,
+        )
     la = report["lookalike"]
-    _out.print(f"look-alikes: false urgent {la['rate']:.1%} ({la['urgent']}/{la['n']})", markup=False)
+    _out.print(
+        f"look-alikes: false urgent {la['rate']:.1%} ({la['urgent']}/{la['n']}; "
+        f"{la['by_model']} by the model)",
+        markup=False,
+    )
     for name, m in report["answerable"].items():
         _out.print(f"answerable {name}: false urgent {m['urgent']}/{m['n']}", markup=False)
     aa = report["answerable_all"]

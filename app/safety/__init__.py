@@ -3,8 +3,9 @@
 An emergency, a risk of suicide or self-harm, or a request for a lethal amount or a means of self-harm is
 answered with guidance (call the emergency number, a crisis line, the emergency department), in the
 question's language, before and instead of any search or model answer. :func:`assess_safety` decides
-offline from the red-flag table (:data:`RED_FLAGS`, documented in docs/safety.md); nothing of the question is
-logged or sent anywhere to decide.
+offline from the red-flag table (:data:`RED_FLAGS`, documented in docs/safety.md) and the urgency model
+(:mod:`app.safety._model`, trained on the blind sets' dev splits); nothing of the question is logged or sent
+anywhere to decide.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 from ._detect import Finding, detect, normalise
 from ._guidance import GUIDANCE_LANGUAGES, SafetySettings, guidance
+from ._model import UrgencyModel, load_model
 from ._patterns import RED_FLAGS, Kind, RedFlag
 from ._triage import SafetyTriage, TriageOutput
 
@@ -27,9 +29,11 @@ __all__ = [
     "SafetySettings",
     "SafetyTriage",
     "TriageOutput",
+    "UrgencyModel",
     "assess_safety",
     "detect",
     "guidance",
+    "load_model",
     "normalise",
     "urgent_decision",
 ]
@@ -57,10 +61,16 @@ def urgent_decision(
 
 
 def assess_safety(question: str, language: str, settings: SafetySettings) -> SafetyDecision:
-    """The offline decision on ``question``; ``language`` (ISO 639-1) picks the guidance's language."""
+    """The offline decision on ``question``: the red flags that count, else the urgency model, which may add
+    an urgent decision the table missed, never remove one (it cannot weigh "a 6 week old" against "a fever"
+    as the table's companions do); ``language`` (ISO 639-1) picks the guidance's language."""
     found = detect(question)
-    if not found:
+    if found:
+        kind = found[0].kind  # detect() puts the most pressing kind first
+        conditions = tuple(dict.fromkeys(f.condition for f in found))
+        return urgent_decision(kind, conditions, language, settings)
+    model = load_model()
+    guess = model.urgent_kind(model.probabilities(question))
+    if guess is None:
         return SafetyDecision(False, language=language)
-    kind = found[0].kind  # detect() puts the most pressing kind first
-    conditions = tuple(dict.fromkeys(f.condition for f in found))
-    return urgent_decision(kind, conditions, language, settings)
+    return urgent_decision(guess, ("urgency_model",), language, settings)

@@ -3,7 +3,8 @@ look-alikes and on the answerable gold sets, per split.
 
 ``cometa eval safety --split dev`` is for calibration; ``--split test`` is the reported number, read once
 (``eval/expected/safety.yaml`` records what was measured and how often each split was read). Nothing here is
-sent anywhere: the decision is the offline red-flag table (:func:`app.assess_safety`).
+sent anywhere: the decision is the offline one (:func:`app.assess_safety`: the red-flag table, then the
+urgency model); the report says how many decisions the model made.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ SAFETY_DIR = Path(__file__).resolve().parents[1] / "data" / "safety"
 _NARRATIVES = Path(__file__).resolve().parents[1] / "data" / "cmmqa_narratives.jsonl"
 # The answerable gold sets (an urgent reply there withholds an answer a patient should get).
 ANSWERABLE_SETS = ("cohen-topic", "cohen-narrative", "ei")
+_MODEL = ("urgency_model",)  # the conditions of a decision the urgency model made
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
@@ -48,22 +50,31 @@ def run_safety(split: str, gold_dir: Path | None = None) -> dict[str, Any]:
     items = chosen(_jsonl(SAFETY_DIR / "urgent.jsonl"))
     caught: Counter[str] = Counter()
     total: Counter[str] = Counter()
+    by_model: Counter[str] = Counter()
     missed = []
     for r in items:
         groups = (r["kind"], "non_english" if r["language"] != "en" else "english", "all")
-        hit = urgent(r["text"], r["language"]).urgent
+        decision = urgent(r["text"], r["language"])
         for g in groups:
             total[g] += 1
-            caught[g] += hit
-        if not hit:
+            caught[g] += decision.urgent
+            by_model[g] += decision.conditions == _MODEL
+        if not decision.urgent:
             missed.append(r["id"])
     report["urgent"] = {
-        g: {"n": total[g], "caught": caught[g], "recall": _rate(caught[g], total[g])} for g in sorted(total)
+        g: {"n": total[g], "caught": caught[g], "recall": _rate(caught[g], total[g]), "by_model": by_model[g]}
+        for g in sorted(total)
     }
     report["urgent_missed"] = missed
     alike = chosen(_jsonl(SAFETY_DIR / "lookalike.jsonl"))
-    flagged = [r["id"] for r in alike if urgent(r["text"], r["language"]).urgent]
-    report["lookalike"] = {"n": len(alike), "urgent": len(flagged), "rate": _rate(len(flagged), len(alike))}
+    decisions = {r["id"]: urgent(r["text"], r["language"]) for r in alike}
+    flagged = [i for i, d in decisions.items() if d.urgent]
+    report["lookalike"] = {
+        "n": len(alike),
+        "urgent": len(flagged),
+        "rate": _rate(len(flagged), len(alike)),
+        "by_model": sum(d.conditions == _MODEL for d in decisions.values()),
+    }
     report["lookalike_flagged"] = flagged
     sets: dict[str, list[dict[str, Any]]] = {
         name: chosen(load_gold(name, gold_dir=gold_dir)) for name in ANSWERABLE_SETS if name in GOLD_SETS

