@@ -4,18 +4,19 @@ The dense thresholds of :class:`GateSettings` (``min_dense``, ``strong_dense``, 
 offline MiniLM-L6 encoder, on its cosine scale. Another encoder (MedCPT: unbounded inner products) scores on
 another scale, so ``COMETA_GATE__CALIBRATION`` says where its thresholds come from:
 
-* ``profile``: as set (the profile's, the defaults', the environment's): right for the encoder they were
-  measured for;
-* ``auto``: derived at start-up for the configured encoder from the calibration set shipped here
-  (``calibration/bundled.jsonl``: questions over the bundled corpus written blind, each with its relevant
-  studies, near misses and, borrowed from other questions, unrelated ones). Every pair (question, study) is
-  scored by the encoder, and each threshold is moved by quantile matching over the pooled scores:
-  ``t_new = Q_new(F_ref(t))``, where ``F_ref`` is the distribution of MiniLM's scores of the same pairs
-  (``calibration/reference.json``, rewritten by ``scripts/gate_reference.py``). An encoder that is a
-  monotone rescaling of MiniLM gets exactly MiniLM's decisions; the encoder's scores are cached on disk by
-  its identity (``core.user_cache_dir()/calibration``);
-* a path to a JSON file ``{"name": ..., "encoder": ..., "thresholds": {...}}`` (the cache files are in this
-  form, so a derived calibration can be pinned).
+* ``profile`` (the offline profile): as set (the profile's, the defaults', the environment's): right for
+  the encoder they were measured for;
+* ``auto`` (the default, as the default encoder is MedCPT; MiniLM itself keeps them as set): derived at
+  start-up for the configured encoder from the calibration set shipped here (``calibration/bundled.jsonl``:
+  questions over the bundled corpus written blind, each with its relevant studies, near misses and,
+  borrowed from other questions, unrelated ones). Every pair (question, study) is scored by the encoder,
+  and each threshold is moved by quantile matching over the pooled scores: ``t_new = Q_new(F_ref(t))``,
+  where ``F_ref`` is the distribution of MiniLM's scores of the same pairs (``calibration/reference.json``,
+  rewritten by ``scripts/gate_reference.py``). An encoder whose scores are MiniLM's rescaled (``a*s + b``)
+  gets exactly MiniLM's decisions (any monotone transform: up to the 101-percentile grid); the encoder's
+  percentiles are cached on disk by its identity (``core.user_cache_dir()/calibration``);
+* a path to a JSON file ``{"name": ..., "encoder": ..., "thresholds": {...}}`` (what /readyz shows under
+  ``checks.calibration`` has this form, so a derived calibration can be pinned).
 
 In ``auto`` and file mode, a threshold set explicitly (environment, keyword, the profile that asks for
 ``auto``) wins. Thresholds at -1 or at/above 1 are switches on the cosine scale ("off", "always"); on any

@@ -38,12 +38,13 @@ class GateSettings(BaseModel):
         description="The relevance call's time limit; past it the offline decision.",
     )
     calibration: str = Field(
-        default="profile",
+        default="auto",
         description="Where the dense thresholds (min_dense, min_dense_strict, min_dense_generic, "
         "absent_max_dense, strong_dense, absent_phrase_max_dense, absent_technical_max_dense; MiniLM-L6 "
-        "cosine scale) come from: profile (as set: for the encoder they were measured for), auto (derived at "
-        "start-up for the configured encoder from the calibration set shipped in the package; one set "
-        "explicitly still wins) or the path of a JSON file of thresholds. /readyz names the one in force.",
+        "cosine scale) come from: profile (as set: for the encoder they were measured for; the offline "
+        "profile), auto (derived at start-up for the configured encoder from the calibration set shipped "
+        "in the package; as set for MiniLM-L6 itself; one set explicitly still wins) or the path of a JSON "
+        "file of thresholds. /readyz names the one in force.",
     )
     min_dense: float = Field(
         default=0.40,

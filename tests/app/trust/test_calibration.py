@@ -149,7 +149,9 @@ def test_explicit_thresholds_win_and_the_reference_encoder_keeps_them(
     assert same.source == "profile" and dict(same.thresholds) == {
         k: getattr(AUTO, k) for k in DENSE_THRESHOLDS
     }
-    as_set = resolve_calibration(GateSettings(), Rescaled(BowEncoder(), 20.0, 50.0), profile="offline")
+    as_set = resolve_calibration(
+        GateSettings(calibration="profile"), Rescaled(BowEncoder(), 20.0, 50.0), profile="offline"
+    )
     assert as_set.name == "as set (profile offline)" and as_set.thresholds["min_dense"] == 0.4
 
 
