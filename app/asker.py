@@ -179,6 +179,7 @@ class AskResult:
     excerpt_chars: int = 0  # the length of a collection document's excerpt on the wire (across sources)
     safety: SafetyDecision = NOT_URGENT  # the safety step's decision (urgent: mode "urgent")
     relevance: tuple[StudyRelevance, ...] = ()  # the decision on each of docs (see Evidence)
+    calibration: str | None = None  # the gate's calibration in force (its name and id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -516,6 +517,7 @@ class Asker:
             STAGE_LATENCY.labels(stage_name).observe(ms / 1000)
         yield Done(
             AskResult(
+                calibration=self.pipeline.calibration_label,
                 request_id=request_id,
                 answered=answered,
                 docs=tuple(docs),
@@ -570,6 +572,7 @@ class Asker:
         yield answered
         yield Done(
             AskResult(
+                calibration=self.pipeline.calibration_label,
                 request_id=request_id,
                 answered=answered,
                 warnings=(
@@ -602,6 +605,7 @@ class Asker:
         yield answered
         yield Done(
             AskResult(
+                calibration=self.pipeline.calibration_label,
                 request_id=request_id,
                 answered=answered,
                 timings_ms={k: round(v, 2) for k, v in timings.items()},
@@ -650,6 +654,7 @@ class Asker:
             raise SourceDenied("; ".join(f"{o.name}: {o.status.reason}" for o in outcome.sources))
         yield Done(
             AskResult(
+                calibration=self.pipeline.calibration_label,
                 request_id=request_id,
                 answered=Answered(outcome.answer, outcome.mode, None, None),
                 timings_ms={**{k: round(v, 2) for k, v in timings.items()}, **outcome.timings_ms},

@@ -181,8 +181,10 @@ class Container:
         return SourcesService(self.settings, self.pipeline, models=self.models, phi=self.phi)
 
     async def warm(self) -> None:
-        """Load the encoder, index and reranker now, so the first question is not the slow one."""
+        """Load the encoder, index and reranker now, and resolve the gate's calibration for that encoder
+        (``auto``: scored in a thread, cached on disk), so the first question is not the slow one."""
         await self.pipeline.dense_retriever()
+        await self.pipeline.calibration()
         await self.pipeline.passage_retriever()
         await self.pipeline.warm_vocabularies()
 

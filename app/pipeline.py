@@ -32,6 +32,8 @@ from .factories import Models, passage_store_path
 from .settings import Settings
 from .trust import (
     AbsenceCounter,
+    Calibration,
+    CalibrationError,
     EvidenceSignals,
     Focus,
     LLMRelevance,
@@ -40,6 +42,7 @@ from .trust import (
     evidence_signals,
     judge_relevance,
     question_focus,
+    resolve_calibration,
     study_text,
     weigh_evidence,
 )
@@ -183,7 +186,14 @@ class Pipeline:
         self.models = models or Models(settings, dense=dense)
         self.evidence = EvidenceBuilder(client, settings.evidence)
         self.use_passages = use_passages
+        # The gate in force: the settings' until the calibration is resolved (:meth:`calibration`).
+        self.gate = settings.gate
+        self._calibration: Calibration | None = None
+        self._calibration_lock = asyncio.Lock()
         self.absence = AbsenceCounter(settings.gate, client)  # the gate's count lookups
+        if settings.gate.calibration == "profile" or not self.use_dense:
+            # Nothing to score: resolved now, so /readyz never waits on it.
+            self._calibration = resolve_calibration(settings.gate, None, profile=settings.profile)
         self._mesh: MeshVocabulary | None = None  # the relevance decision's tree (_relevance_vocabulary)
         gate = settings.gate
         # The stronger relevance judge where a model is configured (app.trust.LLMRelevance).
@@ -230,6 +240,54 @@ class Pipeline:
         if not self.use_dense:
             return None
         return await self.models.dense_retriever()
+
+    async def calibration(self) -> Calibration:
+        """The gate's calibration for this pipeline's encoder (``gate.calibration``), resolved once (the
+        container's warm-up does it at start-up): ``auto`` scores the shipped calibration set with the
+        encoder, in a thread. Where the wanted one cannot be had (no encoder, a bad file) the thresholds as
+        set stand, and the record's ``note`` says why (/readyz then is not ready)."""
+        if self._calibration is not None:  # every question asks: no lock once it is resolved
+            return self._calibration
+        async with self._calibration_lock:
+            if self._calibration is None:
+                gate = self.settings.gate
+                encoder = None
+                note = None
+                if self.use_dense and gate.calibration != "profile":
+                    try:
+                        encoder = await self.models.encoder()
+                    except CometaError as exc:
+                        note = f"encoder unavailable ({type(exc).__name__})"
+                try:
+                    found = await asyncio.to_thread(
+                        resolve_calibration, gate, encoder, profile=self.settings.profile
+                    )
+                except CalibrationError as exc:
+                    note = str(exc)
+                    as_set = gate.model_copy(update={"calibration": "profile"})
+                    found = resolve_calibration(as_set, None, profile=self.settings.profile)
+                if note is not None:
+                    log.error("gate calibration %s unavailable: %s", gate.calibration, note)
+                    found = dataclasses.replace(found, note=note)
+                log.info("gate calibration in force: %s", found.label)
+                self.gate = found.apply(gate)
+                self.absence.settings = self.gate
+                self._calibration = found
+        return self._calibration
+
+    @property
+    def calibration_label(self) -> str | None:
+        """The name and id of the calibration in force (None until it is resolved)."""
+        return None if self._calibration is None else self._calibration.label
+
+    def calibration_status(self) -> dict[str, Any]:
+        """/readyz: the calibration in force without waiting (``ok`` False while ``auto`` is still being
+        derived, or when the wanted one could not be had)."""
+        found = self._calibration
+        if found is None:
+            mode = self.settings.gate.calibration
+            return {"ok": False, "reason": f"deriving the gate calibration ({mode})"}
+        return {"ok": found.note is None or not self.use_dense, **found.public()}
 
     async def passage_retriever(self) -> PassageRetriever | None:
         """SEOS + passage retrieval + rerank on the dense encoder; None when the dense arm is unavailable."""
@@ -310,7 +368,8 @@ class Pipeline:
         # Off the event loop: the focus asks the speller about every word of the question (4,000 characters
         # of combining marks held the loop 200 ms: bench/worst_case.py).
         relevance = await asyncio.to_thread(judge)
-        gate = self.settings.gate
+        await self.calibration()
+        gate = self.gate
         if self.relevance_llm is not None and question is not None and gate.enabled and gate.relevance:
             studies = [(d.pmid, d.title, study_text(d)) for d in docs]
             relevance = await self.relevance_llm.judge(question, studies, relevance)
@@ -323,7 +382,7 @@ class Pipeline:
             ctx = None if full is None else full.kept({d.pmid for d in kept})
             return dataclasses.replace(self.gate_signals(outcome, kept, ctx), coverage=coverage)
 
-        return weigh_evidence(docs, relevance, signals_of, self.settings.gate, studies=lambda kept: kept)
+        return weigh_evidence(docs, relevance, signals_of, gate, studies=lambda kept: kept)
 
     async def search(
         self,
@@ -473,6 +532,7 @@ class Pipeline:
             timings["passages"] = (time.perf_counter() - t3) * 1000
         outcome = SearchOutcome(understanding, boolean, dense, fused, evidence, context, warnings, timings)
         rewriter = self.understander.rewriter
+        await self.calibration()  # the count's phrase rule compares a similarity with a dense threshold
         absent = await self.absence.count(understanding, evidence, dense, rewriter, api_key, gate_documents)
         outcome.absent_terms, outcome.absent_technical, outcome.absent_phrases = absent
         return outcome

@@ -3,7 +3,8 @@
 Nested sections use ``__``: ``COMETA_EUTILS__API_KEY=...``, ``COMETA_EUTILS__BACKEND=local``. A ``.env`` file
 in the working directory is read too. ``COMETA_PROFILE`` names presets (``app/configs/*.json``: ``offline``,
 ``medcpt``, ``live``, or a JSON file of one's own) that set model ids together with the gate thresholds
-calibrated for them. Precedence, highest first: keyword arguments, the environment (and ``.env``), the
+calibrated for them, or with ``gate.calibration: auto`` (derived at start-up for the encoder:
+:mod:`app.trust`). Precedence, highest first: keyword arguments, the environment (and ``.env``), the
 profiles (a later one in ``COMETA_PROFILE=a,b`` wins), the defaults. docs/configuration.md lists every
 variable (``scripts/configuration.py`` writes it).
 """
@@ -34,7 +35,7 @@ from retrieval.evidence import EvidenceSettings
 from retrieval.passages import PassageSettings
 
 from .safety import SafetySettings
-from .trust import GateSettings
+from .trust import DENSE_THRESHOLDS, GateSettings
 
 __all__ = [
     "AccessSettings",
@@ -593,11 +594,25 @@ def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _without_dense_thresholds(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` less the gate's dense thresholds: they belong to the calibration that came with them."""
+    gate = values.get("gate")
+    if not isinstance(gate, Mapping):
+        return dict(values)
+    return {**values, "gate": {k: v for k, v in gate.items() if k not in DENSE_THRESHOLDS}}
+
+
 def _profile_values(names: str | None) -> dict[str, Any]:
+    """The profiles merged in order. A profile that names a gate calibration replaces the dense thresholds
+    of the ones before it too: thresholds measured for one encoder are no explicit choice for another
+    (``offline,medcpt`` derives MedCPT's from the defaults, it does not pin MiniLM's)."""
     values: dict[str, Any] = {}
     for name in (names or "").split(","):
         if name.strip():
-            values = _merged(values, load_profile(name.strip()).settings)
+            settings = load_profile(name.strip()).settings
+            if "calibration" in settings.get("gate", {}):
+                values = _without_dense_thresholds(values)
+            values = _merged(values, settings)
     return values
 
 
@@ -756,7 +771,10 @@ class Settings(BaseSettings):
         unless ``COMETA_DENSE__ENCODER`` was set (MedCPT's weights come from the Hugging Face hub), and
         reranking uses the bi-encoder unless ``COMETA_RERANK__MODEL`` was set.
         """
-        settings: Settings = _overlay(self, load_profile("offline").settings)
+        values = load_profile("offline").settings
+        if "calibration" in self.gate.model_fields_set:
+            values = _without_dense_thresholds(values)  # the calibration set is the one that decides them
+        settings: Settings = _overlay(self, values)
         eutils = settings.eutils.model_copy(update={"backend": "local"})
         return settings.model_copy(update={"eutils": eutils})
 

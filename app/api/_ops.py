@@ -108,8 +108,9 @@ async def healthz() -> HealthResponse:
     responses={503: {"model": ReadyResponse, "description": "not ready: the failing checks say why"}},
 )
 async def readyz(request: Request, container: ContainerDep, response: Response) -> ReadyResponse:
-    """Readiness: E-utilities reachable (EInfo, short timeout), dense index loaded, the configured LLM's
-    model listed by its server. The upstream checks are reused for ``ready_cache_s`` seconds."""
+    """Readiness: E-utilities reachable (EInfo, short timeout), dense index loaded, the gate's calibration
+    resolved (which one: ``checks.calibration``), the configured LLM's model listed by its server. The
+    upstream checks are reused for ``ready_cache_s`` seconds."""
     upstream = await readiness_of(request, container).checks(container)
     checks: dict[str, Any] = {"eutils": upstream["eutils"]}
     pipe = container.pipeline
@@ -119,6 +120,7 @@ async def readyz(request: Request, container: ContainerDep, response: Response) 
         checks["dense"] = pipe.models.dense_status()
     else:
         checks["dense"] = {"ok": True, "disabled": True}
+    checks["calibration"] = pipe.calibration_status()  # which dense thresholds the gate decides with
     checks["llm"] = upstream["llm"]
     required = [c for name, c in checks.items() if name != "llm" or container.api.ready_requires_llm]
     ready = all(c["ok"] for c in required)

@@ -373,6 +373,7 @@ def ask_response(r: AskResult) -> AskResponse:
     """The ``/ask`` response of one result (PubMed, urgent, out of scope, or across sources)."""
     response = _response(r)
     response.safety = safety_out(r.safety)
+    response.calibration = r.calibration
     return response
 
 

@@ -328,6 +328,11 @@ class AskResponse(BaseModel):
     retracted_excluded: list[str] = Field(
         default_factory=list, description="PMIDs of retracted studies kept out of the evidence and the answer"
     )
+    calibration: str | None = Field(
+        default=None,
+        description="the evidence gate's calibration in force: where its dense thresholds come from, and "
+        "an id of their values (as /readyz checks.calibration)",
+    )
     safety: SafetyOut | None = Field(
         default=None,
         description="the safety step's decision; urgent: the answer is the guidance, nothing searched",
@@ -392,8 +397,10 @@ class ReadyResponse(BaseModel):
 
     ready: bool
     checks: dict[str, dict[str, Any]] = Field(
-        description="eutils (reachable, ms or reason), dense (index loaded or what is under way), llm "
-        "(configured, model: informational, never makes the service unready)"
+        description="eutils (reachable, ms or reason), dense (index loaded or what is under way), "
+        "calibration (the gate's dense thresholds in force: name, id, source, encoder, thresholds; not ok "
+        "while being derived or when the wanted one could not be had), llm (configured, model: "
+        "informational, never makes the service unready)"
     )
 
 

@@ -532,7 +532,7 @@ class SourcesService:
             return
         # The one evidence gate of every answer path: unrelated evidence is not evidence (no LLM call).
         # PubMed was weighed with its search (_pubmed); a collection's texts are weighed here alike.
-        gate = self.settings.gate
+        gate = self.pipeline.gate  # the settings' thresholds as calibrated for this process's encoder
         if o.verdict is None:
             lay = self.pipeline.understander.rewriter.lay_words
             keyed = [(f"{e.collection}/{e.doc_id}", e.text) for e in o.evidence]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = ["GateSettings"]
 
@@ -12,8 +12,10 @@ class GateSettings(BaseModel):
     answer is ``insufficient_evidence``, with no citations and no LLM call.
 
     The defaults are calibrated for the offline models (MiniLM-L6 dense encoder, bi-encoder rerank) on the
-    dev split of the world's gold sets; recalibrate for MedCPT / your cross-encoder with
-    ``cometa eval calibrate-gate`` (it prints the settings to use).
+    dev split of the world's gold sets (``cometa eval calibrate-gate`` measures them again where those sets
+    are). The dense thresholds are on that encoder's cosine scale: for another encoder (MedCPT, your own)
+    ``calibration="auto"`` derives them at start-up from the calibration set shipped in the package
+    (:mod:`app.trust._calibration`; docs/answers.md has the procedure), and /readyz names what is in force.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -35,23 +37,26 @@ class GateSettings(BaseModel):
         le=120,
         description="The relevance call's time limit; past it the offline decision.",
     )
+    calibration: str = Field(
+        default="auto",
+        description="Where the dense thresholds (min_dense, min_dense_strict, min_dense_generic, "
+        "absent_max_dense, strong_dense, absent_phrase_max_dense, absent_technical_max_dense; MiniLM-L6 "
+        "cosine scale) come from: profile (as set: for the encoder they were measured for; the offline "
+        "profile), auto (derived at start-up for the configured encoder from the calibration set shipped "
+        "in the package; as set for MiniLM-L6 itself; one set explicitly still wins) or the path of a JSON "
+        "file of thresholds. /readyz names the one in force.",
+    )
     min_dense: float = Field(
         default=0.40,
-        ge=-1,
-        le=1,
         description="Abstain below this best dense similarity (question vs document).",
     )
     min_dense_strict: float = Field(
         default=0.25,
-        ge=-1,
-        le=1,
         description="When a strict Boolean query (every concept of the question, AND-ed) matched: abstain "
         "below this similarity instead of min_dense (a general encoder can miss what the concepts prove).",
     )
     min_dense_generic: float = Field(
         default=0.50,
-        ge=-1,
-        le=1,
         description="When only the generic last-resort Boolean query matched: abstain below this similarity.",
     )
     min_coverage: float = Field(
@@ -66,8 +71,6 @@ class GateSettings(BaseModel):
     )
     absent_max_dense: float = Field(
         default=0.55,
-        ge=-1,
-        le=2,
         description="A question word no document contains: abstain unless the best similarity reaches this "
         "and the words' share is below absent_min_share (-1: only the share rule, when there is a "
         "similarity; 2: always).",
@@ -78,9 +81,7 @@ class GateSettings(BaseModel):
         le=20,
         description='Rare question words counted with one "word"[tiab] search each; 0: off.',
     )
-    strong_dense: float = Field(
-        default=0.55, ge=-1, le=1, description="Similarity of moderate/strong evidence."
-    )
+    strong_dense: float = Field(default=0.55, description="Similarity of moderate/strong evidence.")
     strong_coverage: float = Field(
         default=0.6, ge=0, le=1, description="Coverage of moderate/strong evidence."
     )
@@ -105,15 +106,18 @@ class GateSettings(BaseModel):
     )
     absent_phrase_max_dense: float = Field(
         default=0.5,
-        ge=-1,
-        le=2,
         description="A question phrase no document contains (its words found apart): abstain unless the "
         "best similarity reaches this; -1: off.",
     )
     absent_technical_max_dense: float = Field(
         default=2.0,
-        ge=-1,
-        le=2,
         description="A question word that is not English (a drug or procedure name) and that no study of the "
         "whole source contains: abstain unless the best similarity reaches this; 2: always; -1: off.",
     )
+
+    @field_validator("calibration")
+    @classmethod
+    def _calibration_mode(cls, value: str) -> str:
+        if value not in ("profile", "auto") and not value.endswith(".json"):
+            raise ValueError("calibration: profile, auto or the path of a .json file of thresholds")
+        return value

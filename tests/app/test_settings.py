@@ -23,6 +23,7 @@ from app.settings import (
     local_server_settings,
     profile_names,
 )
+from app.trust import DENSE_THRESHOLDS
 from eval import EvalSettings
 
 
@@ -125,7 +126,7 @@ def test_the_shipped_profiles_name_real_settings_and_validate(clean_env: pytest.
 
 def test_the_offline_profile_carries_todays_calibration(clean_env: pytest.MonkeyPatch) -> None:
     offline = Settings.from_name("offline", _env_file=None)
-    assert offline.gate == GateSettings() and "gate" in load_profile("offline").settings
+    assert offline.gate == GateSettings(calibration="profile") and "gate" in load_profile("offline").settings
     assert offline.answer.extractive_min_relevance == AnswerSettings().extractive_min_relevance
     assert (offline.eutils.backend, offline.llm.backend) == ("local", "none")
     assert (offline.dense.encoder, offline.dense.st_model, offline.rerank.model) == (
@@ -135,12 +136,17 @@ def test_the_offline_profile_carries_todays_calibration(clean_env: pytest.Monkey
     )
 
 
-def test_medcpt_names_its_models_and_says_they_are_not_calibrated(
+def test_medcpt_names_its_models_and_derives_its_thresholds(
     clean_env: pytest.MonkeyPatch,
 ) -> None:
     medcpt = load_profile("medcpt")
-    assert "no MedCPT calibration" in medcpt.description
-    assert medcpt.settings["gate"] == load_profile("offline").settings["gate"]  # explicit, the MiniLM values
+    assert "derived at start-up" in medcpt.description
+    # The dense thresholds are derived for MedCPT (app.trust calibration); the others are MiniLM's, explicit.
+    offline_gate = load_profile("offline").settings["gate"]
+    assert medcpt.settings["gate"] == {
+        **{k: v for k, v in offline_gate.items() if k not in DENSE_THRESHOLDS},
+        "calibration": "auto",
+    }
     s = Settings.from_name("medcpt", _env_file=None)
     assert (s.dense.encoder, s.dense.query_model, s.dense.article_model, s.rerank.model) == (
         "medcpt",
