@@ -113,9 +113,6 @@ def cross_validate(c: float) -> None:
                 f"  t={t}: model recall {hit[y].mean():.3f} false {hit[~y].mean():.3f} | "
                 f"with table recall {(hit | table)[y].mean():.3f} false {(hit | table)[~y].mean():.3f}"
             )
-        for low in (0.05, 0.1, 0.2):
-            both = table & (p >= low)
-            print(f"  table kept when P >= {low}: recall {both[y].mean():.3f} false {both[~y].mean():.3f}")
 
 
 def main() -> int:
