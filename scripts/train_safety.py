@@ -31,6 +31,10 @@ from app.safety._model import CLASSES, UrgencyModel, feature_matrix, load_model,
 SAFETY = ROOT / "eval" / "data" / "safety"
 RELEVANCE = ROOT / "eval" / "data" / "relevance"
 WEIGHTS = ROOT / "app" / "safety" / "urgency_model.npz"
+# The batches the shipped model is trained on. Batch 6 measured this model (its one read) and is kept out,
+# so that the figures in eval/expected/safety.yaml stay those of the shipped weights; add it when a newer
+# blind batch exists to measure the retrained model on.
+TRAIN_BATCHES = (1, 2, 3, 4, 5)
 C = 30.0  # inverse L2 strength, chosen by --cv among 10, 30, 100
 THRESHOLD = 0.3  # P(urgent) needed, chosen by --cv (recall first: a missed emergency is the worse error)
 
@@ -40,13 +44,14 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def dev_items() -> list[tuple[str, int, int]]:
-    """(text, class, batch) of every dev item; relevance questions are batch 0 (always trained on)."""
+    """(text, class, batch) of every dev item of :data:`TRAIN_BATCHES`; relevance questions are batch 0
+    (always trained on)."""
     items = []
     for r in _jsonl(SAFETY / "urgent.jsonl"):
-        if r["split"] == "dev":
+        if r["split"] == "dev" and r["batch"] in TRAIN_BATCHES:
             items.append((r["text"], CLASSES.index(r["kind"]), int(r["batch"])))
     for r in _jsonl(SAFETY / "lookalike.jsonl"):
-        if r["split"] == "dev":
+        if r["split"] == "dev" and r["batch"] in TRAIN_BATCHES:
             items.append((r["text"], 0, int(r["batch"])))
     for name in ("world.jsonl", "bundled.jsonl"):
         items.extend((r["question"], 0, 0) for r in _jsonl(RELEVANCE / name))
