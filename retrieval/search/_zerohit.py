@@ -106,7 +106,10 @@ def pubmed_warnings(adapte: AdaptEResult, concepts: Iterable[str]) -> list[str]:
     it is one of them and it is in the query that was sent; otherwise, and for a field tag always, the
     warning says the kind alone. ESearch echoes what it was given, and nothing of the patient's own words
     may reach a response that way (the caller never logs these either)."""
-    known = {_bare(c): c for c in concepts if _bare(c)}
+    known: dict[str, str] = {}
+    for c in concepts:
+        if _bare(c):
+            known.setdefault(_bare(c), c)  # of two casings of one concept, the first given names it
     out: dict[str, None] = {}
     for tier in adapte.tiers:
         if tier.count or tier.error:
