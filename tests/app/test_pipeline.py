@@ -443,7 +443,7 @@ async def test_a_search_that_finds_nothing_says_why(
     concepts = {n for con in plan for n in (con["text"], con["mesh"]) if n}
     named = {w.split(": ", 2)[2].strip('"') for w in pubmed if w.count(": ") == 2}
     assert pubmed and all(w.startswith(f"PubMed: {kind[cause]}") for w in pubmed)
-    assert named and named <= concepts and {"Exercise", "Fatigue"} <= named
+    assert named and named <= concepts and {"exercise", "fatigue"} <= {n.lower() for n in named}
 
 
 @pytest.mark.parametrize(
