@@ -38,8 +38,9 @@ from app.sources import (
 )
 from core import CometaError
 from retrieval.evidence import DROP_RETRACTED, DROP_SUPERSEDED, Dropped, EvidenceDoc, TextUnit, pubmed_url
+from retrieval.ncbi import EutilsError
 from retrieval.passages import PassageContext
-from retrieval.search import Provenance
+from retrieval.search import Provenance, ZeroHitCause, count_zero_hit, error_cause
 from retrieval.understand import LANGUAGE_NAMES, Scope, Understanding, detect_language, hash_text
 
 from .answer import Answer, Answerer, AnswerMode
@@ -180,6 +181,8 @@ class AskResult:
     safety: SafetyDecision = NOT_URGENT  # the safety step's decision (urgent: mode "urgent")
     relevance: tuple[StudyRelevance, ...] = ()  # the decision on each of docs (see Evidence)
     calibration: str | None = None  # the gate's calibration in force (its name and id)
+    # Why the question ended with no documents (None: it had some); counted once as cometa_zero_hit_total.
+    zero_hit_cause: ZeroHitCause | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,6 +357,7 @@ class Asker:
         searched: list[str] = []
         concepts: list[str] = []
         retracted: list[str] = []
+        zero_hit: ZeroHitCause | None = None
 
         if req.documents is not None and req.documents_mode == "replace":
             # The caller's evidence only: no Understand, no retrieval (the evaluation suites' path).
@@ -394,13 +398,17 @@ class Asker:
                     yield event
                 return
             yield Stage("retrieve", "started")
-            outcome = await pipeline.retrieve(
-                understanding,
-                mindate=req.mindate,
-                maxdate=req.maxdate,
-                api_key=api_key,
-                gate_documents=req.max_documents,
-            )
+            try:
+                outcome = await pipeline.retrieve(
+                    understanding,
+                    mindate=req.mindate,
+                    maxdate=req.maxdate,
+                    api_key=api_key,
+                    gate_documents=req.max_documents,
+                )
+            except EutilsError as exc:
+                count_zero_hit(error_cause(exc))  # the question ends here, with the API's 503
+                raise
             timings.update(outcome.timings_ms)
             warnings.extend(outcome.warnings)
             failed = outcome.adapte.errors
@@ -424,6 +432,10 @@ class Asker:
                 if extra:
                     docs.extend(extra)
                     context = await pipeline.passages_for(question, docs, warnings)
+            if not docs:
+                # The search's cause is the question's (the caller's own documents would have filled docs).
+                zero_hit = outcome.zero_hit_cause or "none_found"
+                count_zero_hit(zero_hit)
             if len(docs) > req.max_documents:
                 docs = docs[: req.max_documents]
                 context = None if context is None else context.kept({d.pmid for d in docs})
@@ -529,6 +541,7 @@ class Asker:
                 language=language,
                 retracted=tuple(retracted),
                 relevance=relevance,
+                zero_hit_cause=zero_hit,
             )
         )
 
@@ -564,6 +577,7 @@ class Asker:
     ) -> AsyncGenerator[AskEvent, None]:
         """The events of an urgent question: the decision, then the guidance as the answer; nothing else."""
         ANSWERS.labels("urgent").inc()
+        count_zero_hit("refused")
         yield Urgent(decision)
         text = decision.message or ""
         if stream_tokens:  # like every answer without a streaming model: its text as one token
@@ -580,6 +594,7 @@ class Asker:
                 ),
                 language=decision.language,
                 safety=decision,
+                zero_hit_cause="refused",
             )
         )
 
@@ -595,6 +610,7 @@ class Asker:
         """The events of a question the scope check stopped: no evidence, a short helpful message."""
         ABSTENTIONS.labels(scope.reason or "out_of_scope").inc()
         ANSWERS.labels("out_of_scope").inc()
+        count_zero_hit("refused")
         warnings.append(f"out of scope ({scope.reason}): nothing was searched")
         yield Evidence((), None)
         yield Stage("answer", "started")
@@ -612,6 +628,7 @@ class Asker:
                 warnings=tuple(dict.fromkeys(warnings)),
                 scope=scope.reason,
                 language=scope.language,
+                zero_hit_cause="refused",
             )
         )
 

@@ -25,7 +25,7 @@ from retrieval.eutils import EutilsDegradation, track_degradation
 from retrieval.evidence import EvidenceBuilder, EvidenceDoc, EvidenceSet, classify, depth_for
 from retrieval.ncbi import BUNDLED_CORPUS_DIR, EutilsError, PubmedRecord, corpus_vocabulary, load_corpus
 from retrieval.passages import PassageContext, PassageRetriever
-from retrieval.search import FusedHit, fuse
+from retrieval.search import FusedHit, ZeroHitCause, fuse, pubmed_warnings, zero_hit_cause
 from retrieval.understand import QueryUnderstander, Understanding
 
 from .factories import Models, passage_store_path
@@ -107,6 +107,8 @@ class SearchOutcome:
     absent_terms: int = 0  # rare question words no record contains (the evidence gate's signal)
     absent_phrases: int = 0  # question phrases whose words the evidence has, but no record together
     absent_technical: int = 0  # of absent_terms, those that are not English words (a drug name, a procedure)
+    # Why the search ended with no documents (None: it found some); retrieval.search.zero_hit_cause.
+    zero_hit_cause: ZeroHitCause | None = None
 
     @property
     def pmids(self) -> list[str]:
@@ -426,6 +428,13 @@ class Pipeline:
                 understanding, degradation, mindate, maxdate, api_key, gate_documents
             )
         outcome.eutils = degradation
+        if not outcome.evidence.docs:
+            outcome.zero_hit_cause = zero_hit_cause(
+                outcome.adapte,
+                candidates=bool(outcome.fused),
+                unavailable=degradation.unavailable,
+                phi_emptied=understanding.phi.emptied,
+            )
         if degradation.stale_served:
             minutes = max(1, round(degradation.max_stale_age_s / 60))
             outcome.warnings.append(
@@ -453,9 +462,16 @@ class Pipeline:
         warnings: list[str] = []
         started = time.perf_counter()
         boolean_error: EutilsError | None = None
+        # Only personal details in the question: no query may be built from it, so neither arm runs (the
+        # rewriter's generic last-resort query would answer a question nobody asked).
+        emptied = understanding.phi.emptied
+        if emptied:
+            warnings.append("nothing left to search once personal details were removed from the question")
 
         async def boolean_arm() -> AdaptEResult:
             nonlocal boolean_error
+            if emptied:
+                return AdaptEResult(pmids=(), tiers=(), zero_hit=True, fallback_used=False, stopped_at=None)
             try:
                 result = await self.adapte.run(plan, mindate=mindate, maxdate=maxdate, api_key=api_key)
             except EutilsError as exc:
@@ -470,7 +486,7 @@ class Pipeline:
             return result
 
         async def dense_arm() -> list[DenseHit]:
-            retriever = await self.dense_retriever()
+            retriever = None if emptied else await self.dense_retriever()
             if retriever is None:
                 return []
             hits = await retriever.asearch(plan.corrected_question, self.settings.dense.top_k)
@@ -504,6 +520,9 @@ class Pipeline:
             warnings.append(f"dense retrieval unavailable ({self.models.dense_error}); Boolean arm only")
         if boolean.date_limits_relaxed:
             warnings.append("no evidence within the requested years; older evidence shown")
+        # ESearch's ErrorList/WarningList of the queries that found nothing, in fixed words (never logged).
+        named = [n for c in plan.concepts if c.recognised for n in (c.text, c.mesh) if n]
+        warnings.extend(pubmed_warnings(boolean, named))
         t1 = time.perf_counter()
         fused = fuse(self.settings.evidence, boolean=boolean, dense=dense)
         timings["fuse"] = (time.perf_counter() - t1) * 1000

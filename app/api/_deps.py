@@ -24,6 +24,7 @@ from app.sources import SourcesService
 from core import CometaError
 from llm import LLMError
 from retrieval.ncbi import EutilsError
+from retrieval.search import error_cause
 from retrieval.understand import hash_text
 
 log = logging.getLogger("cometa.api")
@@ -184,7 +185,9 @@ def _error_payload(exc: BaseException, request_id: str | None) -> tuple[int, dic
         return exc.status, {"error": exc.error, "reason": exc.reason, "request_id": request_id}
     if isinstance(exc, EutilsError):
         reason = f"{type(exc).__name__}: {exc}"[:300]  # a summary, not a payload dump
-        return 503, {"error": "NCBI unavailable", "reason": reason, "request_id": request_id}
+        # The question ends without documents: the zero-hit cause the flow counted, on the error too.
+        body = {"error": "NCBI unavailable", "reason": reason, "request_id": request_id}
+        return 503, {**body, "zero_hit_cause": error_cause(exc)}
     if isinstance(exc, LLMError):
         return 503, {"error": "LLM unavailable", "reason": type(exc).__name__, "request_id": request_id}
     if isinstance(exc, CometaError):

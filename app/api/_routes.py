@@ -27,6 +27,8 @@ from app.schemas import (
 )
 from app.settings import Settings
 from app.sources import InvalidToken, UnknownSource
+from retrieval.ncbi import EutilsError
+from retrieval.search import count_zero_hit, error_cause
 
 from ._deps import (
     _UNAUTHORIZED,
@@ -163,11 +165,20 @@ async def search(
     log_question(settings, "search", request_id, req.question)
     decision = await asker.safety_check(req.question, request_id)
     if decision.urgent:
+        count_zero_hit("refused")
         return UrgentResponse(
             request_id=request_id, answer=decision.message or "", safety=safety_out(decision)
         )
     api_key = req.ncbi_api_key.get_secret_value() if req.ncbi_api_key else None
-    outcome = await pipeline.search(req.question, mindate=req.mindate, maxdate=req.maxdate, api_key=api_key)
+    try:
+        outcome = await pipeline.search(
+            req.question, mindate=req.mindate, maxdate=req.maxdate, api_key=api_key
+        )
+    except EutilsError as exc:
+        count_zero_hit(error_cause(exc))  # answered 503 with the same cause
+        raise
+    if outcome.zero_hit_cause is not None:
+        count_zero_hit(outcome.zero_hit_cause)
     return SearchResponse(request_id=request_id, **dict(search_out(outcome)))
 
 

@@ -200,6 +200,7 @@ def query_out(outcome: SearchOutcome) -> QueryOut:
         date_limits_relaxed=a.date_limits_relaxed,
         stopped_at=a.stopped_at,
         question_hash=u.question_hash,
+        zero_hit_cause=outcome.zero_hit_cause,
     )
 
 
@@ -225,6 +226,7 @@ def search_out(outcome: SearchOutcome) -> SearchOut:
         warnings=outcome.warnings,
         timings_ms={k: round(v, 2) for k, v in outcome.timings_ms.items()},
         question_hash=query.question_hash,
+        zero_hit_cause=outcome.zero_hit_cause,
     )
 
 
@@ -398,6 +400,7 @@ def _response(r: AskResult) -> AskResponse:
             warnings=list(r.warnings),
             scope=r.scope,
             language=r.language,
+            zero_hit_cause=r.zero_hit_cause,
         )
     answer = a.answer
     return AskResponse(
@@ -420,6 +423,7 @@ def _response(r: AskResult) -> AskResponse:
         evidence_verdict=verdict_out(a.verdict),
         retracted_excluded=list(r.retracted),
         language=r.language,
+        zero_hit_cause=r.zero_hit_cause,
     )
 
 

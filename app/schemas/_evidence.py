@@ -20,6 +20,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 from app.answer import AnswerMode
 from app.judge import Label, Significance
 from retrieval.evidence import Depth, DocClass, NoticeType
+from retrieval.search import ZeroHitCause
 from retrieval.understand import QueryPlan
 
 __all__ = [
@@ -208,6 +209,14 @@ class TierOut(BaseModel):
     error: str | None
 
 
+_ZERO_HIT = (
+    "why the search found no documents (null: it found some): none_found, filtered (every candidate left "
+    "out by the evidence policy), pubmed_error (a query refused, or ErrorList: phrase or field unknown), "
+    "pubmed_warning (WarningList: quoted phrase not found, phrase ignored), ncbi_unavailable, "
+    "phi_scrubbed (only personal details in the question: nothing searched)"
+)
+
+
 class QueryOut(BaseModel):
     """The query plan and how it ran (``/ask``'s ``query``)."""
 
@@ -218,6 +227,7 @@ class QueryOut(BaseModel):
     date_limits_relaxed: bool = Field(description="nothing within the asked years: older evidence shown")
     stopped_at: int | None = Field(description="the tier that reached the hit target")
     question_hash: str
+    zero_hit_cause: ZeroHitCause | None = Field(default=None, description=_ZERO_HIT)
 
 
 class DenseHitOut(BaseModel):
@@ -254,6 +264,7 @@ class SearchOut(BaseModel):
     warnings: list[str]
     timings_ms: dict[str, float]
     question_hash: str
+    zero_hit_cause: ZeroHitCause | None = Field(default=None, description=_ZERO_HIT)
 
 
 # --- judge results -------------------------------------------------------------------------------------

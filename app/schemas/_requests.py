@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from retrieval.search import ZeroHitCause
+
 from ._evidence import (
     AnswerMode,
     CollectionEvidenceOut,
@@ -336,6 +338,11 @@ class AskResponse(BaseModel):
     safety: SafetyOut | None = Field(
         default=None,
         description="the safety step's decision; urgent: the answer is the guidance, nothing searched",
+    )
+    zero_hit_cause: ZeroHitCause | None = Field(
+        default=None,
+        description="why the question ended with no documents (null: it had some); refused: not searched "
+        "(urgent, out of scope); else the search's cause, as on query.zero_hit_cause",
     )
 
 

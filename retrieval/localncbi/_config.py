@@ -32,6 +32,27 @@ class FaultSettings(BaseModel):
         default=0.0, ge=0, le=1, description="Share of requests that sleep ``stall_s`` before answering."
     )
     stall_s: float = Field(default=30.0, ge=0, description="How long a stalled request sleeps.")
+    esearch_not_found_rate: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Share of ESearch requests answered as if PubMed knew none of the query's terms: "
+        "count 0, each term in ErrorList/PhraseNotFound.",
+    )
+    esearch_quoted_not_found_rate: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Share of ESearch requests answered as if PubMed found none of the query's phrases: "
+        "count 0, each term quoted in WarningList/QuotedPhraseNotFound.",
+    )
+    esearch_empty_rate: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Share of ESearch requests answered count 0 without an ErrorList: a search that finds "
+        "nothing.",
+    )
 
 
 class LocalServerSettings(BaseModel):

@@ -39,8 +39,9 @@ import re
 import secrets
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Literal
 from urllib.parse import parse_qsl
 
 import httpx
@@ -97,7 +98,7 @@ from retrieval.ncbi import (
     restrict_pmc_article,
     server_error_html,
 )
-from retrieval.query import QuerySyntaxError
+from retrieval.query import And, Node, Not, Or, QuerySyntaxError, Term, parse_query
 
 from ._config import LocalServerSettings
 
@@ -282,6 +283,23 @@ def _json(body: bytes, status: int = 200) -> Response:
     return Response(body, status_code=status, media_type=JSON)
 
 
+_Listed = Literal["errors", "warnings", "none"]  # where an injected empty ESearch says why (ErrorList...)
+
+
+def _typed_terms(node: Node, quoted: bool = False) -> Iterator[str]:
+    """Every term of a parsed query as it was typed (``text[tag]``, the bare text when untagged), each in
+    quotes when ``quoted``."""
+    if isinstance(node, Term):
+        text = f'"{node.text}"' if quoted else node.text
+        yield f"{text}[{node.tag or node.field}]" if node.field else text
+    elif isinstance(node, And | Or):
+        for child in node.children:
+            yield from _typed_terms(child, quoted)
+    elif isinstance(node, Not):
+        yield from _typed_terms(node.left, quoted)
+        yield from _typed_terms(node.right, quoted)
+
+
 def _limit_int(rate: float) -> int:
     return max(1, math.floor(rate))
 
@@ -355,6 +373,17 @@ class _Eutils:
             body = ratelimit_json(key, 0, _limit_int(self.settings.rate_no_key))
             return Response(body, 200, headers=headers, media_type=JSON)
         truncate = outcome < band + faults.truncated_rate
+        band += faults.truncated_rate
+        if endpoint == "esearch" and not truncate:  # the same outcome draw: ESearch-only bands follow
+            bands: tuple[tuple[_Listed, float], ...] = (
+                ("errors", faults.esearch_not_found_rate),
+                ("warnings", faults.esearch_quoted_not_found_rate),
+                ("none", faults.esearch_empty_rate),
+            )
+            for listed, rate in bands:
+                band += rate
+                if outcome < band:
+                    return self._esearch_nothing(params, listed, headers)
 
         answer = self.handlers[endpoint](params)
         response = answer if isinstance(answer, Response) else await answer
@@ -362,6 +391,24 @@ class _Eutils:
         if truncate:  # a real body cut in half (E13): the client must surface a parse error
             cut = bytes(response.body)[: len(response.body) // 2]
             response = Response(cut, response.status_code, headers=headers, media_type=response.media_type)
+        return response
+
+    def _esearch_nothing(self, p: _Params, listed: _Listed, headers: dict[str, str]) -> Response:
+        """An injected ESearch that finds nothing. ``listed``: where PubMed says why: ``errors``, it knew none
+        of the query's terms (each in ErrorList/PhraseNotFound, as typed); ``warnings``, none of its phrases
+        was found (each, quoted, in WarningList/QuotedPhraseNotFound); ``none``, it just matched nothing."""
+        try:
+            terms = tuple(dict.fromkeys(_typed_terms(parse_query(p.get("term")), listed == "warnings")))
+        except QuerySyntaxError:
+            terms = ()
+        result = ESearchResult(
+            count=0,
+            phrases_not_found=terms if listed == "errors" else (),
+            quoted_phrases_not_found=terms if listed == "warnings" else (),
+            output_messages=("No items found.",),
+        )
+        response = _json(esearch_json(result)) if p.json else _xml(esearch_xml(result))
+        response.headers.update(headers)
         return response
 
     def _pmfetch_page(self, params: _Params) -> bytes:

@@ -109,6 +109,7 @@ def _esearch_json(data: bytes) -> ESearchResult:
         output_messages=_jstrs(warns.get("outputmessages")),
         query_key=_jstr(res.get("querykey")),
         webenv=_jstr(res.get("webenv")),
+        fields_not_found=_jstrs(errs.get("fieldsnotfound")),
     )
 
 
@@ -132,15 +133,13 @@ def _esearch_xml(data: bytes) -> ESearchResult:
         output_messages=_texts(root, "WarningList/OutputMessage"),
         query_key=_opt(root.find("QueryKey")),
         webenv=_opt(root.find("WebEnv")),
+        fields_not_found=_texts(root, "ErrorList/FieldNotFound"),
     )
 
 
 @_guard("esearch")
 def parse_esearch(data: bytes) -> ESearchResult:
-    """ESearch, XML or ``retmode=json`` (sniffed: a body starting with ``{`` is JSON).
-
-    ``FieldNotFound`` has no field in :class:`ESearchResult` and is not reported.
-    """
+    """ESearch, XML or ``retmode=json`` (sniffed: a body starting with ``{`` is JSON)."""
     data = _as_bytes(data, "esearch")
     return _esearch_json(data) if _is_json(data, "esearch") else _esearch_xml(data)
 
@@ -163,10 +162,12 @@ def esearch_xml(result: ESearchResult) -> bytes:
         _sub(tr, "From", src)
         _sub(tr, "To", dst)
     _sub(root, "QueryTranslation", result.query_translation or "")
-    if result.phrases_not_found:
+    if result.phrases_not_found or result.fields_not_found:
         errs = _sub(root, "ErrorList")
         for phrase in result.phrases_not_found:
             _sub(errs, "PhraseNotFound", phrase)
+        for name in result.fields_not_found:
+            _sub(errs, "FieldNotFound", name)
     if result.phrases_ignored or result.quoted_phrases_not_found or result.output_messages:
         warns = _sub(root, "WarningList")
         for phrase in result.phrases_ignored:
@@ -192,9 +193,13 @@ def esearch_json(result: ESearchResult) -> bytes:
     res["idlist"] = list(result.ids)
     res["translationset"] = [{"from": src, "to": dst} for src, dst in result.translations]
     res["querytranslation"] = result.query_translation or ""
-    if result.phrases_not_found:
-        # fieldsnotfound is always [] in NCBI JSON (the DTD annotation selects a non-existent element, §5.4).
-        res["errorlist"] = {"phrasesnotfound": list(result.phrases_not_found), "fieldsnotfound": []}
+    if result.phrases_not_found or result.fields_not_found:
+        # NCBI's own JSON always has fieldsnotfound [] (the DTD annotation selects a non-existent element,
+        # §5.4); ours lists them, so a client reads the same ErrorList in either format.
+        res["errorlist"] = {
+            "phrasesnotfound": list(result.phrases_not_found),
+            "fieldsnotfound": list(result.fields_not_found),
+        }
     if result.phrases_ignored or result.quoted_phrases_not_found or result.output_messages:
         res["warninglist"] = {
             "phrasesignored": list(result.phrases_ignored),

@@ -229,6 +229,7 @@ class ESearchResult:
     output_messages: tuple[str, ...] = ()
     query_key: str | None = None
     webenv: str | None = None
+    fields_not_found: tuple[str, ...] = ()  # ErrorList/FieldNotFound: a field tag PubMed does not know
 
 
 @dataclass(frozen=True, slots=True)

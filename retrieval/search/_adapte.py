@@ -43,7 +43,12 @@ class TierResult:
     new_pmids: int
     kind: Literal["ladder", "union", "fallback", "undated"] = "ladder"
     error: str | None = None
+    # PubMed's ErrorList (phrases and field tags it does not know) and WarningList (quoted phrases not
+    # found, phrases ignored), as ESearch reported them for this tier's query.
     phrases_not_found: tuple[str, ...] = ()
+    fields_not_found: tuple[str, ...] = ()
+    quoted_phrases_not_found: tuple[str, ...] = ()
+    phrases_ignored: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -449,5 +454,8 @@ class AdaptE:
             used=new > 0,
             new_pmids=new,
             kind=kind,
-            phrases_not_found=result.phrases_not_found + result.quoted_phrases_not_found,
+            phrases_not_found=result.phrases_not_found,
+            fields_not_found=result.fields_not_found,
+            quoted_phrases_not_found=result.quoted_phrases_not_found,
+            phrases_ignored=result.phrases_ignored,
         )

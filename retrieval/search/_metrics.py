@@ -8,6 +8,7 @@ __all__ = [
     "ADAPTE_FINAL_ZERO_HIT",
     "ADAPTE_TIERS",
     "ADAPTE_ZERO_HIT",
+    "ZERO_HITS",
 ]
 
 ADAPTE_TIERS = Counter(
@@ -23,4 +24,11 @@ ADAPTE_ZERO_HIT = Counter("cometa_adapte_zero_hit_total", "ESearch zero-hits per
 ADAPTE_FINAL_ZERO_HIT = Counter(
     "cometa_adapte_final_zero_hit_total",
     "Questions for which every tier and the relaxed fallback found nothing",
+)
+
+
+ZERO_HITS = Counter(
+    "cometa_zero_hit_total",
+    "Questions that ended with no documents, by cause (retrieval.search.ZERO_HIT_CAUSES)",
+    ["cause"],
 )

@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
-from core import CometaError
+from core import CometaError, content_words
 from retrieval.query import And, Node, Not, Or, QuerySyntaxError, Range, Term, parse_query
 from retrieval.vocab import LayLexicon, normalize_token
 
@@ -77,6 +77,12 @@ class ScrubResult:
     @property
     def found(self) -> bool:
         return bool(self.spans)
+
+    @property
+    def emptied(self) -> bool:
+        """PHI was found and nothing else is left of the question (stopwords and punctuation aside): no
+        query may be built from it, so nothing is searched (the ``phi_scrubbed`` zero-hit cause)."""
+        return self.found and not content_words(_PLACEHOLDER.sub(" ", self.text))
 
     def counts(self) -> dict[str, int]:
         """PHI kinds -> number of spans (safe to log)."""

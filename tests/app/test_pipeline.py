@@ -7,6 +7,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from prometheus_client import REGISTRY
 from starlette.applications import Starlette
 
 from app.api import create_app
@@ -18,6 +19,7 @@ from app.settings import Settings
 from retrieval import EutilsError, FaultSettings, LocalServerSettings, create_eutils_app, eutils_transport
 from retrieval.embed import DenseRetriever
 from retrieval.eutils import LOCAL_BASE_URL, EutilsClient, MemoryStore
+from retrieval.search import ZERO_HIT_CAUSES
 
 NARRATIVE = (
     "my mom has a mass on her pancreas and her CA 19 9 came back really high, is the whipple pointless?"
@@ -367,3 +369,147 @@ async def test_phrases_are_counted_on_the_documents_the_gate_will_see(phrase_pip
     outcome.dense, outcome.absent_phrases = dense, shown[2]
     verdict = assess_evidence(pipeline.gate_signals(outcome, docs[:5]), pipeline.settings.gate)
     assert verdict.abstain and any("phrase(s)" in r for r in verdict.reasons)
+
+
+# --- zero hits by cause (issue 30): each cause driven through the local server's fault injection ----------
+
+
+def _zero_hits() -> dict[str, float]:
+    return {
+        c: REGISTRY.get_sample_value("cometa_zero_hit_total", {"cause": c}) or 0.0 for c in ZERO_HIT_CAUSES
+    }
+
+
+def _counted(before: dict[str, float]) -> dict[str, float]:
+    """The counter's change since ``before``, causes that moved only."""
+    return {c: n - before[c] for c, n in _zero_hits().items() if n != before[c]}
+
+
+@pytest.fixture
+async def zero_node(settings: Settings) -> AsyncIterator[tuple[httpx.AsyncClient, Starlette]]:
+    """``/ask`` over the local E-utilities server (its faults switched per test), no dense arm: a zero-hit is
+    then the Boolean arm's, as in live mode without a dense index."""
+    server = create_eutils_app(LocalServerSettings())
+    eutils = settings.eutils.model_copy(
+        update={"base_url": LOCAL_BASE_URL, "max_attempts": 1, "backoff_base_s": 0.0, "timeout_s": 0.5}
+    )
+    client = EutilsClient(
+        eutils,
+        transport=eutils_transport(server),
+        store=MemoryStore(ttl_s=60, max_stale_s=0, max_entries=1000),
+    )
+    async with build_pipeline(
+        settings, client=client, use_llm=False, use_dense=False, use_passages=False
+    ) as p:
+        app = create_app(settings, pipeline=p)
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+                yield c, server
+
+
+EXERCISE = "Does exercise help fatigue in breast cancer?"
+ESEARCH_FAULTS = {
+    "none_found": FaultSettings(esearch_empty_rate=1.0),
+    "pubmed_error": FaultSettings(esearch_not_found_rate=1.0),
+    "pubmed_warning": FaultSettings(esearch_quoted_not_found_rate=1.0),
+}
+
+
+@pytest.mark.parametrize("cause", list(ESEARCH_FAULTS))
+async def test_a_search_that_finds_nothing_says_why(
+    zero_node: tuple[httpx.AsyncClient, Starlette], cause: str
+) -> None:
+    c, server = zero_node
+    server.state.settings.faults = ESEARCH_FAULTS[cause]
+    before = _zero_hits()
+    r = await c.post("/ask", json={"question": EXERCISE})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["evidence"] == [] and body["mode"] == "insufficient_evidence"
+    assert body["zero_hit_cause"] == cause and body["query"]["zero_hit_cause"] == cause
+    assert _counted(before) == {cause: 1.0}  # once per question, whatever the tiers and the fallback
+    pubmed = [w for w in body["warnings"] if w.startswith("PubMed: ")]
+    kind = {
+        "none_found": None,
+        "pubmed_error": "phrase not found",
+        "pubmed_warning": "quoted phrase not found",
+    }
+    if kind[cause] is None:
+        assert pubmed == []
+        return
+    # Fixed words; a phrase is named only when it is one of the plan's recognised concepts.
+    plan = body["query"]["plan"]["concepts"]
+    concepts = {n for con in plan for n in (con["text"], con["mesh"]) if n}
+    named = {w.split(": ", 2)[2].strip('"') for w in pubmed if w.count(": ") == 2}
+    assert pubmed and all(w.startswith(f"PubMed: {kind[cause]}") for w in pubmed)
+    assert named and named <= concepts and {"exercise", "fatigue"} <= {n.lower() for n in named}
+
+
+@pytest.mark.parametrize(
+    "storm",
+    [FaultSettings(error_500_rate=1.0), FaultSettings(stall_rate=1.0, stall_s=5.0)],
+    ids=["5xx", "timeout"],
+)
+async def test_ncbi_unavailable_is_a_503_with_its_cause(
+    zero_node: tuple[httpx.AsyncClient, Starlette], storm: FaultSettings
+) -> None:
+    c, server = zero_node
+    server.state.settings.faults = storm
+    before = _zero_hits()
+    r = await c.post("/ask", json={"question": EXERCISE})
+    assert r.status_code == 503, r.text
+    assert r.json()["error"] == "NCBI unavailable" and r.json()["zero_hit_cause"] == "ncbi_unavailable"
+    assert _counted(before) == {"ncbi_unavailable": 1.0}
+
+
+async def test_a_question_of_personal_details_only_is_never_searched(
+    zero_node: tuple[httpx.AsyncClient, Starlette],
+) -> None:
+    c, server = zero_node
+    before, sent = _zero_hits(), len(server.state.request_log)
+    r = await c.post("/ask", json={"question": "555-123-4567 john.smith@example.com"})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["zero_hit_cause"] == "phi_scrubbed" and body["query"]["zero_hit_cause"] == "phi_scrubbed"
+    assert body["query"]["tiers"] == [] and body["evidence"] == []
+    assert not any(rec.endpoint == "esearch" for rec in list(server.state.request_log)[sent:])
+    assert any("personal details were removed" in w for w in body["warnings"])
+    assert _counted(before) == {"phi_scrubbed": 1.0}
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "asdkjh qwpoeiru zmxncbv lkjhgf",
+        "My wife suddenly can't lift her arm and her face is drooping, what do I do?",
+    ],
+    ids=["out_of_scope", "urgent"],
+)
+async def test_a_refused_question_is_a_zero_hit_before_any_search(
+    zero_node: tuple[httpx.AsyncClient, Starlette], question: str
+) -> None:
+    c, server = zero_node
+    before, sent = _zero_hits(), len(server.state.request_log)
+    r = await c.post("/ask", json={"question": question})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["mode"] in {"out_of_scope", "urgent"} and body["query"] is None
+    assert body["zero_hit_cause"] == "refused"
+    assert len(server.state.request_log) == sent
+    assert _counted(before) == {"refused": 1.0}
+
+
+async def test_a_question_with_evidence_is_no_zero_hit_and_search_counts_its_own(
+    zero_node: tuple[httpx.AsyncClient, Starlette],
+) -> None:
+    c, server = zero_node
+    before = _zero_hits()
+    r = await c.post("/ask", json={"question": EXERCISE})
+    assert r.status_code == 200 and r.json()["evidence"] and r.json()["zero_hit_cause"] is None
+    assert r.json()["query"]["zero_hit_cause"] is None
+    assert _counted(before) == {}
+    server.state.settings.faults = FaultSettings(esearch_empty_rate=1.0)
+    r = await c.post("/search", json={"question": "Does ginger help nausea?"})
+    assert r.status_code == 200 and r.json()["zero_hit"] and r.json()["zero_hit_cause"] == "none_found"
+    assert _counted(before) == {"none_found": 1.0}

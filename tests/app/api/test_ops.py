@@ -1,16 +1,20 @@
 """The ops endpoints under attack (issue 27, findings 5 and 14): /readyz in a loop costs one upstream probe
 per cache period, /metrics is for key holders when keys are set, and a configured LLM is ready only when its
-server lists the model."""
+server lists the model. And the Grafana dashboard (issue 30) charts only metrics /metrics exports."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import httpx
 import pytest
 from fastapi import FastAPI
+from prometheus_client import REGISTRY
 from pydantic import SecretStr
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -25,6 +29,7 @@ from app.settings import Settings
 from llm import LLMSettings, OpenAICompatibleLLM
 from retrieval.eutils import LOCAL_BASE_URL, EutilsClient
 from retrieval.localncbi import LocalServerSettings, create_eutils_app, eutils_transport
+from tests._paths import REPO
 
 
 class CountingEutils(httpx.AsyncBaseTransport):
@@ -166,3 +171,84 @@ async def test_metrics_need_a_key_when_keys_are_configured() -> None:
 async def test_readyz_stays_open_for_probes(keys: list[SecretStr]) -> None:
     async with served(ApiSettings(api_keys=keys, rate_limit_per_minute=0)) as (http, _, _):
         assert (await http.get("/readyz")).status_code == 200
+
+
+# --- the Grafana dashboard (issue 30): every panel's expression names a metric the service exports --------
+
+DASHBOARD = REPO / "deploy" / "grafana" / "cometa.json"
+# PromQL's functions, aggregations and modifiers: what an identifier in an expression is when not a metric.
+_PROMQL = {
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+    "and",
+    "or",
+    "unless",
+    "offset",
+    "bool",
+}
+
+
+def _metric_names(expr: str) -> set[str]:
+    """The metric names an expression selects: label values, matchers, ranges and label lists removed, what
+    is left is functions (followed by a parenthesis), PromQL's keywords and the metrics."""
+    expr = re.sub(r'"(?:[^"\\]|\\.)*"', "", expr)
+    expr = re.sub(r"\{[^}]*\}|\[[^\]]*\]", "", expr)
+    expr = re.sub(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", "", expr)
+    return {n for n in re.findall(r"\b([A-Za-z_:][A-Za-z0-9_:]*)\b(?!\s*\()", expr) if n not in _PROMQL}
+
+
+def _exported() -> set[str]:
+    """Every series name the process's registry exports, labelled families included before their first
+    sample: a counter as ``_total``, a histogram as ``_bucket``/``_count``/``_sum``."""
+    suffixes = {
+        "counter": ("_total",),
+        "histogram": ("_bucket", "_count", "_sum"),
+        "summary": ("_count", "_sum"),
+    }
+    names: set[str] = set()
+    for family in REGISTRY.collect():
+        names |= {family.name + s for s in suffixes.get(family.type, ("",))}
+        names |= {s.name for s in family.samples}
+    return names
+
+
+def _panels(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [q for p in items for q in ([p] if p.get("type") != "row" else _panels(p.get("panels", [])))]
+
+
+def test_the_promql_reader_finds_metrics_only() -> None:
+    expr = (
+        'histogram_quantile(0.95, sum by (le, stage) (rate(a_bucket{outcome="x{y}"}[$__rate_interval]))) '
+        "/ ignoring(cause) group_left sum(rate(b_total[5m])) + on (le) c"
+    )
+    assert _metric_names(expr) == {"a_bucket", "b_total", "c"}
+
+
+def test_every_dashboard_panel_charts_metrics_the_service_exports() -> None:
+    dashboard = json.loads(DASHBOARD.read_text())
+    panels = _panels(dashboard["panels"])
+    exported = _exported()
+    used: set[str] = set()
+    for panel in panels:
+        assert panel["targets"], panel["title"]
+        for target in panel["targets"]:
+            names = _metric_names(target["expr"])
+            assert names, (panel["title"], target["expr"])
+            assert names <= exported, (panel["title"], names - exported)
+            used |= names
+    # What issue 30 asks the dashboard to show: zero hits by cause, answer modes, abstention and urgent
+    # reasons, latency by stage, NCBI calls and 429s, admission refusals.
+    assert {
+        "cometa_zero_hit_total",
+        "cometa_answers_total",
+        "cometa_abstentions_total",
+        "cometa_urgent_total",
+        "cometa_stage_seconds_bucket",
+        "cometa_eutils_requests_total",
+        "cometa_api_rejected_total",
+    } <= used
+    assert len({p["id"] for p in dashboard["panels"]}) == len(dashboard["panels"])

@@ -744,6 +744,29 @@ async def test_fault_latency_and_stall() -> None:
             await asyncio.wait_for(c.get("einfo.fcgi"), timeout=0.1)
 
 
+async def test_esearch_faults_find_nothing_and_say_why_as_ncbi_would() -> None:
+    term = '"Glioma"[mh] AND cancer NOT gliomas[tiab]'
+    cases = {
+        "errors": FaultSettings(esearch_not_found_rate=1),
+        "warnings": FaultSettings(esearch_quoted_not_found_rate=1),
+        "none": FaultSettings(esearch_empty_rate=1),
+    }
+    for listed, faults in cases.items():
+        async with _client(LocalServerSettings(faults=faults)) as c:
+            xml = parse_esearch((await c.get("esearch.fcgi", params={"term": term})).content)
+            js = parse_esearch(
+                (await c.get("esearch.fcgi", params={"term": term, "retmode": "json"})).content
+            )
+            other = await c.get("einfo.fcgi", params={"db": "pubmed"})  # ESearch-only faults
+        assert xml == js and xml.count == 0 and xml.ids == () and xml.output_messages == ("No items found.",)
+        assert xml.phrases_not_found == (
+            ("Glioma[mh]", "cancer", "gliomas[tiab]") if listed == "errors" else ()
+        )
+        quoted = ('"Glioma"[mh]', '"cancer"', '"gliomas"[tiab]')
+        assert xml.quoted_phrases_not_found == (quoted if listed == "warnings" else ())
+        assert other.status_code == 200 and b"<DbInfo>" in other.content
+
+
 async def test_faults_are_seeded() -> None:
     faults = FaultSettings(seed=7, error_500_rate=0.3, html_rate=0.2, ratelimit_2xx_rate=0.2)
 

@@ -17,11 +17,14 @@ from hypothesis import strategies as st
 from retrieval.ncbi import (
     AbstractSection,
     BadRequest,
+    ESearchResult,
     EutilsError,
     MalformedResponse,
     PubDate,
     PublicationType,
     RateLimited,
+    esearch_json,
+    esearch_xml,
     iter_pubmed_articles,
     parse_einfo,
     parse_elink_pubmed_pmc,
@@ -422,6 +425,17 @@ def test_esearch_json_not_found_and_quoted_phrase() -> None:
     assert r.quoted_phrases_not_found == ('"Nonexistent Termxyz Qwerty"[mh]',)
     assert r.output_messages == ("No items found.",)
     assert r.phrases_not_found == ()
+
+
+def test_esearch_field_not_found_is_read_and_written_in_both_formats() -> None:
+    errors = b"<ErrorList><FieldNotFound>zz</FieldNotFound></ErrorList>"
+    xml = b"<eSearchResult><Count>0</Count>" + errors + b"</eSearchResult>"
+    assert parse_esearch(xml).fields_not_found == ("zz",)
+    result = ESearchResult(count=0, phrases_not_found=("abcXYZ",), fields_not_found=("zz",))
+    for body in (esearch_xml(result), esearch_json(result)):
+        back = parse_esearch(body)
+        assert back.fields_not_found == ("zz",) and back.phrases_not_found == ("abcXYZ",)
+    assert parse_esearch(bio("esearch8.xml")).fields_not_found == ()
 
 
 def test_esearch_count_only_and_bad_count() -> None:

@@ -330,3 +330,17 @@ def test_scrub_any_case_a_false_name_cancels_only_its_own_words() -> None:
     text = "my doctor suggests garcia tablets; thanks, zofia garcia"
     found = scrub_any_case(text, frozenset({"suggests", "garcia", "tablets"}))
     assert found.leaks('"zofia"[tiab]')
+
+
+@pytest.mark.parametrize(
+    ("text", "emptied"),
+    [
+        ("555-123-4567 john.smith@example.com", True),
+        ("Call 555-123-4567, or email john.smith@example.com.", False),  # "call", "email" remain
+        ("My name is John Smith, 555-123-4567", False),  # "name" remains: not empty, if no question
+        ("Does chemotherapy help breast cancer?", False),  # nothing found: nothing emptied
+        ("", False),
+    ],
+)
+def test_a_question_of_personal_details_only_is_emptied(text: str, emptied: bool) -> None:
+    assert scrub(text).emptied is emptied
