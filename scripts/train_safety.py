@@ -31,10 +31,9 @@ from app.safety._model import CLASSES, UrgencyModel, feature_matrix, load_model,
 SAFETY = ROOT / "eval" / "data" / "safety"
 RELEVANCE = ROOT / "eval" / "data" / "relevance"
 WEIGHTS = ROOT / "app" / "safety" / "urgency_model.npz"
-# The batches the shipped model is trained on. Batch 6 measured this model (its one read) and is kept out,
-# so that the figures in eval/expected/safety.yaml stay those of the shipped weights; add it when a newer
-# blind batch exists to measure the retrained model on.
-TRAIN_BATCHES = (1, 2, 3, 4, 5)
+# The batches the shipped model is trained on: every batch once its test read is recorded. A batch being
+# read as test stays out, so that the figures in eval/expected/safety.yaml are those of the shipped weights.
+TRAIN_BATCHES = (1, 2, 3, 4, 5, 6)
 C = 30.0  # inverse L2 strength, chosen by --cv among 10, 30, 100
 THRESHOLD = 0.3  # P(urgent) needed, chosen by --cv (recall first: a missed emergency is the worse error)
 
@@ -55,6 +54,9 @@ def dev_items() -> list[tuple[str, int, int]]:
             items.append((r["text"], 0, int(r["batch"])))
     for name in ("world.jsonl", "bundled.jsonl"):
         items.extend((r["question"], 0, 0) for r in _jsonl(RELEVANCE / name))
+    # Ordinary patient questions, mostly about cancer, written blind as "not urgent" training data: what
+    # the service is asked most, which look-alikes (all in an emergency's words) do not teach.
+    items.extend((r["text"], 0, 0) for r in _jsonl(SAFETY / "ordinary.jsonl"))
     return items
 
 
@@ -91,9 +93,12 @@ def train(texts: list[str], labels: list[int], *, c: float = C) -> tuple[npt.NDA
     return index, theta[: d * k].reshape(d, k), theta[d * k :]
 
 
-def model_of(texts: list[str], labels: list[int], trained_on: str, *, c: float = C) -> UrgencyModel:
+def model_of(
+    texts: list[str], labels: list[int], trained_on: str, *, c: float = C, batches: tuple[int, ...] = ()
+) -> UrgencyModel:
     index, weights, bias = train(texts, labels, c=c)
-    return UrgencyModel(index, weights.astype(np.float32), bias.astype(np.float32), THRESHOLD, trained_on)
+    weights, bias = weights.astype(np.float32), bias.astype(np.float32)
+    return UrgencyModel(index, weights, bias, THRESHOLD, trained_on, batches)
 
 
 def cross_validate(c: float) -> None:
@@ -132,9 +137,11 @@ def main() -> int:
         return 0
     items = dev_items()
     batches = sorted({b for _, _, b in items if b > 0})
-    trained_on = f"safety dev batches {','.join(map(str, batches))} + relevance questions"
+    trained_on = f"safety dev batches {','.join(map(str, batches))} + relevance and ordinary questions"
     trained_on += f" ({len(items)} items)"
-    model = model_of([t for t, _, _ in items], [y for _, y, _ in items], trained_on, c=args.c)
+    model = model_of(
+        [t for t, _, _ in items], [y for _, y, _ in items], trained_on, c=args.c, batches=tuple(batches)
+    )
     if args.write:
         save_model(model, str(WEIGHTS))
         print(f"wrote {WEIGHTS.relative_to(ROOT)}: {len(model.index)} features; {trained_on}")
@@ -146,6 +153,7 @@ def main() -> int:
         b = np.array([model.probabilities(t) for t in probe])
         gap = float(np.abs(a - b).max())
         same = shipped.trained_on == trained_on and np.array_equal(shipped.index, model.index)
+        same = same and shipped.batches == model.batches
         print(f"max probability gap {gap:.4f} over {len(probe)} items; same features: {same}")
         return 0 if same and gap < 0.01 else 1
     ap.print_help()

@@ -34,6 +34,25 @@ __all__ = ["CLASSES", "FEATURE_DIM", "UrgencyModel", "features", "load_model"]
 CLASSES: Final[tuple[str, ...]] = ("none", "emergency", "self_harm", "lethal_means")
 FEATURE_DIM: Final = 1 << 20  # hashed feature space: two blocks (characters, words) share it
 _CHAR_N: Final = (3, 4, 5)
+# The norms of a question of about a dozen words: shorter ones count as that long (see _l2).
+_CHAR_FLOOR: Final = 14.0
+_WORD_FLOOR: Final = 5.0
+# Words shorter than this carry style, not content ("her", "and", "hi" made a cancer question about a mother
+# look urgent: urgent messages were more often about someone else); bigrams keep them in context ("is
+# having", "no fever"), and a few short words that are cues count alone.
+_MIN_CHARS: Final = 4
+_SHORT_CUES: Final = frozenset(
+    "no not now od cpr bp hr ems er icu sat ill die dead kill cut gun iv".split()
+    + "ya ahora hoy sin nu nie kein jetzt ora oggi non pas sem hoje".split()
+)
+# Negation as sentiment models handle it: the next few words of the clause are marked denied.
+_NEGATIONS: Final = frozenset(
+    "no not never without denies nor none sin ningun ninguna nunca sans pas jamais aucun aucune kein "
+    "keine keinen keiner ohne nie nicht nao sem nenhum nenhuma senza mai nessun nessuna geen zonder niet "
+    "nooit".split()
+)
+_NEGATED_SPAN: Final = 3
+_CLAUSE_END: Final = re.compile(r"[.!?;:,\n]|\bbut\b|\bpero\b|\bmais\b|\baber\b|\bmaar\b|\bma\b")
 _WORD: Final = re.compile(r"\w+(?:'\w+)?")
 _WEIGHTS: Final = "urgency_model.npz"
 # The model reads at most this much of a question: the cost of a call is bounded whatever the caller sends,
@@ -45,26 +64,41 @@ def _hash(kind: bytes, gram: str) -> int:
     return zlib.crc32(kind + gram.encode("utf-8")) % FEATURE_DIM
 
 
-def _l2(counts: Counter[int]) -> dict[int, float]:
-    norm = math.sqrt(sum(v * v for v in counts.values()))
-    return {k: v / norm for k, v in counts.items()} if norm else {}
+def _l2(counts: Counter[int], floor: float) -> dict[int, float]:
+    """Counts over their L2 norm, but never over less than ``floor``: a few words are weak evidence (plain
+    L2 gave the one word "today" the weight of a whole urgent message, and "hello, how are you today?" the
+    emergency guidance)."""
+    norm = max(math.sqrt(sum(v * v for v in counts.values())), floor)
+    return {k: v / norm for k, v in counts.items()}
 
 
 def features(question: str) -> dict[int, float]:
     """The question's hashed features: character 3–5-grams of each word (padded with spaces, so word starts
-    and ends count) and word uni- and bigrams, each block L2-normalised, on the folded text."""
+    and ends count) and word uni- and bigrams, each block L2-normalised (with a floor), on the folded
+    text."""
     text = normalise(question[:MAX_CHARS])
-    words = _WORD.findall(text)
+    words: list[str] = []
+    denied: list[bool] = []  # said after a negation in the same clause ("no chest pain")
+    for clause in _CLAUSE_END.split(text):
+        left = 0
+        for w in _WORD.findall(clause):
+            words.append(w)
+            denied.append(left > 0)
+            left = _NEGATED_SPAN if w in _NEGATIONS else max(left - 1, 0)
     chars: Counter[int] = Counter()
-    for word in words:
+    tokens: Counter[int] = Counter()
+    for word, no in zip(words, denied, strict=True):
+        if len(word) < _MIN_CHARS and word not in _SHORT_CUES:
+            continue
+        kind = b"n" if no else b"c"  # a denied word's n-grams are other features than a said one's
         padded = f" {word} "
         for n in _CHAR_N:
             for i in range(len(padded) - n + 1):
-                chars[_hash(b"c", padded[i : i + n])] += 1
-    tokens: Counter[int] = Counter(_hash(b"w", w) for w in words)
+                chars[_hash(kind, padded[i : i + n])] += 1
+        tokens[_hash(b"x" if no else b"w", word)] += 1
     tokens.update(_hash(b"b", f"{a} {b}") for a, b in itertools.pairwise(words))
-    out = _l2(chars)
-    for k, v in _l2(tokens).items():
+    out = _l2(chars, _CHAR_FLOOR)
+    for k, v in _l2(tokens, _WORD_FLOOR).items():
         out[k] = out.get(k, 0.0) + v
     return out
 
@@ -79,6 +113,7 @@ class UrgencyModel:
     bias: npt.NDArray[np.float32]
     threshold: float
     trained_on: str
+    batches: tuple[int, ...] = ()  # the blind sets' batches it was trained on (eval/data/safety)
 
     def probabilities(self, question: str) -> npt.NDArray[np.float64]:
         """P(class) for :data:`CLASSES`."""
@@ -111,7 +146,11 @@ def save_model(model: UrgencyModel, path: str) -> None:
         index=model.index.astype(np.int32),
         weights=model.weights.astype(np.float16),
         bias=model.bias.astype(np.float32),
-        meta=np.array(json.dumps({"threshold": model.threshold, "trained_on": model.trained_on})),
+        meta=np.array(
+            json.dumps(
+                {"threshold": model.threshold, "trained_on": model.trained_on, "batches": model.batches}
+            )
+        ),
     )
 
 
@@ -126,6 +165,7 @@ def load_model() -> UrgencyModel:
             bias=z["bias"].astype(np.float32),
             threshold=float(meta["threshold"]),
             trained_on=str(meta["trained_on"]),
+            batches=tuple(int(b) for b in meta.get("batches", ())),
         )
 
 
