@@ -31,8 +31,9 @@ from app.safety._model import CLASSES, UrgencyModel, feature_matrix, load_model,
 SAFETY = ROOT / "eval" / "data" / "safety"
 RELEVANCE = ROOT / "eval" / "data" / "relevance"
 WEIGHTS = ROOT / "app" / "safety" / "urgency_model.npz"
-# The batches the shipped model is trained on: every batch once its test read is recorded. A batch being
-# read as test stays out, so that the figures in eval/expected/safety.yaml are those of the shipped weights.
+# The batches the shipped model is trained on. Batch 7 measured it (its one read) and stays out, so that the
+# figures in eval/expected/safety.yaml are those of the shipped weights; add it once a newer blind batch
+# exists to measure the retrained model on.
 TRAIN_BATCHES = (1, 2, 3, 4, 5, 6)
 C = 30.0  # inverse L2 strength, chosen by --cv among 10, 30, 100
 THRESHOLD = 0.3  # P(urgent) needed, chosen by --cv (recall first: a missed emergency is the worse error)
