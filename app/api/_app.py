@@ -2,9 +2,9 @@
 
 Endpoints: ``POST /ask`` (cited answer), ``POST /ask/stream`` (the same as server-sent events),
 ``POST /search`` (evidence only), ``POST /judge`` (cross-source agreement), ``GET /healthz``,
-``GET /readyz``, ``GET /metrics``; OpenAPI docs at ``/docs``. For chat frontends (:mod:`app.frontends`):
-``POST /v1/chat/completions`` and ``GET /v1/models`` (OpenAI-compatible), ``/mcp`` (MCP tools over
-streamable HTTP) and the reference chat page at ``/``.
+``GET /readyz``, ``GET /metrics``; OpenAPI docs at ``/docs`` (Swagger UI served from here, no CDN). For
+chat frontends (:mod:`app.frontends`): ``POST /v1/chat/completions`` and ``GET /v1/models``
+(OpenAI-compatible), ``/mcp`` (MCP tools over streamable HTTP) and the reference chat page at ``/``.
 
 Streaming: ``/ask/stream`` emits ``stage`` (understand/retrieve/answer/judge started|finished),
 ``evidence``, ``token`` (the model's raw text deltas while it writes: provisional), ``answer`` (the checked
@@ -51,7 +51,7 @@ from ._gate import _Gate
 from ._mcp import mcp_router
 from ._openai import openai_router
 from ._ops import ops_router
-from ._page import page_router
+from ._page import docs_router, page_router
 from ._routes import ask_router, judge_router, search_router
 
 __all__ = ["create_app"]
@@ -94,6 +94,9 @@ def create_app(
         description="Patient questions -> PubMed evidence -> cited answers. "
         "Authentication: `X-API-Key` header when keys are configured (disabled when none are).",
         lifespan=lifespan,
+        # /docs is ours (docs_router): FastAPI's loads Swagger UI from a CDN, blank offline.
+        docs_url=None,
+        redoc_url=None,
         responses={
             401: {"model": ErrorResponse},
             413: {"model": ErrorResponse},
@@ -122,6 +125,7 @@ def create_app(
     mcp, mcp_running = mcp_router(api, lambda: cast(Container, app.state.container))
     routers = [ask_router, search_router, judge_router, ops_router, collections_router]
     routers += [openai_router, mcp]  # /v1/chat/completions, /v1/models; /mcp (streamable HTTP)
+    routers.append(docs_router)  # /docs, /docs/assets/*
     if api.chat_page:
         routers.append(page_router)  # / and /ui/*
     for router in routers:

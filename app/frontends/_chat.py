@@ -243,15 +243,24 @@ def _extra(response: AskResponse) -> dict[str, Any]:
     return response.model_dump(mode="json")
 
 
-def _usage(response: AskResponse) -> dict[str, int]:
+def _usage(response: AskResponse) -> dict[str, int] | None:
+    """OpenAI's ``usage``: the tokens of the LLM call that wrote the answer, as the LLM reported them; None
+    when no LLM wrote it (extractive, urgent guidance, a refusal) or it reported no counts (a server that
+    streams without usage): zeros would claim a free answer. The other LLM calls of the flow (rewriter,
+    relevance, safety, judge) are not counted."""
+    if response.mode != "llm":
+        return None
     prompt = response.tokens.get("prompt") or 0
     completion = response.tokens.get("completion") or 0
+    if not prompt + completion:
+        return None
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
 async def chat_completion(asker: Asker, req: ChatRequest, request_id: str) -> dict[str, Any]:
     """A non-streamed ``chat.completion`` object; the ``/ask`` response rides in ``cometa``."""
     response = ask_response(await asker.ask(ask_request(req), request_id))
+    usage = _usage(response)
     return {
         "id": f"chatcmpl-{request_id}",
         "object": "chat.completion",
@@ -265,7 +274,8 @@ async def chat_completion(asker: Asker, req: ChatRequest, request_id: str) -> di
                 "logprobs": None,
             }
         ],
-        "usage": _usage(response),
+        # Left out, not zeros, when no LLM wrote the answer: the openai client reads it as None.
+        **({"usage": usage} if usage else {}),
         "cometa": _extra(response),
     }
 
@@ -333,15 +343,21 @@ async def stream_chat(
 ) -> AsyncGenerator[dict[str, Any], None]:
     """``chat.completion.chunk`` objects: the role, the answer as the model writes it (citations resolved
     against the evidence as they complete), then whatever the checked answer adds or corrects, the source
-    list, and a last chunk with ``finish_reason`` and the ``cometa`` field (and ``usage`` when asked)."""
+    list, and a chunk with ``finish_reason`` and the ``cometa`` field. With ``stream_options.include_usage``,
+    as OpenAI streams it: every chunk carries ``usage: null`` and one more, with no choices, the usage
+    (:func:`_usage`; null there too when no LLM wrote the answer)."""
     ask = ask_request(req)  # ChatRequestError here, before the first byte
     created = int(time.time())
-    base = {
+    base: dict[str, Any] = {
         "id": f"chatcmpl-{request_id}",
         "object": "chat.completion.chunk",
         "created": created,
         "model": MODEL_ID,
     }
+
+    include_usage = bool(req.stream_options and req.stream_options.include_usage)
+    if include_usage:
+        base["usage"] = None
 
     def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
         return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
@@ -380,5 +396,6 @@ async def stream_chat(
     rest += _sources_block(response)
     if rest:
         yield chunk({"content": rest})
-    usage = {"usage": _usage(response)} if req.stream_options and req.stream_options.include_usage else {}
-    yield chunk({}, "stop", cometa=_extra(response), **usage)
+    yield chunk({}, "stop", cometa=_extra(response))
+    if include_usage:
+        yield {**base, "choices": [], "usage": _usage(response)}

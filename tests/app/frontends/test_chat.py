@@ -112,7 +112,7 @@ class EventAsker:
 async def streamed(asker: EventAsker, **extra: Any) -> tuple[str, list[dict[str, Any]]]:
     req = ChatRequest(model="cometa", messages=msgs(("user", "Does it help?")), stream=True, **extra)
     chunks = [c async for c in stream_chat(asker, req, "r1")]  # type: ignore[arg-type]
-    return "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks), chunks
+    return "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"]), chunks
 
 
 async def test_citations_become_links_as_they_complete_and_invented_ones_vanish() -> None:
@@ -140,7 +140,10 @@ async def test_a_checked_answer_that_differs_replaces_what_streamed_in_plain_sig
     )
     assert text.startswith("The model said something else")
     assert "*Checked answer (replaces the text above):*\n\nQuoted evidence sentence [PMID 111](" in text
+    # OpenAI's shape: usage on one more chunk without choices, after the finish; null on every other.
+    assert chunks[-1]["choices"] == [] and chunks[-2]["choices"][0]["finish_reason"] == "stop"
     assert chunks[-1]["usage"] == {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}
+    assert all("usage" in c and c["usage"] is None for c in chunks[:-1])
 
 
 async def test_without_token_events_the_checked_answer_streams_whole() -> None:
@@ -194,6 +197,78 @@ async def test_phi_in_an_earlier_turn_never_reaches_a_prompt(monkeypatch: pytest
     answers = [b for v, b in zip(llm.versions, bodies, strict=True) if v.startswith("answer_patient")]
     # Scrubbed, not dropped: the earlier turn's clinical content is there as context.
     assert answers and all("pancreas" in b and "Whipple" in b and "[NAME]" in b for b in answers)
+
+
+# --- usage: the answer's tokens where an LLM wrote it, never invented zeros (issue 30) ------------------
+
+URGENT_QUESTION = "my husband has crushing chest pain and his left arm is numb, should he take an aspirin?"
+LLM_USAGE = {"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150}  # ScriptedLLM's counts
+
+
+async def _over_openai(llm: ScriptedLLM | None, question: str) -> tuple[Any, list[Any], list[Any]]:
+    """One question through the official openai client against the ASGI app: the completion, the stream
+    with ``include_usage`` and the stream without."""
+    settings = Settings().offline()
+    messages = [{"role": "user", "content": question}]
+    async with build_pipeline(
+        settings, llm=llm, use_llm=llm is not None, use_dense=False, use_passages=False
+    ) as pipeline:  # type: ignore[arg-type]
+        app = create_app(settings, api_settings=ApiSettings(rate_limit_per_minute=0), pipeline=pipeline)
+        async with app.router.lifespan_context(app):
+            http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test")
+            client = openai.AsyncOpenAI(base_url="http://test/v1", api_key="none", http_client=http)
+            async with client:
+                create = client.chat.completions.create
+                completion = await create(model="cometa", messages=messages)  # type: ignore[arg-type,call-overload]
+                with_usage = await create(
+                    model="cometa",
+                    messages=messages,  # type: ignore[arg-type]
+                    stream=True,
+                    stream_options={"include_usage": True},
+                )
+                asked = [c async for c in with_usage]
+                plain = [c async for c in await create(model="cometa", messages=messages, stream=True)]  # type: ignore[arg-type,call-overload]
+    return completion, asked, plain
+
+
+def _usage_of(chunks: list[Any]) -> dict[str, int] | None:
+    last = chunks[-1]
+    assert last.choices == [] and chunks[-2].choices[0].finish_reason == "stop"
+    assert all(c.usage is None for c in chunks[:-1])
+    return None if last.usage is None else last.usage.model_dump(include=set(LLM_USAGE))
+
+
+async def test_an_llm_answer_reports_the_llms_token_counts() -> None:
+    completion, asked, plain = await _over_openai(ScriptedLLM(script), "Is the Whipple operation worth it?")
+    assert (completion.model_extra or {})["cometa"]["mode"] == "llm"
+    assert completion.usage is not None
+    assert completion.usage.model_dump(include=set(LLM_USAGE)) == LLM_USAGE
+    assert _usage_of(asked) == LLM_USAGE
+    # Not asked for: no usage chunk, and the last chunk is the finish with the /ask response.
+    assert all(c.usage is None for c in plain) and plain[-1].choices[0].finish_reason == "stop"
+    assert (plain[-1].model_extra or {})["cometa"]["mode"] == "llm"
+
+
+@pytest.mark.parametrize(
+    ("question", "mode"),
+    [("Is the Whipple operation worth it with a high CA 19-9?", "extractive"), (URGENT_QUESTION, "urgent")],
+)
+async def test_without_an_llm_answer_usage_is_left_out_not_zero(question: str, mode: str) -> None:
+    completion, asked, _ = await _over_openai(None, question)
+    assert (completion.model_extra or {})["cometa"]["mode"] == mode
+    assert completion.usage is None and "usage" not in completion.model_dump(exclude_unset=True)
+    assert _usage_of(asked) is None  # the usage chunk still comes, as the protocol promises: null
+
+
+async def test_an_llm_that_reports_no_counts_gets_no_usage() -> None:
+    # A server that streams without usage reports zeros; zeros would claim a free answer.
+    checked = Answer("It helps.", "llm", None, None, (), 0, "m", None, 0, 0, ())
+    final = AskResult("r1", Answered(checked.text, "llm", checked, None))
+    req = ChatRequest(model="cometa", messages=msgs(("user", "Does it help?")))
+    completion = await chat_completion(EventAsker([], final), req, "r1")  # type: ignore[arg-type]
+    assert "usage" not in completion
+    _, chunks = await streamed(EventAsker([], final), stream_options={"include_usage": True})
+    assert chunks[-1] == {**chunks[-1], "choices": [], "usage": None}
 
 
 # --- untrusted text: a record, and a model quoting it, reach a markdown renderer as text ----------------

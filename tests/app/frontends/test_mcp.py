@@ -99,6 +99,36 @@ async def test_tools_over_stdio() -> None:
         await exercise(client)
 
 
+def test_the_readme_stdio_snippet_runs_as_written(tmp_path: Any) -> None:
+    """Issue 30: the README's stdio example, run as a user runs it: the venv's python, the venv not
+    activated (its bin folder off PATH), from another folder. The server it launches is the installed
+    ``cometa`` (in CI, this checkout)."""
+    import ast
+    import re
+    import shutil
+    import subprocess
+
+    import pytest
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.DOTALL)
+    [block] = [b for b in blocks if "StdioServerParameters" in b]
+    installed = os.path.join(os.path.dirname(sys.executable), "cometa")
+    if not os.path.exists(installed):
+        pytest.skip("cometa is not installed in this environment (pip install -e .)")
+    venv_bin = os.path.dirname(sys.executable)
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != venv_bin)
+    # The fallback is what runs here, unless some other folder on PATH has a cometa of its own.
+    assert shutil.which("cometa", path=path) in (None, installed)
+    env = {"PATH": path, "HOME": os.environ.get("HOME", str(tmp_path)), **ENV}
+    out = subprocess.run(
+        [sys.executable, "-c", block], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = out.stdout.strip().splitlines()
+    assert set(ast.literal_eval(lines[0])) == TOOLS and lines[1].strip(), out.stdout  # names, a title
+
+
 async def test_tools_over_streamable_http(server: str) -> None:
     headers = {"Authorization": f"Bearer {KEY}"}
     async with (

@@ -57,6 +57,7 @@ def test_completion_carries_links_and_the_ask_response(client: openai.OpenAI) ->
     request_id = completion.headers["x-request-id"]
     assert extra["request_id"] == request_id and parsed.id == f"chatcmpl-{request_id}"
     assert extra["mode"] == "extractive" and isinstance(extra["warnings"], list)
+    assert parsed.usage is None  # no LLM wrote it: no usage, rather than zeros
 
 
 def test_streaming_delivers_the_same_cited_answer(client: openai.OpenAI) -> None:
@@ -69,8 +70,10 @@ def test_streaming_delivers_the_same_cited_answer(client: openai.OpenAI) -> None
     chunks = list(stream)
     assert chunks[0].choices[0].delta.role == "assistant"
     content = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
-    last = chunks[-1]
-    assert last.choices[0].finish_reason == "stop" and last.usage is not None
+    # Asked for usage: one more chunk with no choices; null, since no LLM wrote this (extractive) answer.
+    assert chunks[-1].choices == [] and chunks[-1].usage is None
+    last = chunks[-2]
+    assert last.choices[0].finish_reason == "stop"
     extra = (last.model_extra or {})["cometa"]
     _cited(content, extra)
     assert content.startswith(re.sub(r"\s?\[PMID:\d+\]", "", extra["answer"])[:40])

@@ -114,6 +114,20 @@ def test_a_question_typed_in_the_page_gets_a_cited_answer(
         shutil.copy(shot, REPO / "docs" / "img" / shot.name)
 
 
+def test_the_api_docs_render_offline_under_their_policy(server: str, browser: Any) -> None:
+    """Issue 30: Swagger UI from this origin renders the operations, and the browser reports nothing
+    refused (a script or style the policy blocks is a SEVERE console entry)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(server + "/docs")
+    WebDriverWait(browser, 60).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".opblock"))
+    paths = {e.text for e in browser.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")}
+    assert {"/ask", "/v1/chat/completions"} <= paths, paths
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert not errors, errors
+
+
 def test_an_urgent_question_shows_the_guidance_first_and_alone(server: str, browser: Any) -> None:
     """Urgent first (issue 28): the real service, an emergency typed in the page."""
     from selenium.webdriver.common.by import By
