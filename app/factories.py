@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ __all__ = [
 ]
 
 log = logging.getLogger("cometa.pipeline")
+_PROGRESS_LOG_S = 5.0  # the least time between two progress lines of an index build
 
 
 def build_dense_retriever(
@@ -137,6 +139,7 @@ class Models:
         self._given_encoder = encoder
         self._encoder: Encoder | None = None
         self._dense_progress: tuple[int, int] | None = None  # (seen, total) of an index build under way
+        self._progress_logged = 0.0  # when the last progress line was logged (monotonic)
         self._reranker: Reranker | None = None
         self._passages: PassageRetriever | None = None
         # One lock each: building the passage stage takes the reranker's, which takes the encoder's.
@@ -152,6 +155,8 @@ class Models:
         async with self._dense_lock:
             if self._dense is None and self.dense_error is None:
                 self._dense_progress = (0, 0)
+                started, self._progress_logged = time.monotonic(), float("-inf")  # log the first block
+                log.info("dense index: loading the encoder and the index")
                 try:
                     self._dense = await asyncio.to_thread(
                         build_dense_retriever,
@@ -162,6 +167,9 @@ class Models:
                 except CometaError as exc:
                     self.dense_error = f"{type(exc).__name__}: {exc}"
                     log.warning("dense retrieval disabled: %s", self.dense_error)
+                else:
+                    took = time.monotonic() - started
+                    log.info("dense index: ready, %d vectors (%.1f s)", len(self._dense.index), took)
                 finally:
                     self._dense_progress = None
         return self._dense
@@ -169,6 +177,12 @@ class Models:
     def _on_dense_progress(self, done: int, total: int) -> None:
         # Called from the build's worker thread; a tuple swap is atomic, readers see one or the other.
         self._dense_progress = (done, total)
+        # A build is silent otherwise for minutes: one line per block, at most every few seconds.
+        now = time.monotonic()
+        if done == total or now - self._progress_logged >= _PROGRESS_LOG_S:
+            self._progress_logged = now
+            of = f"/{total}" if total else ""
+            log.info("dense index: encoding %d%s documents", done, of)
 
     def dense_status(self) -> dict[str, Any]:
         """Readiness of the dense arm, without waiting: ``ok`` and ``vectors`` once loaded; else ``ok``
@@ -189,6 +203,15 @@ class Models:
             of = f"/{total}" if total else ""
             reason = f"building the dense index: {done}{of} documents"
         return {"ok": False, "vectors": 0, "reason": reason, "done": done, "total": total}
+
+    def passages_status(self) -> dict[str, Any]:
+        """Readiness of the passage stage, without waiting: ``ok`` once built; ``ok`` (``disabled``) when
+        it cannot be, the dense retriever having failed (answers then come without passages)."""
+        if self._passages is not None:
+            return {"ok": True}
+        if self.dense_error is not None or not self.settings.dense.enabled:
+            return {"ok": True, "disabled": True}
+        return {"ok": False, "reason": "loading the passage stage"}
 
     async def encoder(self) -> Encoder:
         """The dense retriever's encoder; loaded alone when there is no dense retriever."""
