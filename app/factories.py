@@ -142,6 +142,7 @@ class Models:
         self._progress_logged = 0.0  # when the last progress line was logged (monotonic)
         self._reranker: Reranker | None = None
         self._passages: PassageRetriever | None = None
+        self.passages_error: str | None = None  # why the passage stage last failed to build
         # One lock each: building the passage stage takes the reranker's, which takes the encoder's.
         self._dense_lock = asyncio.Lock()
         self._encoder_lock = asyncio.Lock()
@@ -211,6 +212,8 @@ class Models:
             return {"ok": True}
         if self.dense_error is not None or not self.settings.dense.enabled:
             return {"ok": True, "disabled": True}
+        if self.passages_error is not None:
+            return {"ok": False, "reason": f"passage stage unavailable: {self.passages_error}"}
         return {"ok": False, "reason": "loading the passage stage"}
 
     async def encoder(self) -> Encoder:
@@ -263,18 +266,27 @@ class Models:
             return None
         async with self._passages_lock:
             if self._passages is None:
-                encoder = dense.encoder
-                counter = await asyncio.to_thread(counter_for, encoder)
-                reranker = await self.reranker()
-                segmenter = SEOSSegmenter(encoder, counter)
-                passages = PassageRetriever(
-                    segmenter, encoder, reranker, self.settings.passages, counter=counter, vectors=dense
-                )
-                store = passage_store_path(dense)
-                if store is not None:
-                    # Full texts segmented and encoded at index time (cometa index passages), if built.
-                    loaded = await asyncio.to_thread(passages.cache.load, store)
-                    if loaded:
-                        log.info("passage store: %d documents from %s", loaded, store)
-                self._passages = passages
+                try:
+                    self._passages = await self._build_passages(dense)
+                except Exception as exc:
+                    # Said by /readyz; the next question tries again (and fails the same way, loudly).
+                    self.passages_error = f"{type(exc).__name__}: {exc}"
+                    raise
+                self.passages_error = None
         return self._passages
+
+    async def _build_passages(self, dense: DenseRetriever) -> PassageRetriever:
+        encoder = dense.encoder
+        counter = await asyncio.to_thread(counter_for, encoder)
+        reranker = await self.reranker()
+        segmenter = SEOSSegmenter(encoder, counter)
+        passages = PassageRetriever(
+            segmenter, encoder, reranker, self.settings.passages, counter=counter, vectors=dense
+        )
+        store = passage_store_path(dense)
+        if store is not None:
+            # Full texts segmented and encoded at index time (cometa index passages), if built.
+            loaded = await asyncio.to_thread(passages.cache.load, store)
+            if loaded:
+                log.info("passage store: %d documents from %s", loaded, store)
+        return passages

@@ -129,6 +129,14 @@ async def test_the_log_shows_build_progress_and_ready_waits_for_the_passage_stag
                 r = await client.get("/readyz")
                 assert r.status_code == 503, r.text
                 assert r.json()["checks"]["passages"] == {"ok": False, "reason": "loading the passage stage"}
+                with monkeypatch.context() as m:  # a failed build is said, not left as "loading"
+                    m.setattr("app.factories.counter_for", lambda encoder: 1 / 0)
+                    with pytest.raises(ZeroDivisionError):
+                        await load_passages()
+                    r = await client.get("/readyz")
+                    assert r.status_code == 503
+                    reason = r.json()["checks"]["passages"]["reason"]
+                    assert reason == "passage stage unavailable: ZeroDivisionError: division by zero"
                 release.set()
                 await _until(lambda: bool(models.passages_status()["ok"]))
                 r = await client.get("/readyz")
