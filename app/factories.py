@@ -20,7 +20,7 @@ from core import CometaError, Encoder, OnProgress, Reranker
 from llm import LLMClient, build_llm
 from retrieval import EutilsClient, create_eutils_app, eutils_transport
 from retrieval.embed import BiEncoderReranker, DenseRetriever, load_encoder, load_reranker, open_retriever
-from retrieval.eutils import LOCAL_BASE_URL, CacheStore, RateLimiter
+from retrieval.eutils import LOCAL_BASE_URL, CacheStore, RateLimiter, deadline_paused
 from retrieval.localncbi import SimilarArticles
 from retrieval.ncbi import PubmedRecord
 from retrieval.passages import PASSAGE_STORE_FILE, PassageRetriever
@@ -153,6 +153,13 @@ class Models:
         """Model + index; None when dense retrieval is off or, with a remembered reason, cannot load."""
         if not self.settings.dense.enabled:
             return None
+        if self._dense is None and self.dense_error is None:
+            # A question that arrives while the index loads waits here, not on NCBI: its deadline waits too.
+            with deadline_paused():
+                return await self._load_dense()
+        return self._dense
+
+    async def _load_dense(self) -> DenseRetriever | None:
         async with self._dense_lock:
             if self._dense is None and self.dense_error is None:
                 self._dense_progress = (0, 0)
@@ -264,15 +271,16 @@ class Models:
         dense = await self.dense_retriever()
         if dense is None:
             return None
-        async with self._passages_lock:
-            if self._passages is None:
-                try:
-                    self._passages = await self._build_passages(dense)
-                except Exception as exc:
-                    # Said by /readyz; the next question tries again (and fails the same way, loudly).
-                    self.passages_error = f"{type(exc).__name__}: {exc}"
-                    raise
-                self.passages_error = None
+        with deadline_paused():  # the passage stage loading is not NCBI's time either
+            async with self._passages_lock:
+                if self._passages is None:
+                    try:
+                        self._passages = await self._build_passages(dense)
+                    except Exception as exc:
+                        # Said by /readyz; the next question tries again (and fails the same way, loudly).
+                        self.passages_error = f"{type(exc).__name__}: {exc}"
+                        raise
+                    self.passages_error = None
         return self._passages
 
     async def _build_passages(self, dense: DenseRetriever) -> PassageRetriever:
