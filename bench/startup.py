@@ -1,6 +1,6 @@
 """Cold start: from ``cometa serve --offline`` with an empty cache to ``/readyz`` ready and the first answer.
 
-    .venv/bin/python bench/startup.py [--runs 1] [--warm] [--keep-cache] [--log]
+    .venv/bin/python bench/startup.py [--runs 1] [--warm] [--keep-cache] [--log] [--corpus-dir WORLD]
 
 Each run starts the real command line (``python -m app.cli serve --offline``) on loopback with
 ``XDG_CACHE_HOME`` pointing at a fresh temporary folder, so every cache (the bundled dense index, the ONNX
@@ -8,7 +8,9 @@ export, the gate's calibration) starts empty, as on a fresh machine; ``--warm`` 
 cache afterwards (a restart). A client waits for the port, then sends one ``POST /ask`` at once (the first
 user does not wait for readiness) while it polls ``/readyz``. Reported, in seconds from the spawn: the
 port open, ``/readyz`` 200, the first ``/ask`` 200, and the time stamps of the service's own log lines
-about the index (``--log`` prints the log). The question is fixed and never logged.
+about the index (``--log`` prints the log). The question is fixed and never logged. ``--corpus-dir`` serves
+a world instead (``COMETA_LOCAL_SERVER__CORPUS_DIR``): its index is built at start-up, never prebuilt, so a
+copy of ``retrieval/corpus`` there measures the build path the bundled corpus no longer takes.
 """
 
 from __future__ import annotations
@@ -47,9 +49,11 @@ def _pump(stream: object, start: float, out: list[tuple[float, str]]) -> None:
         out.append((time.monotonic() - start, raw.decode(errors="replace").rstrip()))
 
 
-def cold_start(cache: Path, port: int) -> ColdStart:
+def cold_start(cache: Path, port: int, corpus_dir: Path | None = None) -> ColdStart:
     """One start of the service on ``cache``: spawn, wait for the port, ask once, poll readiness."""
+    world = {"COMETA_LOCAL_SERVER__CORPUS_DIR": str(corpus_dir)} if corpus_dir else {}
     env = {
+        **world,
         **os.environ,
         "XDG_CACHE_HOME": str(cache),
         "HF_HUB_OFFLINE": "1",
@@ -120,6 +124,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--warm", action="store_true", help="then one restart on the last run's cache")
     parser.add_argument("--keep-cache", action="store_true", help="leave the temporary caches in place")
     parser.add_argument("--log", action="store_true", help="print each run's full service log")
+    parser.add_argument("--corpus-dir", type=Path, help="serve this world instead of the bundled corpus")
     args = parser.parse_args(argv)
 
     print(machine_line())
@@ -129,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
         plan = [("cold", c) for c in caches] + ([("warm", caches[-1])] if args.warm and caches else [])
         for kind, cache in plan:
             load = load_average()
-            run = cold_start(cache, free_port())
+            run = cold_start(cache, free_port(), args.corpus_dir)
             rows.append(
                 [
                     kind,
