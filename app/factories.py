@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from core import CometaError, Encoder, OnProgress, Reranker
 from llm import LLMClient, build_llm
 from retrieval import EutilsClient, create_eutils_app, eutils_transport
 from retrieval.embed import BiEncoderReranker, DenseRetriever, load_encoder, load_reranker, open_retriever
-from retrieval.eutils import LOCAL_BASE_URL, CacheStore, RateLimiter
+from retrieval.eutils import LOCAL_BASE_URL, CacheStore, RateLimiter, deadline_paused
 from retrieval.localncbi import SimilarArticles
 from retrieval.ncbi import PubmedRecord
 from retrieval.passages import PASSAGE_STORE_FILE, PassageRetriever
@@ -41,6 +42,7 @@ __all__ = [
 ]
 
 log = logging.getLogger("cometa.pipeline")
+_PROGRESS_LOG_S = 5.0  # the least time between two progress lines of an index build
 
 
 def build_dense_retriever(
@@ -137,8 +139,10 @@ class Models:
         self._given_encoder = encoder
         self._encoder: Encoder | None = None
         self._dense_progress: tuple[int, int] | None = None  # (seen, total) of an index build under way
+        self._progress_logged = 0.0  # when the last progress line was logged (monotonic)
         self._reranker: Reranker | None = None
         self._passages: PassageRetriever | None = None
+        self.passages_error: str | None = None  # why the passage stage last failed to build
         # One lock each: building the passage stage takes the reranker's, which takes the encoder's.
         self._dense_lock = asyncio.Lock()
         self._encoder_lock = asyncio.Lock()
@@ -149,9 +153,18 @@ class Models:
         """Model + index; None when dense retrieval is off or, with a remembered reason, cannot load."""
         if not self.settings.dense.enabled:
             return None
+        if self._dense is None and self.dense_error is None:
+            # A question that arrives while the index loads waits here, not on NCBI: its deadline waits too.
+            with deadline_paused():
+                return await self._load_dense()
+        return self._dense
+
+    async def _load_dense(self) -> DenseRetriever | None:
         async with self._dense_lock:
             if self._dense is None and self.dense_error is None:
                 self._dense_progress = (0, 0)
+                started, self._progress_logged = time.monotonic(), float("-inf")  # log the first block
+                log.info("dense index: loading the encoder and the index")
                 try:
                     self._dense = await asyncio.to_thread(
                         build_dense_retriever,
@@ -162,6 +175,9 @@ class Models:
                 except CometaError as exc:
                     self.dense_error = f"{type(exc).__name__}: {exc}"
                     log.warning("dense retrieval disabled: %s", self.dense_error)
+                else:
+                    took = time.monotonic() - started
+                    log.info("dense index: ready, %d vectors (%.1f s)", len(self._dense.index), took)
                 finally:
                     self._dense_progress = None
         return self._dense
@@ -169,6 +185,12 @@ class Models:
     def _on_dense_progress(self, done: int, total: int) -> None:
         # Called from the build's worker thread; a tuple swap is atomic, readers see one or the other.
         self._dense_progress = (done, total)
+        # A build is silent otherwise for minutes: one line per block, at most every few seconds.
+        now = time.monotonic()
+        if done == total or now - self._progress_logged >= _PROGRESS_LOG_S:
+            self._progress_logged = now
+            of = f"/{total}" if total else ""
+            log.info("dense index: encoding %d%s documents", done, of)
 
     def dense_status(self) -> dict[str, Any]:
         """Readiness of the dense arm, without waiting: ``ok`` and ``vectors`` once loaded; else ``ok``
@@ -189,6 +211,17 @@ class Models:
             of = f"/{total}" if total else ""
             reason = f"building the dense index: {done}{of} documents"
         return {"ok": False, "vectors": 0, "reason": reason, "done": done, "total": total}
+
+    def passages_status(self) -> dict[str, Any]:
+        """Readiness of the passage stage, without waiting: ``ok`` once built; ``ok`` (``disabled``) when
+        it cannot be, the dense retriever having failed (answers then come without passages)."""
+        if self._passages is not None:
+            return {"ok": True}
+        if self.dense_error is not None or not self.settings.dense.enabled:
+            return {"ok": True, "disabled": True}
+        if self.passages_error is not None:
+            return {"ok": False, "reason": f"passage stage unavailable: {self.passages_error}"}
+        return {"ok": False, "reason": "loading the passage stage"}
 
     async def encoder(self) -> Encoder:
         """The dense retriever's encoder; loaded alone when there is no dense retriever."""
@@ -238,20 +271,30 @@ class Models:
         dense = await self.dense_retriever()
         if dense is None:
             return None
-        async with self._passages_lock:
-            if self._passages is None:
-                encoder = dense.encoder
-                counter = await asyncio.to_thread(counter_for, encoder)
-                reranker = await self.reranker()
-                segmenter = SEOSSegmenter(encoder, counter)
-                passages = PassageRetriever(
-                    segmenter, encoder, reranker, self.settings.passages, counter=counter, vectors=dense
-                )
-                store = passage_store_path(dense)
-                if store is not None:
-                    # Full texts segmented and encoded at index time (cometa index passages), if built.
-                    loaded = await asyncio.to_thread(passages.cache.load, store)
-                    if loaded:
-                        log.info("passage store: %d documents from %s", loaded, store)
-                self._passages = passages
+        with deadline_paused():  # the passage stage loading is not NCBI's time either
+            async with self._passages_lock:
+                if self._passages is None:
+                    try:
+                        self._passages = await self._build_passages(dense)
+                    except Exception as exc:
+                        # Said by /readyz; the next question tries again (and fails the same way, loudly).
+                        self.passages_error = f"{type(exc).__name__}: {exc}"
+                        raise
+                    self.passages_error = None
         return self._passages
+
+    async def _build_passages(self, dense: DenseRetriever) -> PassageRetriever:
+        encoder = dense.encoder
+        counter = await asyncio.to_thread(counter_for, encoder)
+        reranker = await self.reranker()
+        segmenter = SEOSSegmenter(encoder, counter)
+        passages = PassageRetriever(
+            segmenter, encoder, reranker, self.settings.passages, counter=counter, vectors=dense
+        )
+        store = passage_store_path(dense)
+        if store is not None:
+            # Full texts segmented and encoded at index time (cometa index passages), if built.
+            loaded = await asyncio.to_thread(passages.cache.load, store)
+            if loaded:
+                log.info("passage store: %d documents from %s", loaded, store)
+        return passages

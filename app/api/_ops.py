@@ -108,9 +108,9 @@ async def healthz() -> HealthResponse:
     responses={503: {"model": ReadyResponse, "description": "not ready: the failing checks say why"}},
 )
 async def readyz(request: Request, container: ContainerDep, response: Response) -> ReadyResponse:
-    """Readiness: E-utilities reachable (EInfo, short timeout), dense index loaded, the gate's calibration
-    resolved (which one: ``checks.calibration``), the configured LLM's model listed by its server. The
-    upstream checks are reused for ``ready_cache_s`` seconds."""
+    """Readiness: E-utilities reachable (EInfo, short timeout), dense index and passage stage loaded, the
+    gate's calibration resolved (which one: ``checks.calibration``), the configured LLM's model listed by its
+    server. The upstream checks are reused for ``ready_cache_s`` seconds."""
     upstream = await readiness_of(request, container).checks(container)
     checks: dict[str, Any] = {"eutils": upstream["eutils"]}
     pipe = container.pipeline
@@ -118,6 +118,9 @@ async def readyz(request: Request, container: ContainerDep, response: Response) 
         # Never waits on the model or a first index build: says what is under way instead.
         container.start_warming()  # the lifespan's warm-up (started already: then a no-op)
         checks["dense"] = pipe.models.dense_status()
+        # The first answer needs the passage stage too (reranker, SEOS): ready means it answers now.
+        passages = pipe.models.passages_status() if pipe.use_passages else {"ok": True, "disabled": True}
+        checks["passages"] = passages
     else:
         checks["dense"] = {"ok": True, "disabled": True}
     checks["calibration"] = pipe.calibration_status()  # which dense thresholds the gate decides with

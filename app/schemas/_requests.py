@@ -405,6 +405,7 @@ class ReadyResponse(BaseModel):
     ready: bool
     checks: dict[str, dict[str, Any]] = Field(
         description="eutils (reachable, ms or reason), dense (index loaded or what is under way), "
+        "passages (the passage stage loaded), "
         "calibration (the gate's dense thresholds in force: name, id, source, encoder, thresholds; not ok "
         "while being derived or when the wanted one could not be had), llm (configured, model: "
         "informational, never makes the service unready)"

@@ -15,6 +15,8 @@ from ._dense import (
     ensure_bundled_index,
     import_medcpt_embeddings,
     open_retriever,
+    prebuilt_index_dir,
+    verify_index_vectors,
 )
 from ._encoders import (
     BUNDLED_MINILM_NAME,
@@ -81,5 +83,7 @@ __all__ = [
     "load_reranker",
     "open_index",
     "open_retriever",
+    "prebuilt_index_dir",
     "slug",
+    "verify_index_vectors",
 ]

@@ -13,8 +13,10 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import re
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
@@ -57,10 +59,20 @@ __all__ = [
     "ensure_bundled_index",
     "import_medcpt_embeddings",
     "open_retriever",
+    "prebuilt_index_dir",
+    "verify_index_vectors",
 ]
+
+log = logging.getLogger("cometa.dense")
 
 MEDCPT_ARTICLE_MODEL = "MedCPT-Article-Encoder"
 _CHUNK_RE = re.compile(r"embeds_chunk_(\d+)\.npy$")
+# The bundled corpus's indexes that ship prebuilt in the package, one folder per encoder (slug of its name);
+# scripts/build_prebuilt_index.py writes them.
+PREBUILT_INDEX_ROOT = BUNDLED_CORPUS_DIR / "index"
+_PREBUILT_FILES = ("index.faiss", "ids.npy", "meta.json")  # meta.json last: it is what says "complete"
+_PROBE_DOCS = 4  # documents re-encoded to check a prebuilt index against the encoder at hand
+_PROBE_MIN_COSINE = 0.995  # torch on another CPU drifts ~1e-6; other weights fall far below
 
 
 @dataclass(frozen=True, slots=True)
@@ -473,6 +485,58 @@ def _locked(directory: Path) -> Iterator[None]:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def prebuilt_index_dir(encoder_name: str) -> Path:
+    """Where the package ships the bundled corpus's index for ``encoder_name`` (it may ship none)."""
+    return PREBUILT_INDEX_ROOT / slug(encoder_name)
+
+
+def verify_index_vectors(
+    index: VectorIndex, encoder: Encoder, records: Sequence[PubmedRecord], *, probes: int = _PROBE_DOCS
+) -> float:
+    """The lowest cosine between the index's vectors of the first ``probes`` indexed records (by PMID) and
+    ``encoder``'s encoding of them now: about 1 when the index was built by these very weights; -1 when a
+    probe is missing. The identity check (name, dimension) cannot see new weights under an old name."""
+    chosen = sorted(
+        (r for r in records if (r.title.strip() or r.abstract_text.strip())), key=lambda r: int(r.pmid)
+    )[:probes]
+    if not chosen:
+        return 1.0
+    stored = index.vectors([r.pmid for r in chosen])
+    if len(stored) != len(chosen):
+        return -1.0
+    fresh = encoder.encode_documents([(r.title.strip(), r.abstract_text.strip()) for r in chosen])
+    old = np.stack([stored[r.pmid] for r in chosen]).astype(np.float32)
+    new = np.asarray(fresh, dtype=np.float32)
+    cos = (old * new).sum(1) / (np.linalg.norm(old, axis=1) * np.linalg.norm(new, axis=1) + 1e-12)
+    return float(cos.min())
+
+
+def _seed_from_prebuilt(source: Path, where: Path, encoder: Encoder, fingerprint: str) -> bool:
+    """Copy the prebuilt index in ``source`` to ``where`` when it is complete and was built from this
+    corpus (``fingerprint``) by this encoder (name, dimension); False when there is none or it is stale."""
+    try:
+        meta = FaissIndex.read_meta(source)
+    except CometaError:
+        return False  # none shipped for this encoder: build
+    build = meta.build
+    if (
+        meta.encoder_name != encoder.name
+        or meta.dim != encoder.dim
+        or build.get("corpus_sha256") != fingerprint
+        or not build.get("complete")
+    ):
+        log.warning(
+            "dense index: the prebuilt index in %s is for another corpus or encoder; building", source
+        )
+        return False
+    where.mkdir(parents=True, exist_ok=True)
+    for name in _PREBUILT_FILES:
+        tmp = where / f".{name}.tmp"
+        shutil.copyfile(source / name, tmp)
+        os.replace(tmp, where / name)  # whole files only: a reader never sees half of one
+    return True
+
+
 def ensure_bundled_index(
     settings: DenseSettings,
     encoder: Encoder,
@@ -481,9 +545,15 @@ def ensure_bundled_index(
     directory: Path | None = None,
     on_progress: OnProgress | None = None,
     checkpoint_every: int = 2_000,
+    prebuilt: Path | None = None,
 ) -> VectorIndex:
     """The index of the bundled (or ``corpus_dir``) corpus for ``encoder``: built on first use, reused
     afterwards, rebuilt when the corpus changes (:func:`corpus_fingerprint`, kept in the index metadata).
+
+    First use copies a prebuilt index instead of building when one fits: ``prebuilt`` (default, for the
+    bundled corpus: :func:`prebuilt_index_dir`, shipped in the package) if it was built from this corpus's
+    fingerprint by this encoder's name and dimension, and a few of its vectors match what ``encoder``
+    makes of those documents now (:func:`verify_index_vectors`); anything else is built here.
 
     The build is resumable: it is saved every ``checkpoint_every`` documents, and a build of the same
     corpus that was interrupted continues from its last checkpoint. ``on_progress(records seen, total)``
@@ -494,21 +564,43 @@ def ensure_bundled_index(
     fingerprint = corpus_fingerprint(corpus)
     where = directory or bundled_index_dir(settings, encoder, corpus)
     collection = f"{settings.qdrant_collection}-bundled"
+    if prebuilt is None and corpus == BUNDLED_CORPUS_DIR.resolve():
+        prebuilt = prebuilt_index_dir(encoder.name)
 
     def current(build: dict[str, Any]) -> bool:
         return bool(build.get("complete")) and build.get("corpus_sha256") == fingerprint
 
-    if settings.index_backend == "faiss":
-        # Fast path without locking or loading: metadata says the index is complete and current.
+    def current_on_disk() -> bool:
         try:
-            meta = FaissIndex.read_meta(where)
+            return current(FaissIndex.read_meta(where).build)
         except CometaError:
-            meta = None
-        if meta is not None and current(meta.build):
-            return open_index(settings, encoder, directory=where)
+            return False
+
+    if settings.index_backend == "faiss" and current_on_disk():
+        # Fast path without locking or loading: metadata says the index is complete and current.
+        return open_index(settings, encoder, directory=where)
     with _locked(where):
+        seeded = (
+            settings.index_backend == "faiss"
+            and prebuilt is not None
+            and not current_on_disk()  # another process may have finished while we waited for the lock
+            and _seed_from_prebuilt(prebuilt, where, encoder, fingerprint)
+        )
         index = open_index(settings, encoder, create=True, directory=where, collection=collection)
         build = index.meta.build
+        records: list[PubmedRecord] | None = None
+        if seeded:
+            records = list(load_corpus(corpus).records.values())
+            cosine = verify_index_vectors(index, encoder, records)
+            if cosine >= _PROBE_MIN_COSINE:
+                log.info("dense index: %d vectors from the prebuilt index (cosine %.4f)", len(index), cosine)
+                return index
+            # Same name, other weights (or a damaged copy): never answer from vectors of another model.
+            log.warning("dense index: the prebuilt index does not match this encoder (cosine %.3f)", cosine)
+            index.reset()
+            index.update_build_info(corpus_sha256=None, complete=False)
+            index.save()  # at once: a crash before the build must not leave the copy marked complete
+            build = index.meta.build
         if len(index) and build.get("source") != "bundled-corpus":
             raise IndexMismatchError(
                 f"the index at {where} was built from {build.get('source', 'another source')!r}, not a "
@@ -521,7 +613,8 @@ def ensure_bundled_index(
         index.update_build_info(
             source="bundled-corpus", corpus_dir=str(corpus), corpus_sha256=fingerprint, complete=False
         )
-        records = list(load_corpus(corpus).records.values())
+        if records is None:
+            records = list(load_corpus(corpus).records.values())
         build_from_records(
             records,
             encoder,

@@ -75,6 +75,7 @@ __all__ = [
     "ClientStats",
     "EutilsClient",
     "EutilsDegradation",
+    "deadline_paused",
     "is_unavailable",
     "open_limiter",
     "question_deadline",
@@ -156,9 +157,9 @@ def track_degradation(*, allow_partial: bool = True) -> Iterator[EutilsDegradati
         _DEGRADATION.reset(token)
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Deadline:
-    at: float
+    at: float  # moved later by :func:`deadline_paused` only
     clock: Callable[[], float]
 
     def remaining(self) -> float:
@@ -185,6 +186,23 @@ def question_deadline(seconds: float, *, clock: Callable[[], float] = time.monot
         yield
     finally:
         _DEADLINE.reset(token)
+
+
+@contextmanager
+def deadline_paused() -> Iterator[None]:
+    """The time spent inside the block does not count against the question's deadline (if any): it is
+    moved later by that much on the way out. For waits on our own start-up (a model or an index still
+    loading), which are not NCBI's and would otherwise leave a first question no time for its calls."""
+    current = _DEADLINE.get()
+    if current is None:
+        yield
+        return
+    start = current.clock()
+    try:
+        yield
+    finally:
+        # The one deadline object is shared by the question's tasks: every call of it sees the new time.
+        current.at += current.clock() - start
 
 
 def is_unavailable(exc: BaseException) -> bool:

@@ -1,5 +1,6 @@
 """The dense index of a corpus folder (a world): built on first use, cached by content and encoder,
-resumable, rebuilt when the corpus changes."""
+resumable, rebuilt when the corpus changes; seeded from a prebuilt index when one fits (the bundled
+corpus's ships in the package), never from a stale one."""
 
 from __future__ import annotations
 
@@ -14,11 +15,16 @@ import pytest
 
 from core import OnProgress
 from retrieval.embed import (
+    BUNDLED_MINILM_NAME,
     DenseSettings,
     FaissIndex,
+    SentenceTransformerEncoder,
     bundled_index_dir,
+    corpus_fingerprint,
     ensure_bundled_index,
     open_retriever,
+    prebuilt_index_dir,
+    verify_index_vectors,
 )
 from retrieval.ncbi import BUNDLED_CORPUS_DIR, clear_corpus_cache, load_corpus
 from tests._fakes import VectorEncoder
@@ -161,3 +167,84 @@ def test_builds_are_serialised_between_threads(tmp_path: Path, cache_root: Path)
     for t in threads:
         t.join()
     assert out == [16, 16] and sum(e.doc_texts for e in encs) == 16  # one built, the other loaded
+
+
+class ShiftedEncoder(BagEncoder):
+    """Same name as :class:`BagEncoder`, other weights: words land one bucket over."""
+
+    def _vec(self, text: str) -> npt.NDArray[np.float32]:
+        return np.roll(super()._vec(text), 1)
+
+
+def _prebuilt(tmp_path: Path, world: Path, enc: BagEncoder) -> Path:
+    """A prebuilt index of ``world`` by ``enc``, as scripts/build_prebuilt_index.py leaves it."""
+    out = tmp_path / "prebuilt" / "x"
+    ensure_bundled_index(DenseSettings(), enc, corpus_dir=world, directory=out, prebuilt=tmp_path / "none")
+    (out / ".build.lock").unlink()
+    return out
+
+
+def test_a_fitting_prebuilt_index_is_copied_not_built(tmp_path: Path) -> None:
+    world = write_world(tmp_path / "world", 40)
+    source = _prebuilt(tmp_path, world, BagEncoder())
+    enc = BagEncoder()
+    settings = DenseSettings(index_dir=tmp_path / "idx")
+    index = ensure_bundled_index(settings, enc, corpus_dir=world, prebuilt=source)
+    assert len(index) == 40 and enc.doc_texts == 4  # only the probes were encoded, not the 40 documents
+    assert FaissIndex.read_meta(tmp_path / "idx").build["complete"] is True
+    record = load_corpus(world).records[sorted(load_corpus(world).records)[7]]
+    hits = index.search(enc.encode_queries([f"{record.title} {record.abstract_text}"]), 1)
+    assert hits[0][0][0] == record.pmid
+    # A restart finds the copy current in the cache: nothing encoded, not even the probes.
+    again = BagEncoder()
+    assert len(ensure_bundled_index(settings, again, corpus_dir=world, prebuilt=source)) == 40
+    assert again.doc_texts == 0
+
+
+def test_a_prebuilt_index_of_another_corpus_version_is_not_used(tmp_path: Path) -> None:
+    world = write_world(tmp_path / "world", 20)
+    source = _prebuilt(tmp_path, world, BagEncoder())
+    write_world(world, 22, manifest="v2")  # the corpus moved on; the prebuilt index did not
+    enc = BagEncoder()
+    index = ensure_bundled_index(
+        DenseSettings(index_dir=tmp_path / "idx"), enc, corpus_dir=world, prebuilt=source
+    )
+    assert len(index) == 22 and enc.doc_texts == 22  # built here
+    assert index.meta.build["corpus_sha256"] == corpus_fingerprint(world)
+
+
+def test_a_prebuilt_index_from_other_weights_under_the_same_name_is_rebuilt(tmp_path: Path) -> None:
+    world = write_world(tmp_path / "world", 24)
+    source = _prebuilt(tmp_path, world, BagEncoder())
+    enc = ShiftedEncoder()
+    settings = DenseSettings(index_dir=tmp_path / "idx")
+    index = ensure_bundled_index(settings, enc, corpus_dir=world, prebuilt=source)
+    assert enc.doc_texts == 4 + 24  # the probes disagreed: everything encoded by this encoder
+    assert verify_index_vectors(index, enc, list(load_corpus(world).records.values())) > 0.999
+    assert FaissIndex.read_meta(tmp_path / "idx").build["complete"] is True
+
+
+@pytest.fixture(scope="module")
+def minilm() -> SentenceTransformerEncoder:
+    return SentenceTransformerEncoder()
+
+
+def test_the_shipped_index_is_the_bundled_corpus_by_the_offline_encoder(
+    minilm: SentenceTransformerEncoder,
+) -> None:
+    """The package's prebuilt index is current: built from this corpus (its MANIFEST and files) by the
+    encoder the offline default loads, with these weights, one vector per indexed record. When this fails,
+    run ``python scripts/build_prebuilt_index.py`` (the service would rebuild it at start-up meanwhile)."""
+    assert minilm.name == f"st:{BUNDLED_MINILM_NAME}"
+    where = prebuilt_index_dir(minilm.name)
+    meta = FaissIndex.read_meta(where)
+    assert (meta.encoder_name, meta.dim) == (minilm.name, minilm.dim)
+    assert meta.build["corpus_sha256"] == corpus_fingerprint(BUNDLED_CORPUS_DIR)
+    assert meta.build["complete"] is True and meta.build["source"] == "bundled-corpus"
+    records = list(load_corpus().records.values())
+    index = FaissIndex.load(where)
+    indexed = [r.pmid for r in records if r.title.strip() or r.abstract_text.strip()]
+    assert len(index) == len(indexed) and bool(index.contains(indexed).all())
+    assert verify_index_vectors(index, minilm, records, probes=16) > 0.9999
+    size = sum(f.stat().st_size for f in where.iterdir())
+    assert size < 3 * 2**20  # shipped in the wheel: a few MB at most

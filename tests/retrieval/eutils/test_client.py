@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 from collections.abc import Awaitable, Callable
@@ -25,6 +26,7 @@ from retrieval.eutils import (
     EutilsClient,
     MemoryStore,
     WindowLimiter,
+    deadline_paused,
     question_deadline,
     track_degradation,
 )
@@ -612,4 +614,31 @@ async def test_an_inner_question_deadline_never_extends_the_outer_one() -> None:
             with pytest.raises(ServerError):
                 await client.esearch("x")
     assert now[0] < 5.0  # backoff sleeps stopped within the outer 5 s
+    await client.aclose()
+
+
+async def test_time_waiting_on_our_own_start_up_is_not_taken_from_the_question_deadline() -> None:
+    # A first question waits 8 s for the dense index to load, then makes its calls: with the wait paused,
+    # its 5 s deadline still has 5 s for NCBI; without, the deadline would be spent before any call.
+    now = [0.0]
+    sent: list[float] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(now[0])
+        now[0] += 1.0
+        return httpx.Response(503)
+
+    client = fake_time_client(handler, [], now, retry_budget_s=30.0, max_attempts=10, backoff_base_s=0.0)
+    with question_deadline(5.0, clock=lambda: now[0]):
+
+        async def other_task_call() -> None:  # a task of the same question sees the moved deadline too
+            with pytest.raises((TransportError, ServerError)):  # out of time: the last 503 or the deadline
+                await client.esearch("x")
+
+        with deadline_paused():
+            now[0] += 8.0  # the index loading
+        await asyncio.create_task(other_task_call())
+    assert sent == [8.0, 9.0, 10.0, 11.0, 12.0]  # five 1 s attempts: the deadline's whole 5 s, after the wait
+    with deadline_paused():  # outside any question: nothing to move
+        now[0] += 1.0
     await client.aclose()
