@@ -45,6 +45,7 @@ __all__ = [
     "percentile",
     "rss_bytes",
     "start_server",
+    "stop_process",
     "summarise_spans",
 ]
 
@@ -204,6 +205,16 @@ class ServerProcess:
 
 
 @contextmanager
+def stop_process(proc: subprocess.Popen[Any]) -> None:
+    """Terminate a server we started, killing it when it does not stop within 20 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
 def start_server(
     args: Sequence[str],
     *,
@@ -238,12 +249,7 @@ def start_server(
             time.sleep(0.25)
         yield server
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop_process(proc)
         log.close()
 
 

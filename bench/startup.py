@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import httpx
-from _common import REPO, free_port, load_average, machine_line, markdown_table
+from _common import REPO, free_port, load_average, machine_line, markdown_table, stop_process
 
 QUESTION = "Does exercise help with knee osteoarthritis pain?"
 DEADLINE_S = 600.0
@@ -101,12 +101,7 @@ def cold_start(cache: Path, port: int, corpus_dir: Path | None = None) -> ColdSt
             time.sleep(0.25)
         asker.join(max(0.0, DEADLINE_S - (time.monotonic() - start)))
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop_process(proc)
         pump.join(timeout=5)
     return result
 

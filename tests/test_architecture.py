@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -107,3 +108,61 @@ def test_caches_follow_xdg_cache_home(monkeypatch: pytest.MonkeyPatch, tmp_path:
     assert user_cache_dir() == Path.home() / ".cache" / "cometa"
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert user_cache_dir() == Path.home() / ".cache" / "cometa"
+
+
+def _service_names(value: object) -> list[str]:
+    """``depends_on`` as a list or a mapping of service names."""
+    return list(value) if isinstance(value, (list, dict)) else []
+
+
+def test_the_compose_file_names_only_what_exists() -> None:
+    """deploy/compose.yaml, which no machine here can run: every service it depends on exists (with a
+    healthcheck where it waits for health), every named volume is declared, every file it mounts is in
+    deploy/, the image it runs is the one it builds from our Dockerfile, nginx proxies to a service's
+    exposed port, the indexer runs a real ``cometa`` command, and the image's health check calls a route
+    the API serves. (The COMETA_* variables are checked in tests/retrieval/eutils/test_store.py.)"""
+    import re
+
+    import yaml
+    from typer.testing import CliRunner
+
+    from app.api import create_app
+    from app.cli import app as cli
+
+    deploy = REPO / "deploy"
+    compose = yaml.safe_load((deploy / "compose.yaml").read_text(encoding="utf-8"))
+    services: dict[str, dict[str, Any]] = compose["services"]
+    declared = set(compose.get("volumes") or {})
+    built = {str(s["image"]) for s in services.values() if "build" in s}
+    for name, service in services.items():
+        assert "image" in service or "build" in service, name
+        if "build" in service:
+            build = service["build"]
+            assert isinstance(build, dict)
+            dockerfile = deploy / str(build["context"]) / str(build["dockerfile"])
+            assert dockerfile.resolve() == REPO / "Dockerfile", name
+        if str(service.get("image", "")).startswith("cometa:"):
+            assert service["image"] in built, f"{name} runs an image nothing here builds"
+        needs = service.get("depends_on") or []
+        for other in _service_names(needs):
+            assert other in services, f"{name} depends on a missing service {other}"
+            if isinstance(needs, dict) and needs[other].get("condition") == "service_healthy":
+                assert "healthcheck" in services[other], f"{name} waits for {other}'s health: none defined"
+        for mount in service.get("volumes") or []:
+            source = str(mount).split(":")[0]
+            if source.startswith("./"):
+                assert (deploy / source).is_file(), f"{name} mounts a missing file {source}"
+            elif not source.startswith("$"):
+                assert source in declared, f"{name} mounts an undeclared volume {source}"
+    upstreams = re.findall(r"^\s*server (\w[\w-]*):(\d+)", (deploy / "nginx.conf").read_text(), flags=re.M)
+    assert upstreams
+    for host, port in upstreams:
+        assert port in [str(p) for p in services[host].get("expose", [])], (host, port)
+    entry = [str(a) for a in services["indexer"]["entrypoint"]]
+    assert entry[0] == "cometa"
+    words = [a for a in entry[1:] if not a.startswith("-") and not a.startswith("/")]
+    assert CliRunner().invoke(cli, [*words[:2], "--help"]).exit_code == 0, words
+    image = (REPO / "Dockerfile").read_text(encoding="utf-8")
+    health = re.search(r"HEALTHCHECK[^\n]*\n[^\n]*http://127\.0\.0\.1:8000(/\w+)", image)
+    assert health is not None
+    assert health.group(1) in create_app().openapi()["paths"], health.group(1)
