@@ -151,12 +151,20 @@ def test_the_model_adds_what_the_table_missed(monkeypatch: pytest.MonkeyPatch) -
     assert not assess_safety(question, "en", SafetySettings()).urgent  # below the threshold
 
 
-def test_the_model_never_overrules_a_red_flag(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The table's companions ("6 week old" with "fever") are what a bag of n-grams cannot weigh: whatever the
-    model says, a red flag that counts stands."""
+def test_the_model_overrules_only_a_single_cue_emergency(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A self-harm or means red flag, and a combination the table weighs ("6 week old" with "fever"), stand
+    whatever the model says; an emergency red flag of one cue that the model finds very unlikely does not."""
     monkeypatch.setattr("app.safety.load_model", lambda: _constant_model(0.0))
     for question, kind in URGENT.items():
-        assert assess_safety(question, "en", SafetySettings()).kind == kind, question
+        decision = assess_safety(question, "en", SafetySettings())
+        if kind != "emergency":
+            assert decision.kind == kind, question
+    infant = "my 6 week old has a fever of 38.5, can I give calpol?"
+    assert assess_safety(infant, "en", SafetySettings()).urgent
+    chest = "my husband has crushing chest pain and his left arm is numb, should he take an aspirin?"
+    assert detect(chest) and not assess_safety(chest, "en", SafetySettings()).urgent
+    monkeypatch.setattr("app.safety.load_model", lambda: _constant_model(0.15))
+    assert assess_safety(chest, "en", SafetySettings()).kind == "emergency"
 
 
 def test_the_shipped_model_reads_a_bounded_prefix_in_every_language() -> None:
