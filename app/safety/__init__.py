@@ -21,6 +21,7 @@ from ._triage import SafetyTriage, TriageOutput
 
 __all__ = [
     "GUIDANCE_LANGUAGES",
+    "MODEL_CONDITION",
     "NOT_URGENT",
     "RED_FLAGS",
     "Finding",
@@ -61,6 +62,8 @@ def urgent_decision(
     return SafetyDecision(True, kind, conditions, guidance(kind, language, settings), language)
 
 
+# The condition named by a decision of the urgency model (the red flags name their own).
+MODEL_CONDITION: Final = "urgency_model"
 # Red flags decided by a combination (a fever *and* an infant under three months): what a bag of n-grams
 # cannot weigh, so the model never overrules them (the model gave "my 6 week old has a fever of 38.5" 0.04).
 _COMBINED: Final = frozenset(f.condition for f in RED_FLAGS if f.with_)
@@ -87,4 +90,4 @@ def assess_safety(question: str, language: str, settings: SafetySettings) -> Saf
     guess = model.urgent_kind(p)
     if guess is None:
         return SafetyDecision(False, language=language)
-    return urgent_decision(guess, ("urgency_model",), language, settings)
+    return urgent_decision(guess, (MODEL_CONDITION,), language, settings)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from app import SafetySettings, assess_safety
+from app.safety import MODEL_CONDITION
 
 from ..gold import GOLD_SETS, load_gold
 
@@ -24,7 +25,7 @@ SAFETY_DIR = Path(__file__).resolve().parents[1] / "data" / "safety"
 _NARRATIVES = Path(__file__).resolve().parents[1] / "data" / "cmmqa_narratives.jsonl"
 # The answerable gold sets (an urgent reply there withholds an answer a patient should get).
 ANSWERABLE_SETS = ("cohen-topic", "cohen-narrative", "ei")
-_MODEL = ("urgency_model",)  # the conditions of a decision the urgency model made
+_MODEL = (MODEL_CONDITION,)  # the conditions of a decision the urgency model made
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
