@@ -635,6 +635,8 @@ def safety_command(
         _out.print(f"answerable {name}: false urgent {m['urgent']}/{m['n']}", markup=False)
     aa = report["answerable_all"]
     _out.print(f"answerable all: false urgent {aa['rate']:.1%} ({aa['urgent']}/{aa['n']})", markup=False)
+    ev = report["exam_vignettes"]
+    _out.print(f"exam vignettes (CMMQA, beside): urgent {ev['urgent']}/{ev['n']}", markup=False)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

@@ -25,17 +25,23 @@ from scipy import optimize, sparse
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.safety import detect  # noqa: E402
-from app.safety._model import CLASSES, UrgencyModel, feature_matrix, load_model, save_model  # noqa: E402
+from app.safety import counted, detect  # noqa: E402
+from app.safety._model import (  # noqa: E402
+    CLASSES,
+    UrgencyModel,
+    feature_matrix,
+    informed,
+    load_model,
+    save_model,
+)
 
 SAFETY = ROOT / "eval" / "data" / "safety"
 RELEVANCE = ROOT / "eval" / "data" / "relevance"
 WEIGHTS = ROOT / "app" / "safety" / "urgency_model.npz"
-# The batches the shipped model is trained on. Batch 7 measured it (its one read) and stays out, so that the
-# figures in eval/expected/safety.yaml are those of the shipped weights; add it once a newer blind batch
-# exists to measure the retrained model on.
-TRAIN_BATCHES = (1, 2, 3, 4, 5, 6)
-C = 30.0  # inverse L2 strength, chosen by --cv among 10, 30, 100
+# The batches the shipped model is trained on: every dev batch (10 was written as training data). Batch 9,
+# the test split, measures it once (eval/expected/safety.yaml).
+TRAIN_BATCHES = (1, 2, 3, 4, 5, 6, 7, 8, 10)
+C = 100.0  # inverse L2 strength, chosen by --cv among 10, 30, 100, 300
 THRESHOLD = 0.3  # P(urgent) needed, chosen by --cv (recall first: a missed emergency is the worse error)
 
 
@@ -103,27 +109,33 @@ def model_of(
 
 
 def cross_validate(c: float) -> None:
-    """Leave one batch out: the model alone and with the red-flag table, at several thresholds."""
+    """Leave one batch out (the batches written as test splits, 3 on): the shipped decision (the red flags
+    the model lets stand, or the model) at several thresholds, pooled over the held-out batches."""
     items = dev_items()
-    batches = sorted({b for _, _, b in items if b > 0})
-    thresholds = (0.3, 0.4, 0.5, 0.6, 0.7)
-    for held in batches:
+    held_out = sorted({b for _, _, b in items if b > 2 and b != 10})  # 10 is training data only
+    thresholds = (0.25, 0.3, 0.35, 0.4)
+    hits: dict[float, list[bool]] = {t: [] for t in thresholds}
+    truth: list[int] = []
+    for held in held_out:
         train_items = [i for i in items if i[2] != held]
         test = [i for i in items if i[2] == held]
         m = model_of([t for t, _, _ in train_items], [y for _, y, _ in train_items], "cv", c=c)
-        p = np.array([1.0 - m.probabilities(t)[0] for t, _, _ in test])
-        y = np.array([lab > 0 for _, lab, _ in test])
-        table = np.array([bool(detect(t)) for t, _, _ in test])
-        print(
-            f"C={c} held-out batch {held}: table alone recall {table[y].mean():.3f} "
-            f"false {table[~y].mean():.3f}"
+        for text, label, _ in test:
+            p_urgent = 1.0 - float(m.probabilities(text)[0])
+            table = bool(counted(detect(text), p_urgent, informed(text)))
+            truth.append(label)
+            for t in thresholds:
+                hits[t].append(table or p_urgent >= t)
+    y = np.array(truth)
+    for t in thresholds:
+        h = np.array(hits[t])
+        kinds = " ".join(
+            f"{name} {h[y == k].sum()}/{(y == k).sum()}" for k, name in enumerate(CLASSES) if k > 0
         )
-        for t in thresholds:
-            hit = p >= t
-            print(
-                f"  t={t}: model recall {hit[y].mean():.3f} false {hit[~y].mean():.3f} | "
-                f"with table recall {(hit | table)[y].mean():.3f} false {(hit | table)[~y].mean():.3f}"
-            )
+        print(
+            f"C={c} t={t} batches {held_out}: recall {h[y > 0].mean():.3f} ({kinds}); "
+            f"false urgent {h[y == 0].mean():.3f} ({h[y == 0].sum()}/{(y == 0).sum()})"
+        )
 
 
 def main() -> int:

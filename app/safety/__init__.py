@@ -15,7 +15,7 @@ from typing import Final
 
 from ._detect import Finding, detect, normalise
 from ._guidance import GUIDANCE_LANGUAGES, SafetySettings, guidance
-from ._model import UrgencyModel, load_model
+from ._model import UrgencyModel, informed, load_model
 from ._patterns import RED_FLAGS, Kind, RedFlag
 from ._triage import SafetyTriage, TriageOutput
 
@@ -65,24 +65,37 @@ def urgent_decision(
 # The condition named by a decision of the urgency model (the red flags name their own).
 MODEL_CONDITION: Final = "urgency_model"
 # Red flags decided by a combination (a fever *and* an infant under three months): what a bag of n-grams
-# cannot weigh, so the model never overrules them (the model gave "my 6 week old has a fever of 38.5" 0.04).
+# weighs worst, so the model overrules them only when it is all but sure (below MODEL_VETO_COMBINED).
 _COMBINED: Final = frozenset(f.condition for f in RED_FLAGS if f.with_)
 # Below this P(urgent) the model overrules an emergency red flag of a single cue, or the warning signs: the
 # table's false alarms on fresh batches were history, prevention and mild symptoms told in an emergency's
 # words. Leaving one batch out (batches 3-7) it removed 3-7 points of false urgency and no urgent item.
 MODEL_VETO = 0.1
+# The same for a combination's red flag ("what temperature counts as a fever on chemo? I start on Monday"):
+# leaving one batch out (batches 3-8, trained with 10) 0.05 removed 2 points of false urgency and no urgent
+# item; 0.1 lost a fever on chemotherapy. Self-harm and means are never overruled.
+MODEL_VETO_COMBINED = 0.05
+
+
+def counted(found: list[Finding], p_urgent: float, informed: bool) -> list[Finding]:
+    """The red flags of ``found`` that stand against the urgency model's ``p_urgent``: an emergency flag the
+    model finds very unlikely is dropped, if the question was long enough for the model to judge
+    (``informed``: "my 6 week old has a fever of 38.5" is too short, the model gives it 0.01); self-harm and
+    means always stand."""
+    if p_urgent >= MODEL_VETO or not informed:
+        return found
+    veto_combined = p_urgent < MODEL_VETO_COMBINED
+    return [f for f in found if f.kind != "emergency" or (f.condition in _COMBINED and not veto_combined)]
 
 
 def assess_safety(question: str, language: str, settings: SafetySettings) -> SafetyDecision:
     """The offline decision on ``question``: the red flags that count, then the urgency model, which adds an
-    urgent decision the table missed, and may overrule only an emergency red flag of a single cue that it
-    finds very unlikely (never self-harm, means, or a combination such as an infant's fever); ``language``
+    urgent decision the table missed, and may overrule an emergency red flag it finds very unlikely (never
+    self-harm or means; a combination such as an infant's fever only when all but sure); ``language``
     (ISO 639-1) picks the guidance's language."""
-    found = detect(question)
     model = load_model()
     p = model.probabilities(question)
-    if found and 1.0 - float(p[0]) < MODEL_VETO:
-        found = [f for f in found if f.kind != "emergency" or f.condition in _COMBINED]
+    found = counted(detect(question), 1.0 - float(p[0]), informed(question))
     if found:
         kind = found[0].kind  # detect() puts the most pressing kind first
         conditions = tuple(dict.fromkeys(f.condition for f in found))

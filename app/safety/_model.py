@@ -76,6 +76,17 @@ def features(question: str) -> dict[int, float]:
     """The question's hashed features: character 3–5-grams of each word (padded with spaces, so word starts
     and ends count) and word uni- and bigrams, each block L2-normalised (with a floor), on the folded
     text."""
+    return _features(question)[0]
+
+
+def informed(question: str) -> bool:
+    """Whether the question is long enough for a low probability to mean "not urgent" rather than "too few
+    words to say": its character n-grams reach the norm floor (about a dozen content words)."""
+    return _features(question)[1]
+
+
+@functools.lru_cache(maxsize=256)
+def _features(question: str) -> tuple[dict[int, float], bool]:
     text = normalise(question[:MAX_CHARS])
     words: list[str] = []
     denied: list[bool] = []  # said after a negation in the same clause ("no chest pain")
@@ -100,7 +111,7 @@ def features(question: str) -> dict[int, float]:
     out = _l2(chars, _CHAR_FLOOR)
     for k, v in _l2(tokens, _WORD_FLOOR).items():
         out[k] = out.get(k, 0.0) + v
-    return out
+    return out, math.sqrt(sum(v * v for v in chars.values())) >= _CHAR_FLOOR
 
 
 @dataclass(frozen=True, slots=True)

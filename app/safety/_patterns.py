@@ -84,6 +84,72 @@ class RedFlag:
     with_: tuple[str, ...] = ()
 
 
+# A request for a lethal amount or a method, in general form (issue 28's lethal-means misses): a quantity asked
+# about next to a death word, either order; a way to die that is painless or quickest, or two methods compared
+# on pain; a height or a depth to be sure. Never excused by research or fiction wording (see _detect._excused).
+_QUANTITY = (
+    r"(?:how (?:much|many)|what (?:amount|dose|quantity)|cuant[oa]s?|combien|wie viel\w*|ab welcher (?:menge|dosis)|"
+    r"welche (?:menge|dosis)|quant[oaie]s?|quantidade|qual a dose|quelle (?:dose|quantite)|welke (?:hoeveelheid|dosis)|hoeveel)"
+    # "how many people die of ..." and "how much time before he dies" are epidemiology and palliative care
+    r"(?! (?:people|persons|personas|gente|personnes|gens|menschen|leute|pessoas|persone|mensen|deaths|patients|cases|of them|"
+    r"times?|days|weeks|months|years|tiempo|dias|temps|jours|zeit|tage|tempo|giorni|tijd|dagen|anos|ans|jahre|anni|jaar)\b)"
+)
+_DEATH = (
+    r"\b(?:kill\w*|(?:to|would|will|could|i|you|someone|somebody|he|she|they|person|adult) die\b|dead\b|death|fatal|lethal|deadly|"
+    r"stop (?:\w+ ){0,2}(?:heart|breathing)|overdose|od\b|end(?:s|ing)? (?:his|her|my|their|your) life|en finir|"
+    r"acabar con (?:todo|su vida)|mettre fin|end it\b|morir|muer[ea]|mortal|letal|mata\b|matar\w*|mourir|meurt|mort\b|mortel\w*|"
+    r"tuer?\b|arreter le coeur|tod\b|to?e?dlich\w*|totet|sterben|stirbt|herzstillstand|herz (?:anhalten|stoppen|stehen)|morrer|"
+    r"morre\b|morte\b|parar o coracao|morire|muore|mortale|letale|uccid\w*|fermare il cuore|arresto cardiaco|overlijd\w*|dood\w*|"
+    r"sterft|sterven|dodelijk\w*|hart (?:stil|stoppen|laten stoppen)|"
+    r"(?:no|not|don't|doesn't|never|ya no|nicht mehr|niet meer|ne se|ne plus|non|nao) (?:\w+ ){0,2}(?:wake up|wakes up|despertar|"
+    r"aufwach\w*|wakker|reveill\w*|svegli\w*|acordar)|niet meer uit te komen|non farcela|to be enough|make sure|be sure)"
+)
+_METHODS = (
+    r"(?:hang\w*|pills|tablets|gas|jump\w*|cutting|ahorca\w*|pastillas|pendre|medocs|tabletten|abgase|comprimidos|pastiglie|"
+    r"farmaci|impicca\w*|pillen|ophangen|enforca\w*|carbon monoxide|car exhaust)"
+)
+_LESS_PAIN = (
+    r"(?:painless|less painful|least painful|hurts? less|sin dolor|menos doloros\w*|indolor\w*|duele menos|sans douleur|"
+    r"moins doulour\w*|schmerzlos\w*|ohne schmerzen|meno doloros\w*|meno male|senza dolore|pijnloos|zonder pijn|geen pijn|"
+    r"minder pijn|quickest|snelst\w*)"
+)
+_WAY = r"\b(?:way|method|metodo|manier|methode|modo|jeito|forma|manera|facon)\b"
+_TWO_METHODS = _METHODS + r"\b.{0,20}\b(?:or|o|ou|oder|of)\b.{0,20}\b" + _METHODS + r"\b"
+_LETHAL_GENERAL = (
+    r"\b"
+    + _QUANTITY
+    + r"\b.{0,80}"
+    + _DEATH
+    + r"|"
+    + _DEATH
+    + r".{0,80}\b"
+    + _QUANTITY
+    + r"\b|"
+    + _WAY
+    + r".{0,40}"
+    + _LESS_PAIN
+    + r"|"
+    + _TWO_METHODS
+    + r".{0,60}"
+    + _LESS_PAIN
+    + r"|"
+    + _LESS_PAIN
+    + r".{0,40}\b"
+    + _TWO_METHODS
+    + r"|(?:painless|less painful|least painful|most painless|without (?:any )?pain|sin dolor|"
+    r"menos doloros\w*|indolor\w*|sans douleur|moins doulour\w*|schmerzlos\w*|ohne schmerzen|meno doloros\w*|meno male|"
+    r"senza dolore|pijnloos|zonder pijn|geen pijn|quickest|fastest|surest|mas rapid\w*|plus rapide|schnellste\w*|mais rapid\w*|"
+    r"piu (?:rapid|veloce|sicur)\w*|snelste).{0,60}(?:way|method|hang\w*|pills|tablets|gas|jump\w*|cut\w*|wrist|forma|manera|"
+    r"metodo|ahorca\w*|tirar\w*|pastillas|facon|methode|pendre|medocs|medicaments|weg\b|art\b|tabletten|abgase|springen|jeito|"
+    r"modo|enforca\w*|comprimidos|pastiglie|farmaci|impicca\w*|buttar\w*|manier|ophang\w*|pillen|to go\b|morir|mourir|sterben|"
+    r"morrer|morire|dood|die\b|en finir|zelfmoord)|"
+    r"(?:how|what|which|de que|de quelle|aus welcher|van welke|da che|da quale|de qual) (?:high|height|tall|altura|hauteur|hohe|"
+    r"hoogte|altezza|piano|etage|stock).{0,60}(?:fall|jump|fatal|survive|sure|morir|mourir|sterben|morrer|morire|dood|buttar\w*|"
+    r"tirar\w*|sauter|springen|pular|tod|sicher)|how deep .{0,30}(?:cut|wrist|artery|vein)|"
+    r"(?:garage|garaje|garagem)\w* .{0,40}(?:engine|motor\w*|moteur) (?:running|laufend\w*|en marcha|ligado|acceso|allume|aan|"
+    r"draaiend)|laufendem motor|helium .{0,30}bag|exit bag|suicide bag"
+)
+
 RED_FLAGS: Final[tuple[RedFlag, ...]] = (
     # --- self-harm and lethal means first: the detector reports the first kind found in this order ---------
     RedFlag(
@@ -101,7 +167,10 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         r"(?:goodbye|suicide) (?:note|letter)s?|giving (?:away )?(?:his|her|my) (?:things|stuff|belongings) away|"
         r"not (?:be )?(?:around|here) (?:much longer|anymore|for long)|(?:sleep|go to sleep) and (?:never|not) wake up|never wake up again|"
         r"(?:easier|better|simpler) for (?:everyone|everybody|my family|them) if (?:i|he|she)|(?:if|wish) (?:i|he|she) (?:wasn't|weren't|was not|were not) (?:here|around|alive)|"
-        r"(?:thinking|thought|think)\w* (?:about )?how easy it would be|jump\w* (?:off|from|in front of) (?:a |the )?(?:bridge|building|roof|train|cliff)|"
+        r"(?:thinking|thought|think)\w* (?:about )?how easy it would be|"
+        r"not (?:planning on |going to (?:be )?)?(?:be|being) (?:here|around) (?:after|by|past|beyond)|"
+        r"(?:saving|saved|stockpil\w*|hoard\w*) (?:\w+ ){0,2}up\b.{0,60}(?:just in case|in case i|enough|months? worth)|"
+        r"spring\w* (?:ik |hij |ze |zij )?(?:\w+ ){0,3}(?:van|voor|af) (?:het dak|de brug|een flat|de trein|de flat)|jump\w* (?:off|from|in front of) (?:a |the )?(?:bridge|building|roof|train|cliff)|"
         r"in front of (?:a|the) (?:train|bus|lorry|truck)|(?:search|look|googl|read)\w* (?:up |online |on the internet )?(?:for )?(?:ways|methods|how) to (?:die|kill|end)|"
         r"(?:do|does|did|to do) something (?:to|stupid to) (?:my|him|her)self|(?:decided|going|planning|plan|want) to end it|"
         r"end it (?:tonight|today|now|soon|this week)|wr(?:ote|itten|iting) (?:\w+ )?(?:letters|notes?|goodbyes?) (?:to|for) (?:my|the|all)|"
@@ -169,7 +238,7 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         r"pour ne (?:plus|pas) se reveiller)|todliche (?:dosis|menge)|letale dosis|wie viele? .{0,50}(?:sterben|todlich|"
         r"umbringen|nicht mehr aufwachen)|quant[oa]s .{0,50}(?:morrer|matar|matam|mataria|letal|fatal)|quantidade (?:letal|mortal)|"
         r"quant[ei] .{0,50}(?:morire|uccid|ammazz|mortale|letale)|quantita (?:letale|mortale)|dodelijke (?:dosis|hoeveelheid)|"
-        r"hoeveel .{0,50}(?:dood|sterven|dodelijk|niet meer wakker))",
+        r"hoeveel .{0,50}(?:dood|sterven|dodelijk|niet meer wakker)|" + _LETHAL_GENERAL + ")",
     ),
     # --- medical emergencies ---------------------------------------------------------------------------------
     RedFlag(

@@ -80,10 +80,15 @@ def run_safety(split: str, gold_dir: Path | None = None) -> dict[str, Any]:
     sets: dict[str, list[dict[str, Any]]] = {
         name: chosen(load_gold(name, gold_dir=gold_dir)) for name in ANSWERABLE_SETS if name in GOLD_SETS
     }
-    sets["cmmqa-narratives"] = [
-        {"id": r.get("key") or r.get("id"), "question": r["narrative"]}
-        for r in _jsonl(_NARRATIVES)
-        if r.get("narrative")
+    narratives = [r for r in _jsonl(_NARRATIVES) if r.get("narrative")]
+    # The answerable sets: Cohen, Evidence Inference and the PubMedQA narratives. The CMMQA narratives
+    # of exam questions (MedQA, MedMCQA, MMLU) are reported beside them: many retell a patient brought to the
+    # emergency department, where urgent guidance is the right reading.
+    sets["pubmedqa-narratives"] = [
+        {"id": r["key"], "question": r["narrative"]} for r in narratives if r["dataset"] == "pubmedqa"
+    ]
+    vignettes = [
+        {"id": r["key"], "question": r["narrative"]} for r in narratives if r["dataset"] != "pubmedqa"
     ]
     answerable: dict[str, Any] = {}
     n_all = k_all = 0
@@ -94,4 +99,6 @@ def run_safety(split: str, gold_dir: Path | None = None) -> dict[str, Any]:
         k_all += len(hits)
     report["answerable"] = answerable
     report["answerable_all"] = {"n": n_all, "urgent": k_all, "rate": _rate(k_all, n_all)}
+    hits = [str(r["id"]) for r in vignettes if urgent(r["question"]).urgent]
+    report["exam_vignettes"] = {"n": len(vignettes), "urgent": len(hits), "ids": hits}
     return report
