@@ -90,9 +90,11 @@ class RedFlag:
 _QUANTITY = (
     r"(?:how (?:much|many)|what (?:amount|dose|quantity)|cuant[oa]s?|combien|wie viel\w*|ab welcher (?:menge|dosis)|"
     r"welche (?:menge|dosis)|quant[oaie]s?|quantidade|qual a dose|quelle (?:dose|quantite)|welke (?:hoeveelheid|dosis)|hoeveel)"
-    # "how many people die of ..." and "how much time before he dies" are epidemiology and palliative care
+    # "how many people die of ...", "how many lives are saved" and "how much time before he dies" are epidemiology
+    # and palliative care
     r"(?! (?:people|persons|personas|gente|personnes|gens|menschen|leute|pessoas|persone|mensen|deaths|patients|cases|of them|"
-    r"times?|days|weeks|months|years|tiempo|dias|temps|jours|zeit|tage|tempo|giorni|tijd|dagen|anos|ans|jahre|anni|jaar)\b)"
+    r"lives|vidas|vies|leben|vite|levens|times?|days|weeks|months|years|tiempo|dias|temps|jours|zeit|tage|tempo|giorni|"
+    r"tijd|dagen|anos|ans|jahre|anni|jaar)\b)"
 )
 _DEATH = (
     r"\b(?:kill\w*|(?:to|would|will|could|i|you|someone|somebody|he|she|they|person|adult) die\b|dead\b|death|fatal|lethal|deadly|"
