@@ -38,9 +38,10 @@ from app.safety._model import (  # noqa: E402
 SAFETY = ROOT / "eval" / "data" / "safety"
 RELEVANCE = ROOT / "eval" / "data" / "relevance"
 WEIGHTS = ROOT / "app" / "safety" / "urgency_model.npz"
-# The batches the shipped model is trained on: every dev batch (10 was written as training data). Batch 9,
-# the test split, measures it once (eval/expected/safety.yaml).
-TRAIN_BATCHES = (1, 2, 3, 4, 5, 6, 7, 8, 10)
+# The batches the shipped model is trained on: every dev batch. Batch 11, the test split, measures it once
+# (eval/expected/safety.yaml).
+TRAIN_BATCHES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12)
+TRAINING_ONLY = (10, 12)  # written as training data (12: look-alikes only), never held out by --cv
 C = 100.0  # inverse L2 strength, chosen by --cv among 10, 30, 100, 300
 THRESHOLD = 0.3  # P(urgent) needed, chosen by --cv (recall first: a missed emergency is the worse error)
 
@@ -112,7 +113,7 @@ def cross_validate(c: float) -> None:
     """Leave one batch out (the batches written as test splits, 3 on): the shipped decision (the red flags
     the model lets stand, or the model) at several thresholds, pooled over the held-out batches."""
     items = dev_items()
-    held_out = sorted({b for _, _, b in items if b > 2 and b != 10})  # 10 is training data only
+    held_out = sorted({b for _, _, b in items if b > 2 and b not in TRAINING_ONLY})
     thresholds = (0.25, 0.3, 0.35, 0.4)
     hits: dict[float, list[bool]] = {t: [] for t in thresholds}
     truth: list[int] = []
