@@ -101,6 +101,8 @@ _RESEARCH: Final = re.compile(
     # a clause that only asks what a condition is: "what is neutropenic sepsis?"
     r"^\s*(?:what(?:'s| is| are)|c'est quoi|qu'est.ce qu(?:e|'une?)|que es|was ist|o que e|che cos'e|wat is) (?:(?:a|an|the|un|une|"
     r"la|le|el|ein|eine|de|het|o|il|lo) )?(?:\w+ ){0,2}\w+\s*$|"
+    r"\b(?:safety plan|plan de seguridad|plan de securite|sicherheitsplan|plano de seguranca|piano di sicurezza|"
+    r"veiligheidsplan|differenza|diferencia|diferenca|unterschied|verschil)\b|"
     r"\b(?:hotline|helpline|crisis line|volunteer\w*|voluntari[oa]|vrijwillig\w*|benevole|ehrenamt\w*|werkstuk|referat|"
     r"hausarbeit|tesina|homework|school project|spreekbeurt)\b|\bwhen (?:i|he|she|we) (?:run|exercise|work out|jog|train|play sport|do sport)\b|\b(?:is|are) (?:\w+ ){1,5}common\b|\b(?:less|lower|higher|more|increased|reduced|any) (?:\w+ )?risk\b|\bhow successful\b|"
     r"\bsuccess rates?\b|\bvictims\b|\bwhat (?:should|do|must) (?:we|i|you|people) (?:know|do) about\b|\badvice\b|\btips\b|"
