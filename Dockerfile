@@ -6,7 +6,7 @@
 #   docker run -p 8000:8000 cometa --offline                    # bundled corpus, no NCBI, no LLM
 #   docker run -p 8000:8000 --env-file cometa.env cometa        # live NCBI + your LLM/Redis/Qdrant
 #
-# Runtime configuration is environment only (COMETA_*, nested with __; README "Configuration"). The ones a
+# Runtime configuration is environment only (COMETA_*, nested with __; docs/configuration.md). The ones a
 # deployment sets: COMETA_EUTILS__API_KEY / __EMAIL, COMETA_EUTILS__CACHE__BACKEND=redis + __URL,
 # COMETA_EUTILS__LIMITER=redis, COMETA_DENSE__INDEX_BACKEND=qdrant + __QDRANT_URL, COMETA_LLM__BASE_URL /
 # __MODEL, COMETA_API__API_KEYS. deploy/compose.yaml wires all of them.

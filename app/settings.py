@@ -96,7 +96,7 @@ class AnswerSettings(BaseModel):
         description=(
             "The extractive answer leaves out a study whose dense similarity to the question is below this "
             "share of the most similar answering study's (0: off). Calibrated on the dev split for the "
-            "offline MiniLM model (docs/answers.md); recalibrate for MedCPT."
+            "offline MiniLM model (docs/trust.md); recalibrate for MedCPT."
         ),
     )
 

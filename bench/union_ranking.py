@@ -9,7 +9,7 @@ and ``union after`` once more with the dense arm winning them, ``COMETA_EVIDENCE
 default since) with the same dense top-k and filtered by the same evidence stage
 as ``cometa eval retrieval``, so the hybrid Hit@10 / MRR@10 printed here are the suite's. ``--ranks FILE``
 writes one JSON line per question: the gold's rank in each Boolean list, in the dense list and in each hybrid
-list, and the lists' lengths (what docs/performance.md's per-question analysis reads).
+list, and the lists' lengths (what docs/history/performance-notes.md's per-question analysis reads).
 
     COMETA_LOCAL_SERVER__CORPUS_DIR=/tmp/h5world COMETA_GOLD_DIR=... COMETA_EUTILS__CACHE__MAX_ENTRIES=0 \\
         python bench/union_ranking.py [--subsets narrative,cohen-narrative@dev,ei@dev] [--ranks ranks.jsonl]
@@ -34,7 +34,7 @@ SYSTEMS = ("ladder", "union before", "union after")
 # SYSTEMS are fused with the Boolean arm winning RRF's exact ties (a Boolean-only and a dense-only hit at the
 # same rank; ``COMETA_EVIDENCE__TIE_BREAK=boolean``, the rule before), so their columns keep their meaning;
 # the TIES columns fuse the same lists with the dense arm winning them (the default since; see
-# docs/performance.md).
+# docs/history/performance-notes.md).
 TIES = "dense wins ties"
 COLUMNS = (*SYSTEMS, *(f"{s}, {TIES}" for s in ("ladder", "union after")))
 

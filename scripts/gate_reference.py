@@ -5,7 +5,7 @@
     python scripts/gate_reference.py --check    # exit 1 when recomputing it differs (> 1e-3)
 
 The gate's dense thresholds were measured for that encoder; ``COMETA_GATE__CALIBRATION=auto`` moves them to
-another encoder by matching these percentiles (``app.trust``, docs/answers.md).
+another encoder by matching these percentiles (``app.trust``, docs/trust.md).
 """
 
 from __future__ import annotations

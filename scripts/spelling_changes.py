@@ -1,4 +1,5 @@
-"""Every word the deterministic rewriter's speller changes in the gold questions (docs/answers.md).
+"""Every word the deterministic rewriter's speller changes in the gold questions (the counts:
+docs/history/answers-notes.md).
 
 Usage: ``python scripts/spelling_changes.py [--gold DIR] [--split dev|test|all] [--out FILE]``. Prints one
 line per change (``set id split: word -> correction``) and a count per set; ``--out`` also writes them as

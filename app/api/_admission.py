@@ -75,7 +75,8 @@ def admission_slots(settings: Settings) -> int:
     A question makes ~3 E-utilities calls one after the other, each ~0.3 s of NCBI latency in which it uses no
     CPU; to keep NCBI's rate busy, rate x latency calls must be in flight (Little's law), and a question has
     at most one in flight most of the time. With 4 at 10 req/s the budget idled while every admitted
-    question waited on an answer (docs/performance.md, the throughput timeline). 0 stays "no bound"."""
+    question waited on an answer (docs/history/performance-notes.md, the throughput timeline). 0 stays "no
+    bound"."""
     api = settings.api
     if api.admission_max_in_flight <= 0 or settings.eutils.backend != "http":
         return api.admission_max_in_flight

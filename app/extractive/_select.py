@@ -85,7 +85,7 @@ _COMPARATOR_TERMS = content_terms(
     "conventional"
 )
 
-# The knobs of the choice, calibrated on the dev split (docs/answers.md).
+# The knobs of the choice, calibrated on the dev split (docs/history/answers-notes.md).
 PER_STUDY = 2  # sentences quoted per study
 TOP_STUDY_EXTRA = 1  # and this many more from the study that matches best
 RESULT_SECTION_BONUS = 2.5

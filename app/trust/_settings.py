@@ -15,7 +15,7 @@ class GateSettings(BaseModel):
     dev split of the world's gold sets (``cometa eval calibrate-gate`` measures them again where those sets
     are). The dense thresholds are on that encoder's cosine scale: for another encoder (MedCPT, your own)
     ``calibration="auto"`` derives them at start-up from the calibration set shipped in the package
-    (:mod:`app.trust._calibration`; docs/answers.md has the procedure), and /readyz names what is in force.
+    (:mod:`app.trust._calibration`; docs/trust.md has the procedure), and /readyz names what is in force.
     """
 
     model_config = ConfigDict(extra="forbid")

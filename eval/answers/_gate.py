@@ -269,7 +269,7 @@ def calibrate(records: Sequence[GateRecord], base: GateSettings, *, keep: float 
     points (each threshold's median over them). Dev rarely tells thresholds apart near its optimum: the
     most permissive tie answered new off-topic questions and the strictest abstained on new answerable
     ones when dev was split in two (one unanswerable batch and half the answerable questions to calibrate,
-    the rest to check; docs/answers.md, "A blind second batch").
+    the rest to check; docs/history/answers-notes.md, "A blind second batch").
 
     Two stages: the similarity, coverage, tier and absent-word thresholds with the share, phrase and
     technical-term checks off, then those three on top of them. One joint search

@@ -27,7 +27,7 @@ class EvidenceSettings(BaseModel):
         description="Arm whose hit goes first when two fused scores tie exactly (with equal weights: a hit "
         "only the Boolean arm returned and one only the dense arm returned, at the same rank). `dense` "
         "(chosen on the dev sets, where the dense arm alone ranks the gold higher than the Boolean arm "
-        "alone) or `boolean` (the order before; docs/performance.md).",
+        "alone) or `boolean` (the order before; docs/history/performance-notes.md).",
     )
     max_candidates: int = Field(
         default=50, ge=1, le=10_000, description="Fused PMIDs fetched in one EFetch batch."

@@ -16,8 +16,8 @@ XML is parsed with entity resolution, DTD loading and network access switched of
 DOCTYPEs pointing at NCBI, and we never fetch them.
 
 Writing. Every builder returns ``bytes`` ready to send. Prologs (XML declaration + DOCTYPE) are the strings
-recorded from NCBI in 2025 (``docs/EUTILS.md`` §5.2, §6.2, §6.4, §7.2, §8.2, §9.2); element names and
-nesting follow the recorded samples so that a client written against live NCBI parses our output
+recorded from NCBI in 2025 (``../shared/docs/EUTILS.md`` §5.2, §6.2, §6.4, §7.2, §8.2, §9.2); element names
+and nesting follow the recorded samples so that a client written against live NCBI parses our output
 unchanged. JSON bodies follow NCBI's envelope (``{"header": {...}, "<utility>result": ...}``) with numbers
 as strings where NCBI sends strings. The writers are pure: no I/O, no corpus access. The local server
 (:mod:`retrieval.localncbi`) decides *what* to answer, they decide *how it looks on the wire*.

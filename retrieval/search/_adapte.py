@@ -329,8 +329,9 @@ class AdaptE:
         the union's. One that satisfies a tier joins that tier after the union's own hits (within the same
         ``retmax``): it *is* a hit of that tier's query, which the ladder's own ESearch of the tier would have
         returned, but the union's ``union_retmax`` cut, ordered by the whole OR's relevance, can miss it when
-        looser tiers crowd the strict ones out (docs/performance.md, "ladder vs union"). Only candidates
-        inside the ESearch's date window join (the ladder's ESearch would not return the others)."""
+        looser tiers crowd the strict ones out (docs/history/performance-notes.md, "ladder vs union"). Only
+        candidates inside the ESearch's date window join (the ladder's ESearch would not return the
+        others)."""
         n = result.union_hits
         if n == 0 or len(plan.ladder) < 2:
             return result

@@ -18,7 +18,8 @@ Decisions:
   one arm returned at rank *r* against a PMID only the other arm returned at the same rank *r* (or two PMIDs
   both arms returned, at swapped ranks): ``tie_break`` says which arm's hit goes first. :func:`fuse` takes
   it from the settings (``EvidenceSettings.tie_break``: the dense arm by default, chosen on the dev sets
-  where the dense arm alone ranks the gold higher than the Boolean arm alone; ``docs/performance.md``).
+  where the dense arm alone ranks the gold higher than the Boolean arm alone;
+  ``docs/history/performance-notes.md``).
   Only exact ties are touched: scores, weights and every strict order stay what the formula gives.
 - Sums use :func:`math.fsum` (correctly rounded), so equal rank sets give bit-equal scores whatever the
   arm order, and ties are real ties.

@@ -1,4 +1,4 @@
-"""The ``cometa`` CLI: the README's demo search, and ``cometa eutils serve`` as a real process over HTTP."""
+"""The ``cometa`` CLI: the documented demo search, and ``cometa eutils serve`` as a real process over HTTP."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def served() -> Iterator[str]:
 
 
 def test_served_readme_curl_examples(served: str) -> None:
-    # The exact requests the README shows with curl.
+    # The exact requests docs/sources.md shows with curl.
     r = httpx.get(
         served + "esearch.fcgi?db=pubmed&term=neoplasms[mh]+AND+2010:2015[dp]&retmode=json", timeout=5
     )

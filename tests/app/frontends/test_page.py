@@ -2,7 +2,7 @@
 system chromedriver: nothing is downloaded) against ``cometa serve --offline``: type a question, wait for
 the streamed answer, find the citation links, and no console errors, at desktop and phone widths.
 
-``COMETA_UPDATE_SCREENSHOTS=1`` also writes the screenshots to ``docs/img/`` (the README shows them)."""
+``COMETA_UPDATE_SCREENSHOTS=1`` also writes the screenshots to ``docs/img/`` (docs/api.md shows them)."""
 
 from __future__ import annotations
 
