@@ -643,6 +643,40 @@ def safety_command(
         _out.print(f"wrote {out}", markup=False)
 
 
+@eval_app.command("expected")
+def expected_command(
+    check: Annotated[
+        bool, typer.Option("--check", help="Re-run each file's check block and compare its figures.")
+    ] = False,
+) -> None:
+    """Measured figures as data (eval/expected/*.yaml): list them, or with --check re-run the deterministic
+    ones and fail (exit 1) unless the shipped code reproduces them within their tolerance."""
+    from eval.figures import check_file, expected_files
+
+    failed = 0
+    for path in expected_files():
+        if not check:
+            _out.print(f"{path.name}", markup=False)
+            continue
+        try:
+            result = check_file(path)
+        except EvalInputError as exc:
+            raise _exit(escape(str(exc)), 2) from exc
+        if isinstance(result, str):
+            _out.print(f"{path.name}: not checked ({result})", markup=False)
+            continue
+        for c in result:
+            got = "missing" if c.actual is None else f"{c.actual:.4f}"
+            verdict = "ok" if c.ok else "DIFFERS"
+            failed += not c.ok
+            _out.print(
+                f"{path.name}: {c.metric} expected {c.expected:.4f} ± {c.tolerance:g}, got {got}: {verdict}",
+                markup=False,
+            )
+    if failed:
+        raise _exit(f"{failed} figure(s) differ from eval/expected", 1)
+
+
 @eval_app.command("cited")
 def cited_command(
     data: Annotated[

@@ -36,9 +36,10 @@ def _rate(k: int, n: int) -> float:
     return round(k / n, 4) if n else 0.0
 
 
-def run_safety(split: str, gold_dir: Path | None = None) -> dict[str, Any]:
+def run_safety(split: str, gold_dir: Path | None = None, *, answerable: bool = True) -> dict[str, Any]:
     """The report of one split (``dev`` or ``test``; ``all`` for both): recall per kind and language group,
-    false urgency on look-alikes and on the answerable sets; ids of every miss and false alarm."""
+    false urgency on look-alikes and, unless ``answerable`` is false (the built gold sets are not needed
+    then), on the answerable sets; ids of every miss and false alarm."""
     settings = SafetySettings()
 
     def urgent(text: str, language: str = "en") -> Any:
@@ -77,6 +78,8 @@ def run_safety(split: str, gold_dir: Path | None = None) -> dict[str, Any]:
         "by_model": sum(d.conditions == _MODEL for d in decisions.values()),
     }
     report["lookalike_flagged"] = flagged
+    if not answerable:
+        return report
     sets: dict[str, list[dict[str, Any]]] = {
         name: chosen(load_gold(name, gold_dir=gold_dir)) for name in ANSWERABLE_SETS if name in GOLD_SETS
     }
@@ -90,14 +93,14 @@ def run_safety(split: str, gold_dir: Path | None = None) -> dict[str, Any]:
     vignettes = [
         {"id": r["key"], "question": r["narrative"]} for r in narratives if r["dataset"] != "pubmedqa"
     ]
-    answerable: dict[str, Any] = {}
+    per_set: dict[str, Any] = {}
     n_all = k_all = 0
     for name, rows in sets.items():
         hits = [str(r["id"]) for r in rows if urgent(r["question"]).urgent]
-        answerable[name] = {"n": len(rows), "urgent": len(hits), "ids": hits}
+        per_set[name] = {"n": len(rows), "urgent": len(hits), "ids": hits}
         n_all += len(rows)
         k_all += len(hits)
-    report["answerable"] = answerable
+    report["answerable"] = per_set
     report["answerable_all"] = {"n": n_all, "urgent": k_all, "rate": _rate(k_all, n_all)}
     hits = [str(r["id"]) for r in vignettes if urgent(r["question"]).urgent]
     report["exam_vignettes"] = {"n": len(vignettes), "urgent": len(hits), "ids": hits}
