@@ -80,7 +80,7 @@ _HISTORY: Final = re.compile(
 )
 # A research, prevention or general-information clause; also a clause about a population, not a person.
 _RESEARCH: Final = re.compile(
-    r"(?:\bstud(?:y|ies)\b|\btrials?\b|\bnovel\b|\bstory\b|\bcharacter\b|\bfiction\b|\bexams?\b|\bstudying\b|\bstudents?\b|"
+    r"(?:\bstud(?:y|ies)\b|\btrials?\b|\bnovel\b|\b(?:novela|romanzo|personaje|personnage|personagem|personaggio|romanfigur)\b|\bstory\b|\bcharacter\b|\bfiction\b|\bexams?\b|\bstudying\b|\bstudents?\b|"
     r"\bnursing\b|\bcourse\b|\blecture\b|\btraining\b|\bdifference between\b|\bread (?:about|that|online)\b|\bheard (?:about|that)\b|"
     r"\bhow often\b|\bvaccin\w*|\bjabs?\b|\bimmuni[sz]\w*|\brisks?\b|\brisque|\w*risiko\b|\brischio\b|\brisico\b|\briesgo\b|\brisco\b|"
     r"\b(?:reduce|reducir|reduire|senken|verringern|reduzir|ridurre|verlagen|verminderen)\b|"
@@ -124,7 +124,7 @@ _RESEARCH: Final = re.compile(
 )
 # "If", "in case": asked about a situation, not in one.
 _HYPOTHETICAL: Final = re.compile(
-    r"(?<!comme )(?<!como )(?<!come )(?<!as )\b(?:if|what if|in case|suppose|supposing|should (?:\w+ ){1,3}ever|whether|si(?= (?:je|j'|tu|il|elle|on|nous|vous|ils|elles|yo|el|ella|mi|mis|mon|ma|mes|usted|alguien|quelqu'un)\b)|en caso de|au cas ou|en cas de|wenn|falls|"
+    r"(?<!comme )(?<!como )(?<!come )(?<!as )\b(?:if|what if|in case|suppose|supposing|should (?:\w+ ){1,3}ever|whether|si(?= (?:je|j'|tu|il|elle|on|nous|vous|ils|elles|yo|el|ella|mi|mis|mon|ma|mes|usted|alguien|quelqu'un|alguna vez|un jour|jamais)\b)|se (?:um dia|algum dia|mai)\b|als (?:ooit|er ooit)\b|en caso de|au cas ou|en cas de|wenn|falls|"
     r"caso|nel caso|qualora|indien|mocht|stel dat)\b(?!.*\b(?:now|right now|currently|ahora|maintenant|jetzt|agora|adesso|ora|nu)\b)",
     _FLAGS,
 )

@@ -124,7 +124,8 @@ _LETHAL_GENERAL = (
     + _DEATH
     + r"|"
     + _DEATH
-    + r".{0,80}\b"
+    # then the quantity, but not "by how much" a death rate fell ("de combien")
+    + r".{0,80}(?<!\bde )(?<!\bby )\b"
     + _QUANTITY
     + r"\b|"
     + _WAY

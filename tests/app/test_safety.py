@@ -70,6 +70,7 @@ NOT_URGENT = [
     "qual e a diferenca entre um ataque de panico e um enfarte?",
     "how many lives do public defibrillators save after a cardiac arrest?",
     "what is neutropenic sepsis?",
+    "si alguna vez mi hijo se atraganta y no puede respirar, como hago la maniobra de heimlich?",
     # What the service is asked most (the README's and the chat page's examples): never guidance instead.
     "my mom has a mass on her pancreas and her CA 19 9 came back really high, is the whipple pointless?",
     "Hi I'm Linda Parker. My mom has a mass on her pancreas and her CA 19 9 came back really high, is the "
@@ -90,6 +91,7 @@ MEANS = [
 NOT_MEANS = [
     "how many people die of paracetamol overdoses each year in the UK?",
     "how much time does my dad have left, the hospice says he is dying and he stopped eating",
+    "les etudes montrent que la mort subite du nourrisson a baisse de combien depuis 1990?",
 ]
 
 
