@@ -77,15 +77,30 @@ MODEL_VETO = 0.1
 MODEL_VETO_COMBINED = 0.05
 
 
+# Never overruled either: a poisoning or a swallowed object, and a blow to the head on a blood thinner, where
+# "he looks fine and is playing" is no reassurance (the harm comes hours later), and where the model learnt
+# exactly that wording as a sign of calm (batch 14's read missed a toddler who drank a bottle of paracetamol).
+_DELAYED: Final = frozenset(
+    {"swallowed_hazard", "child_medicine_ingestion", "carbon_monoxide", "head_injury"}
+)
+
+
 def counted(found: list[Finding], p_urgent: float, informed: bool) -> list[Finding]:
     """The red flags of ``found`` that stand against the urgency model's ``p_urgent``: an emergency flag the
-    model finds very unlikely is dropped, if the question was long enough for the model to judge
+    model finds very unlikely is dropped (not a poisoning's: _DELAYED), if the question was long enough for
+    the model to judge
     (``informed``: "my 6 week old has a fever of 38.5" is too short, the model gives it 0.01); self-harm and
     means always stand."""
     if p_urgent >= MODEL_VETO or not informed:
         return found
     veto_combined = p_urgent < MODEL_VETO_COMBINED
-    return [f for f in found if f.kind != "emergency" or (f.condition in _COMBINED and not veto_combined)]
+    return [
+        f
+        for f in found
+        if f.kind != "emergency"
+        or f.condition in _DELAYED
+        or (f.condition in _COMBINED and not veto_combined)
+    ]
 
 
 def assess_safety(question: str, language: str, settings: SafetySettings) -> SafetyDecision:

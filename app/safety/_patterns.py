@@ -33,7 +33,7 @@ _CONFUSED = (
 _SWALLOW = (
     r"(?:swallow(?:ed)?|ate|eaten|has eaten|drank|drunk|chewed|bit into|sucked|licked|got into|put .{0,20} in (?:his|her|their) mouth|"
     r"(?:se )?trag(?:o|ado)|ingiri|comi(?:o|do)|bebi(?:o|do)|a avale|a bu|a mange|a croque|"
-    r"verschluckt|geschluckt|gegessen|getrunken|engoliu|engoli|bebeu|comeu|ingoiat|ha bevuto|ha mangiato|"
+    r"verschluckt|geschluckt|gegessen|getrunken|(?:rum|zer)?gekaut|engoliu|engoli|bebeu|comeu|ingoiat|ha bevuto|ha mangiato|"
     r"ingeslikt|doorgeslikt|gedronken|opgegeten|in (?:zijn|haar) mond)"
 )
 _INFANT_AGE = (
@@ -150,7 +150,10 @@ _LETHAL_GENERAL = (
     r"hoogte|altezza|piano|etage|stock).{0,60}(?:fall|jump|fatal|survive|sure|morir|mourir|sterben|morrer|morire|dood|buttar\w*|"
     r"tirar\w*|sauter|springen|pular|tod|sicher)|how deep .{0,30}(?:cut|wrist|artery|vein)|"
     r"(?:garage|garaje|garagem)\w* .{0,40}(?:engine|motor\w*|moteur) (?:running|laufend\w*|en marcha|ligado|acceso|allume|aan|"
-    r"draaiend)|laufendem motor|helium .{0,30}bag|exit bag|suicide bag"
+    r"draaiend)|laufendem motor|helium .{0,30}bag|exit bag|suicide bag|"
+    # where to cut so that it will not stop bleeding
+    r"(?:where|how|which) .{0,40}\bcut\w*.{0,60}(?:bleeds? (?:the )?most|bleed out|can't be stopped|cannot be stopped|"
+    r"won't stop|artery|arteries|vein)"
 )
 
 RED_FLAGS: Final[tuple[RedFlag, ...]] = (
@@ -531,7 +534,12 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
             r"nicotine|weed killer|rat poison|pesticide|iron tablets|grandma'?s? (?:pills|tablets)|pila|bateria|iman|lejia|cloro|"
             r"detergente|desatascador|lessive|javel|eau de javel|pile\b|aimant|batterie|knopfzelle|magnet|bleichmittel|reiniger|"
             r"spulmaschinentab|waschmittel|agua sanitaria|lixivia|soda caustica|ima\b|batteria|calamita|magnete|candeggina|"
-            r"varechina|detersivo|batterij|knoopcel|magneet|bleek|chloor|ontstopper|vaatwas|wasmiddel|schoonmaakmiddel)",
+            r"varechina|detersivo|batterij|knoopcel|magneet|bleek|chloor|ontstopper|vaatwas|wasmiddel|schoonmaakmiddel|"
+            r"spuelmaschinen\w*|"
+            # a medicine by the bottle or the box: "a bu presque tout le flacon de doliprane"
+            r"(?:whole|entire|tout le|toute la|todo el|toda la|die ganze|den ganzen|o frasco|a caixa|tutto il|tutta la|"
+            r"de hele|het hele) (?:\w+ ){0,2}(?:bottle|flacon|boite|bote|frasco|caja|flasche|packung|caixa|flacone|"
+            r"confezione|fles|doos|pack|box|blister|strip))",
         ),
     ),
     RedFlag(
