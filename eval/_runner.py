@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+import yaml
+
 from app import progress_bar
 from core import CometaError
 from llm import LLMSettings
@@ -31,10 +33,12 @@ if TYPE_CHECKING:
     from llm import LLMClient
 
 __all__ = [
+    "EXPECTED_DIR",
     "ITEMS_FILE",
     "AskRunner",
     "EvalInputError",
     "EvalServerError",
+    "FigureCheck",
     "ItemLog",
     "Plot",
     "RunOptions",
@@ -42,12 +46,14 @@ __all__ = [
     "SuiteResult",
     "Table",
     "build_offline_services",
+    "check_figure_file",
     "check_run_dir",
     "config_hash",
     "corpus_snapshot",
     "default_out_dir",
     "describe_llm",
     "eval_settings",
+    "figure_files",
     "parse_param",
     "progress",
     "read_item_records",
@@ -732,3 +738,78 @@ class AskRunner:
             raise EvalInputError(f"not a valid /ask request: {exc.errors()[0].get('msg')}") from exc
         response = ask_response(await self._asker.ask(req, "eval"))
         return response.model_dump(mode="json")
+
+
+# --- Measured figures as data (pyserini style) ---------------------------------------------------------
+# eval/expected/*.yaml hold what was measured, with the command that measured it; a file's ``check`` block
+# names a deterministic re-run and the figures the shipped code must reproduce, which ``cometa eval expected
+# --check`` runs and compares::
+#
+#     check:
+#       runner: safety            # a runner the caller passes (the CLI: FIGURE_RUNNERS in eval/cli.py)
+#       args: {split: dev}        # the runner's keyword arguments
+#       metrics:                  # a dotted path into the runner's report: [expected, tolerance]
+#         urgent.all.recall: [0.986, 0.0]
+#
+# Files without one (figures that need the offline world or minutes) are listed as not checked, with why.
+
+EXPECTED_DIR = Path(__file__).resolve().parent / "expected"
+
+
+@dataclass(frozen=True, slots=True)
+class FigureCheck:
+    """One figure: where it is in the report, what the file expects, what the run gave."""
+
+    file: str
+    metric: str
+    expected: float
+    tolerance: float
+    actual: float | None
+
+    @property
+    def ok(self) -> bool:
+        return self.actual is not None and abs(self.actual - self.expected) <= self.tolerance
+
+
+def figure_files(folder: Path = EXPECTED_DIR) -> list[Path]:
+    """The figure files, sorted."""
+    return sorted(folder.glob("*.yaml"))
+
+
+def _figure_at(report: dict[str, Any], dotted: str) -> float | None:
+    node: Any = report
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return float(node) if isinstance(node, int | float) else None
+
+
+def check_figure_file(
+    path: Path, runners: Mapping[str, Callable[..., dict[str, Any]]]
+) -> list[FigureCheck] | str:
+    """Re-run ``path``'s check block with its runner from ``runners`` (deterministic, offline, seconds) and
+    compare; the reason it is not checked when it has none."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise EvalInputError(f"{path.name}: not YAML ({exc})") from exc
+    block = data.get("check") if isinstance(data, dict) else None
+    if block is None:
+        return "no check block: its figures need the offline world or minutes to re-run"
+    if not isinstance(block, dict) or block.get("runner") not in runners:
+        raise EvalInputError(f"{path.name}: check.runner must be one of {', '.join(runners)}")
+    metrics = block.get("metrics")
+    if not isinstance(metrics, dict) or not metrics:
+        raise EvalInputError(f"{path.name}: check.metrics must map a report path to [expected, tolerance]")
+    report = runners[block["runner"]](**(block.get("args") or {}))
+    out = []
+    for metric, pair in metrics.items():
+        if not (isinstance(pair, list) and len(pair) == 2):
+            raise EvalInputError(f"{path.name}: check.metrics.{metric} must be [expected, tolerance]")
+        out.append(
+            FigureCheck(
+                path.name, str(metric), float(pair[0]), float(pair[1]), _figure_at(report, str(metric))
+            )
+        )
+    return out

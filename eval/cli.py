@@ -27,8 +27,10 @@ from ._runner import (
     EvalInputError,
     RunOptions,
     SuiteResult,
+    check_figure_file,
     check_run_dir,
     default_out_dir,
+    figure_files,
     parse_param,
     run_metadata,
     write_result,
@@ -643,6 +645,16 @@ def safety_command(
         _out.print(f"wrote {out}", markup=False)
 
 
+def _safety_figures(split: str = "dev", answerable: bool = False) -> dict[str, Any]:
+    from eval.safety import run_safety
+
+    return run_safety(split, answerable=answerable)
+
+
+# What an eval/expected file's check block may re-run: deterministic, offline, seconds.
+FIGURE_RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {"safety": _safety_figures}
+
+
 @eval_app.command("expected")
 def expected_command(
     check: Annotated[
@@ -651,15 +663,13 @@ def expected_command(
 ) -> None:
     """Measured figures as data (eval/expected/*.yaml): list them, or with --check re-run the deterministic
     ones and fail (exit 1) unless the shipped code reproduces them within their tolerance."""
-    from eval.figures import check_file, expected_files
-
     failed = 0
-    for path in expected_files():
+    for path in figure_files():
         if not check:
             _out.print(f"{path.name}", markup=False)
             continue
         try:
-            result = check_file(path)
+            result = check_figure_file(path, FIGURE_RUNNERS)
         except EvalInputError as exc:
             raise _exit(escape(str(exc)), 2) from exc
         if isinstance(result, str):
