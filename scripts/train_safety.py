@@ -30,7 +30,6 @@ from app.safety._model import (  # noqa: E402
     CLASSES,
     UrgencyModel,
     feature_matrix,
-    informed,
     load_model,
     save_model,
 )
@@ -123,8 +122,9 @@ def cross_validate(c: float) -> None:
         test = [i for i in items if i[2] == held]
         m = model_of([t for t, _, _ in train_items], [y for _, y, _ in train_items], "cv", c=c)
         for text, label, _ in test:
-            p_urgent = 1.0 - float(m.probabilities(text)[0])
-            table = bool(counted(detect(text), p_urgent, informed(text)))
+            p, enough = m.read(text)
+            p_urgent = 1.0 - float(p[0])
+            table = bool(counted(detect(text), p_urgent, enough))
             truth.append(label)
             for t in thresholds:
                 hits[t].append(table or p_urgent >= t)

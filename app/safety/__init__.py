@@ -15,7 +15,7 @@ from typing import Final
 
 from ._detect import Finding, detect, normalise
 from ._guidance import GUIDANCE_LANGUAGES, SafetySettings, guidance
-from ._model import UrgencyModel, informed, load_model
+from ._model import UrgencyModel, load_model
 from ._patterns import RED_FLAGS, Kind, RedFlag
 from ._triage import SafetyTriage, TriageOutput
 
@@ -88,9 +88,8 @@ _DELAYED: Final = frozenset(
 def counted(found: list[Finding], p_urgent: float, informed: bool) -> list[Finding]:
     """The red flags of ``found`` that stand against the urgency model's ``p_urgent``: an emergency flag the
     model finds very unlikely is dropped (not a poisoning's: _DELAYED), if the question was long enough for
-    the model to judge
-    (``informed``: "my 6 week old has a fever of 38.5" is too short, the model gives it 0.01); self-harm and
-    means always stand."""
+    the model to judge (``informed``: "my 6 week old has a fever of 38.5" is too short, the model gives it
+    0.01); self-harm and means always stand."""
     if p_urgent >= MODEL_VETO or not informed:
         return found
     veto_combined = p_urgent < MODEL_VETO_COMBINED
@@ -109,8 +108,8 @@ def assess_safety(question: str, language: str, settings: SafetySettings) -> Saf
     self-harm or means; a combination such as an infant's fever only when all but sure); ``language``
     (ISO 639-1) picks the guidance's language."""
     model = load_model()
-    p = model.probabilities(question)
-    found = counted(detect(question), 1.0 - float(p[0]), informed(question))
+    p, enough = model.read(question)
+    found = counted(detect(question), 1.0 - float(p[0]), enough)
     if found:
         kind = found[0].kind  # detect() puts the most pressing kind first
         conditions = tuple(dict.fromkeys(f.condition for f in found))

@@ -89,8 +89,8 @@ def informed(question: str) -> bool:
     return _features(question)[1] >= INFORMED_NORM
 
 
-@functools.lru_cache(maxsize=256)
 def _features(question: str) -> tuple[dict[int, float], float]:
+    """:func:`features` and the norm of the character block before its floor (what :func:`informed` reads)."""
     text = normalise(question[:MAX_CHARS])
     words: list[str] = []
     denied: list[bool] = []  # said after a negation in the same clause ("no chest pain")
@@ -132,7 +132,11 @@ class UrgencyModel:
 
     def probabilities(self, question: str) -> npt.NDArray[np.float64]:
         """P(class) for :data:`CLASSES`."""
-        feats = features(question)
+        return self.read(question)[0]
+
+    def read(self, question: str) -> tuple[npt.NDArray[np.float64], bool]:
+        """:meth:`probabilities` and :func:`informed`, from one pass over the question."""
+        feats, norm = _features(question)
         logits = self.bias.astype(np.float64).copy()
         if feats:
             keys = np.fromiter(feats, dtype=np.int64, count=len(feats))
@@ -143,7 +147,7 @@ class UrgencyModel:
             logits += vals[known] @ self.weights[pos[known]].astype(np.float64)
         logits -= logits.max()
         p = np.exp(logits)
-        return np.asarray(p / p.sum(), dtype=np.float64)
+        return np.asarray(p / p.sum(), dtype=np.float64), norm >= INFORMED_NORM
 
     def urgent_kind(self, p: npt.NDArray[np.float64]) -> Kind | None:
         """Given :meth:`probabilities`: the most likely urgent kind when P(urgent) = 1 - P(none) reaches the
