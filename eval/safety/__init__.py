@@ -93,15 +93,15 @@ def run_safety(split: str, gold_dir: Path | None = None, *, answerable: bool = T
     vignettes = [
         {"id": r["key"], "question": r["narrative"]} for r in narratives if r["dataset"] != "pubmedqa"
     ]
-    per_set: dict[str, Any] = {}
-    n_all = k_all = 0
-    for name, rows in sets.items():
+
+    def flagged_in(rows: list[dict[str, Any]]) -> dict[str, Any]:
         hits = [str(r["id"]) for r in rows if urgent(r["question"]).urgent]
-        per_set[name] = {"n": len(rows), "urgent": len(hits), "ids": hits}
-        n_all += len(rows)
-        k_all += len(hits)
+        return {"n": len(rows), "urgent": len(hits), "ids": hits}
+
+    per_set = {name: flagged_in(rows) for name, rows in sets.items()}
+    n_all = sum(m["n"] for m in per_set.values())
+    k_all = sum(m["urgent"] for m in per_set.values())
     report["answerable"] = per_set
     report["answerable_all"] = {"n": n_all, "urgent": k_all, "rate": _rate(k_all, n_all)}
-    hits = [str(r["id"]) for r in vignettes if urgent(r["question"]).urgent]
-    report["exam_vignettes"] = {"n": len(vignettes), "urgent": len(hits), "ids": hits}
+    report["exam_vignettes"] = flagged_in(vignettes)
     return report
