@@ -651,8 +651,41 @@ def _safety_figures(split: str = "dev", answerable: bool = False) -> dict[str, A
     return run_safety(split, answerable=answerable)
 
 
+@eval_app.command("scope")
+def scope_command(
+    split: Annotated[
+        str, typer.Option("--split", help="dev (calibration) or test (the reported number, read once).")
+    ] = "dev",
+    out: Annotated[Path | None, typer.Option("--out", help="Write the report (JSON) here.")] = None,
+) -> None:
+    """The scope check (issue 30): non-medical requests refused before any search, health questions in
+    everyday words refused by mistake, on the blind sets of eval/data/scope (eval/expected/scope.yaml)."""
+    if split not in ("dev", "test"):
+        raise _exit("--split is dev or test", 2)
+    report = _scope_figures(split)
+    for label in ("non_medical", "health"):
+        m = report[label]
+        _out.print(
+            f"{label}: refused before search {m['rate']:.1%} ({m['refused']}/{m['n']}; {m['reasons']})",
+            markup=False,
+        )
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        _out.print(f"wrote {out}", markup=False)
+
+
+def _scope_figures(split: str = "dev") -> dict[str, Any]:
+    from eval.scope import run_scope
+
+    return run_scope(split)
+
+
 # What an eval/expected file's check block may re-run: deterministic, offline, seconds.
-FIGURE_RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {"safety": _safety_figures}
+FIGURE_RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
+    "safety": _safety_figures,
+    "scope": _scope_figures,
+}
 
 
 @eval_app.command("expected")

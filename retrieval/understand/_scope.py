@@ -67,6 +67,52 @@ _HEALTH_WORDS = frozenset(
     ).split()
 )
 
+# Everyday words of health that the list above leaves out because alone they are too common to vouch for a
+# term ("fit", "diet"): enough to keep a question away from the non-medical refusal below and from small
+# talk ("is spicy food bad for you", "does running ruin your knees", "hands go numb on long bike rides").
+_LAY_HEALTH = re.compile(
+    r"\b(?:good|bad|better|worse|healthy|healthier|safe|safer|harmful|dangerous|ok|okay)\s+(?:for|to)\s+"
+    r"(?:you|your|me|my|us|a|an|someone|people|kids?|children|babies|teens?|teenagers?|adults?|health)\b|"
+    r"\b(?:ruin|damage|hurt|harm|strain)s?\s+(?:your|my|the|his|her)\b|"
+    # How much or how often of something, the frame of a question about its effect ("pizza every day - how
+    # bad is it really", "how many eggs a day is too many").
+    r"\bhow (?:bad|good|healthy|unhealthy|harmful)\b|\b(?:every|a|per) day\b|\bdaily\b|\btoo (?:much|many)\b|"
+    r"\b(?:healthy|healthier|unhealthy|harmful|fit|fitness|unfit|diet|diets|dieting|calories|protein|vitamins?|"
+    r"sugar|salt|alcohol|drinking|smoking|smoke|cigarettes?|vap(?:e|ing)|exercise|workout|gym|lifting|"
+    r"running|walking|steps|stretch(?:ing)?|nap|naps|sleeping|asleep|tired|exhausted|numb|dizzy|cramps?|"
+    r"snore|snores|snoring|sneeze|sneezing|itchy|sore|swollen|ringing|eyesight|knees?|knuckles?|back|neck|"
+    r"hips?|joints?|muscles?|belly|tummy|gut|chest|ears?|nose|throat|mouth|gums|jaw|spine|posture|elbows?|"
+    r"wrists?|ankles?|shoulders?|foot|feet|toes?|fingers?|hands?|arms?|legs?|head|face|hair|nails|immune|"
+    r"sunburn|tan|tanning|sunbed|jet lag|"
+    r"hangover|hydrated|dehydrated|breath|breathless|stress|stressed|mood|worried|lonely|ageing|aging|"
+    r"pregnant|breastfeeding|breastmilk|periods?|menopause|fasting|keto|vegan|safe|unsafe|dangerous|toxic|"
+    r"fumes|poisonous|allerg\w*)\b",
+    re.IGNORECASE,
+)
+# Words of the everyday non-medical requests people type into any chat box (recipes, travel, cars, money,
+# computers, homes, sport results, school work): with none of the health words above, a question that names
+# one of them is refused before any search, never sent to PubMed ("sourdough recipe", "cheap flights lisbon").
+# Only words that the blind health questions and the gold sets never use: food and drink are left out
+# ("pizza every day, how bad is it"), and so are cars, phones, flights, sport and games, which health
+# questions mention ("a carbon monoxide alarm near the boiler", "compression socks on long flights").
+_NON_MEDICAL = frozenset(
+    (
+        "recipe recipes bake baking baked oven loaf sourdough lasagne cocktail restaurant restaurants menu "
+        "pizza pizzeria burger burgers sushi tacos brunch bakery cafe pub bar bars "
+        "hotel hotels hostel airline buses ferry itinerary visa passport luggage sightseeing museum museums "
+        "engine tyre tyres tire tires bumper gasket clutch gearbox mot mileage motorbike bike chain mechanic "
+        "petrol diesel python javascript java excel spreadsheet git github coding compile compiler "
+        "iphone android wifi router printer password keyboard software windows linux browser website server "
+        "database mortgage loans tax taxes invoice salary pension savings invest investing investment stocks "
+        "crypto bitcoin landlord tenant rent lease employer coworker manager boss interview resume "
+        "drywall paint painting sofa furniture carpet tiles plumbing plumber radiator "
+        "garden gardening plants roses lawn prune pruning basil compost movie movies actor actress song "
+        "songs lyrics album piano concert tickets soccer basketball cricket golf padel chess league "
+        "champions playstation trivia capital homework poem translate grammar equation algebra maths "
+        "math solve forecast shopping sales discount amazon headphones fashion wardrobe outfit "
+        "tutorial playlist css html pdf vinyl soundtrack alternator brakes concrete"
+    ).split()
+)
 # Greetings and small talk, matched on the whole (short) text.
 _CHIT_CHAT = re.compile(
     r"^\W*(hi|hello|hey|hiya|good (morning|afternoon|evening|night)|how are you|how's it going|what's up|"
@@ -236,10 +282,16 @@ def assess_scope(
         # term rather than by one of the most common English words ("the heart of the old town", "treat a
         # rusty pan", "tired of answering questions"), or through a technical word.
         return Scope(True, health=specific or technical())
-    # A technical word ("thx, also is gabapentin addictive") is a question about it, not small talk.
+    # A technical word ("thx, also is gabapentin addictive") is a question about it, not small talk; nor is
+    # a question in everyday health words ("is spicy food bad for you", "does running ruin your knees").
+    lay = _LAY_HEALTH.search(question) is not None
     small_talk = _CHIT_CHAT.search(question) or (_ADDRESSED.search(question) and len(tokens) <= 12)
-    if small_talk and not technical():
+    if small_talk and not lay and not technical():
         return Scope(False, "chit_chat")
+    if not lay and any(w in _NON_MEDICAL for w in content) and not technical():
+        # A request about cooking, travel, cars, money or computers: refused here, never searched (nor called
+        # gibberish: the offline vocabulary does not know "sourdough" or "recipe").
+        return Scope(False, "non_medical")
     if is_known is not None and (not any(is_known(w) for w in content) or len(set(content)) == 1):
         # The offline vocabulary knows cancer concepts only: a pronounceable technical word ("pregabalin",
         # "tracheostomy") is a term it lacks, not keyboard mashing. Made-up ones go on to the evidence gate,

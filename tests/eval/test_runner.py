@@ -290,6 +290,16 @@ def test_every_figure_file_is_yaml_with_its_command() -> None:
         assert "command" in data or "commands" in data, path.name
 
 
+def test_the_scope_check_reproduces_its_dev_figures() -> None:
+    """eval/expected/scope.yaml's check block, from the shipped scope check (about a second)."""
+    from eval.cli import FIGURE_RUNNERS
+
+    result = check_figure_file(Path(__file__).parents[2] / "eval" / "expected" / "scope.yaml", FIGURE_RUNNERS)
+    assert not isinstance(result, str)
+    assert [c.metric for c in result] == ["non_medical.rate", "health.rate"]
+    assert all(c.ok for c in result), result
+
+
 @pytest.mark.slow
 def test_the_shipped_safety_decision_reproduces_its_figures() -> None:
     result = CliRunner().invoke(eval_app, ["expected", "--check"])
