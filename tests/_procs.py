@@ -31,15 +31,17 @@ def serve(
     port: int,
     env: dict[str, str] | None = None,
     deadline_s: float = 60,
+    command: Sequence[str] = (sys.executable, "-m", "app.cli"),
 ) -> Iterator[str]:
-    """Run ``python -m app.cli ARGS`` until ``{base}{ready_path}`` answers 200; yield the base URL.
+    """Run ``COMMAND ARGS`` (default ``python -m app.cli ARGS``) until ``{base}{ready_path}`` answers 200;
+    yield the base URL.
 
     Output goes to a file, not a pipe: nobody reads a pipe while tests run, and a chatty server would block
     once its buffer filled.
     """
     log = tempfile.TemporaryFile()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", *args],
+        [*command, *args],
         cwd=REPO,
         env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
         stdout=log,

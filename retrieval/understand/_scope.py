@@ -77,7 +77,8 @@ _LAY_HEALTH = re.compile(
     # How much or how often of something, the frame of a question about its effect ("pizza every day - how
     # bad is it really", "how many eggs a day is too many").
     r"\bhow (?:bad|good|healthy|unhealthy|harmful)\b|\b(?:every|a|per) day\b|\bdaily\b|\btoo (?:much|many)\b|"
-    r"\b(?:healthy|healthier|unhealthy|harmful|fit|fitness|unfit|diet|diets|dieting|calories|protein|vitamins?|"
+    r"\b(?:safe|dangerous|healthy|healthier|unhealthy|harmful|fit|fitness|unfit|diet|diets|dieting|"
+    r"calories|protein|vitamins?|"
     r"sugar|salt|alcohol|drinking|smoking|smoke|cigarettes?|vap(?:e|ing)|exercise|workout|gym|lifting|"
     r"running|walking|steps|stretch(?:ing)?|nap|naps|sleeping|asleep|tired|exhausted|numb|dizzy|cramps?|"
     r"snore|snores|snoring|sneeze|sneezing|itchy|sore|swollen|ringing|eyesight|knees?|knuckles?|back|neck|"
@@ -85,13 +86,13 @@ _LAY_HEALTH = re.compile(
     r"wrists?|ankles?|shoulders?|foot|feet|toes?|fingers?|hands?|arms?|legs?|head|face|hair|nails|immune|"
     r"sunburn|tan|tanning|sunbed|jet lag|"
     r"hangover|hydrated|dehydrated|breath|breathless|stress|stressed|mood|worried|lonely|ageing|aging|"
-    r"pregnant|breastfeeding|breastmilk|periods?|menopause|fasting|keto|vegan|safe|unsafe|dangerous|toxic|"
+    r"pregnant|breastfeeding|breastmilk|periods?|menopause|fasting|keto|vegan|unsafe|toxic|"
     r"fumes|poisonous|allerg\w*)\b",
     re.IGNORECASE,
 )
 # Words of the everyday non-medical requests people type into any chat box (recipes, travel, cars, money,
 # computers, homes, sport results, school work): with none of the health words above, a question that names
-# one of them is refused before any search, never sent to PubMed ("sourdough recipe", "cheap flights lisbon").
+# one of them is refused before any search, never sent to PubMed ("sourdough recipe", "hotels in Rome").
 # Only words that the blind health questions and the gold sets never use: food and drink are left out
 # ("pizza every day, how bad is it"), and so are cars, phones, flights, sport and games, which health
 # questions mention ("a carbon monoxide alarm near the boiler", "compression socks on long flights").
