@@ -654,14 +654,15 @@ def _safety_figures(split: str = "dev", answerable: bool = False) -> dict[str, A
 @eval_app.command("scope")
 def scope_command(
     split: Annotated[
-        str, typer.Option("--split", help="dev (calibration) or test (the reported number, read once).")
+        str,
+        typer.Option("--split", help="dev (calibration), test or test2 (reported numbers, each read once)."),
     ] = "dev",
     out: Annotated[Path | None, typer.Option("--out", help="Write the report (JSON) here.")] = None,
 ) -> None:
     """The scope check (issue 30): non-medical requests refused before any search, health questions in
     everyday words refused by mistake, on the blind sets of eval/data/scope (eval/expected/scope.yaml)."""
-    if split not in ("dev", "test"):
-        raise _exit("--split is dev or test", 2)
+    if split not in ("dev", "test", "test2"):
+        raise _exit("--split is dev, test or test2", 2)
     report = _scope_figures(split)
     for label in ("non_medical", "health"):
         m = report[label]

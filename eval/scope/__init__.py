@@ -1,11 +1,12 @@
 """The scope check measured (issue 30): how many plainly non-medical requests are refused before any search,
 and how many health questions in everyday words are refused by mistake.
 
-``eval/data/scope/{dev,test}.jsonl``: 200 English messages each (100 ``non_medical``, 100 ``health``), written
-blind by two helpers that never saw the scope check. Calibrate on dev; the test split was read once
-(``eval/expected/scope.yaml``). The decision is the scope check as the question flow runs it on an English
-question (:func:`retrieval.understand.assess_scope` with the deterministic rewriter's vocabulary tests);
-a question it lets through is searched and then judged by the evidence gate, which is not run here.
+``eval/data/scope/{dev,test,test2}.jsonl``: English messages labelled ``non_medical`` or ``health``, written
+blind by helpers that never saw the scope check (test and test2: 200 each). Calibrate on dev; each test split
+is read once (``eval/expected/scope.yaml``). The decision is the scope check as the question flow runs it
+on an English question (:func:`retrieval.understand.assess_scope` with the deterministic rewriter's
+vocabulary tests); a question it lets through is searched and then judged by the evidence gate, which is not
+run here.
 """
 
 from __future__ import annotations

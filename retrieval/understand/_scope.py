@@ -63,7 +63,12 @@ _HEALTH_WORDS = frozenset(
         "screening recovery rehabilitation physiotherapy sedation anaesthesia anesthesia ventilation "
         "breathing oxygen eye eyes vision ear hearing teeth dental tooth sleep insomnia fatigue nausea "
         "vomiting diarrhoea diarrhea constipation prostate breast cervical ovarian colon pancreatic "
-        "leukemia leukaemia lymphoma melanoma metastasis relapse remission transplant"
+        "leukemia leukaemia lymphoma melanoma metastasis relapse remission transplant "
+        # Common conditions and medicines the cancer-only offline vocabulary lacks.
+        "acne eczema psoriasis shingles chickenpox measles mumps flu influenza covid tinnitus copd ibs croup "
+        "gout anaemia anemia thyroid caffeine codeine paracetamol acetaminophen ibuprofen aspirin "
+        "antidepressant antidepressants statin statins inhaler pacemaker metabolism digestion sunburn "
+        "sunburnt hangover vitamin supplements probiotics laxative contraception contraceptive"
     ).split()
 )
 
@@ -77,6 +82,8 @@ _LAY_HEALTH = re.compile(
     # How much or how often of something, the frame of a question about its effect ("pizza every day - how
     # bad is it really", "how many eggs a day is too many").
     r"\bhow (?:bad|good|healthy|unhealthy|harmful)\b|\b(?:every|a|per) day\b|\bdaily\b|\btoo (?:much|many)\b|"
+    r"\b(?:once|twice|\d+ times) a (?:day|week|month)\b|\b(?:is|are) (?:that|it|this|they) bad\b|"
+    r"\bhelps? (?:with|against)\b|\bget(?:ting)? older\b|\bbody\b|"
     r"\b(?:safe|dangerous|healthy|healthier|unhealthy|harmful|fit|fitness|unfit|diet|diets|dieting|"
     r"calories|protein|vitamins?|"
     r"sugar|salt|alcohol|drinking|smoking|smoke|cigarettes?|vap(?:e|ing)|exercise|workout|gym|lifting|"
@@ -111,7 +118,12 @@ _NON_MEDICAL = frozenset(
         "songs lyrics album piano concert tickets soccer basketball cricket golf padel chess league "
         "champions playstation trivia capital homework poem translate grammar equation algebra maths "
         "math solve forecast shopping sales discount amazon headphones fashion wardrobe outfit "
-        "tutorial playlist css html pdf vinyl soundtrack alternator brakes concrete"
+        "tutorial playlist css html pdf vinyl soundtrack alternator brakes concrete "
+        # Computers and games, money, school and homes, as people name them.
+        "computer computers macbook ipad cpu gpu ram ssd usb bluetooth hdmi antivirus malware regex sql "
+        "api docker npm seo sitemap wordpress nintendo zelda skyrim minecraft fortnite sudoku lego "
+        "interrail airbnb ira roth isa etf bonds dividend dividends gcse subjunctive pythagoras caulk "
+        "windshield wiper wipers thermostat fuse dashboard carburetor sedan hatchback suv"
     ).split()
 )
 # Greetings and small talk, matched on the whole (short) text.
@@ -167,6 +179,17 @@ _REMARK = re.compile(
 # shorthand ("u", "ur") is left out: "can u take paracetamol with ibuprofen" and "80 U/L" are questions.
 _ADDRESSED = re.compile(
     r"\b(you|your|yourself|thx|thnx)\b|\btalk to me\b|\bi'?m bored\b|\bweather\b", re.IGNORECASE
+)
+# The generic "you" of a question about people in general ("can you get shingles twice", "how long do you
+# have to stay on antidepressants", "what do night shifts do to your body"): not the assistant addressed.
+_GENERIC_YOU = re.compile(
+    r"\b(?:can|do|does|should|would|could|will|did|if|when|as|once|before|after|until)\s+you\s+"
+    r"(?:\w+\s+)?(?:get|have|need|go|take|lose|gain|feel|keep|stay|catch|eat|drink|sleep|use|wash|change|"
+    r"do|start|stop|get|give|put|wear|live|die|grow|age|walk|run|exercise|fly|travel|swim|work)\b|"
+    r"\bmakes?\s+you\b|\byour\s+(?:body|system|skin|brain|heart|teeth|eyes|metabolism|health|blood|"
+    r"bones|joints|muscles|liver|kidneys|lungs|gut|stomach|sleep|weight|age)\b|\bdo\s+to\s+you\b|"
+    r"\bfor\s+you\b|\bto\s+you\b|\bdoes\s+it\s+\w+\s+you\b",
+    re.IGNORECASE,
 )
 # The people and places of care: in a remark about the assistant they are not a health question.
 _CARE_WORDS = frozenset("doctor doctors nurse gp physician surgeon hospital clinic medical".split())
@@ -286,7 +309,8 @@ def assess_scope(
     # A technical word ("thx, also is gabapentin addictive") is a question about it, not small talk; nor is
     # a question in everyday health words ("is spicy food bad for you", "does running ruin your knees").
     lay = _LAY_HEALTH.search(question) is not None
-    small_talk = _CHIT_CHAT.search(question) or (_ADDRESSED.search(question) and len(tokens) <= 12)
+    addressed = _ADDRESSED.search(_GENERIC_YOU.sub(" ", question))
+    small_talk = _CHIT_CHAT.search(question) or (addressed and len(tokens) <= 12)
     if small_talk and not lay and not technical():
         return Scope(False, "chit_chat")
     if not lay and any(w in _NON_MEDICAL for w in content) and not technical():
