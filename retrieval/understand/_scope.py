@@ -185,7 +185,7 @@ _ADDRESSED = re.compile(
 _GENERIC_YOU = re.compile(
     r"\b(?:can|do|does|should|would|could|will|did|if|when|as|once|before|after|until)\s+you\s+"
     r"(?:\w+\s+)?(?:get|have|need|go|take|lose|gain|feel|keep|stay|catch|eat|drink|sleep|use|wash|change|"
-    r"do|start|stop|get|give|put|wear|live|die|grow|age|walk|run|exercise|fly|travel|swim|work)\b|"
+    r"do|start|stop|give|put|wear|live|die|grow|age|walk|run|exercise|fly|travel|swim|work)\b|"
     r"\bmakes?\s+you\b|\byour\s+(?:body|system|skin|brain|heart|teeth|eyes|metabolism|health|blood|"
     r"bones|joints|muscles|liver|kidneys|lungs|gut|stomach|sleep|weight|age)\b|\bdo\s+to\s+you\b|"
     r"\bfor\s+you\b|\bto\s+you\b|\bdoes\s+it\s+\w+\s+you\b",
