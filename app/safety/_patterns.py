@@ -178,7 +178,16 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         r"not (?:planning on |going to (?:be )?)?(?:be|being) (?:here|around) (?:after|by|past|beyond)|"
         r"(?:saving|saved|stockpil\w*|hoard\w*) (?:\w+ ){0,2}up\b.{0,60}(?:just in case|in case i|enough|months? worth)|"
         r"spring\w* (?:ik |hij |ze |zij )?(?:\w+ ){0,3}(?:van|voor|af) (?:het dak|de brug|een flat|de trein|de flat)|jump\w* (?:off|from|in front of) (?:a |the )?(?:bridge|building|roof|train|cliff)|"
-        r"in front of (?:a|the) (?:train|bus|lorry|truck)|(?:search|look|googl|read)\w* (?:up |online |on the internet )?(?:for )?(?:ways|methods|how) to (?:die|kill|end)|"
+        r"in front of (?:a|the) (?:\w+ ){0,2}(?:train|bus|lorry|truck|tram)\b(?! (?:stop|station|shelter|driver|lane))|"
+        # Stepping off a platform or into traffic (batch 15's miss: "nearly stepping off the platform in front
+        # of the fast train"), in each language.
+        r"(?:step|walk|run|jump)\w* (?:out )?(?:off the platform|onto the (?:tracks|line|rails)|into (?:the )?(?:oncoming )?"
+        r"traffic)|(?:me jeter|se jeter|me lancer) (?:sous|devant) (?:un|le) (?:train|bus|camion|voiture)|"
+        r"vor (?:den|einen) (?:zug|bus|lkw)|voor (?:de|een) (?:trein|bus|vrachtwagen) (?:springen|lopen|stappen)|"
+        r"(?:tirarme|lanzarme|echarme) (?:debajo|delante) de(?:l| un)? (?:tren|autobus|camion|coche)|"
+        r"(?:buttarmi|gettarmi) sotto (?:il|un) (?:treno|autobus|camion)|"
+        r"(?:atirar-me|jogar-me|me jogar|me atirar) (?:para a frente|na frente|debaixo) d[eo]s? (?:comboio|trem|autocarro|onibus|camiao)|"
+        r"(?:search|look|googl|read)\w* (?:up |online |on the internet )?(?:for )?(?:ways|methods|how) to (?:die|kill|end)|"
         r"(?:do|does|did|to do) something (?:to|stupid to) (?:my|him|her)self|(?:decided|going|planning|plan|want) to end it|"
         r"end it (?:tonight|today|now|soon|this week)|wr(?:ote|itten|iting) (?:\w+ )?(?:letters|notes?|goodbyes?) (?:to|for) (?:my|the|all)|"
         r"plus simple pour tout le monde|si je n'etais plus la|disparaitre pour toujours|(?:sich|mir|mich) (?:etwas|was) (?:antun|anzutun)|nach methoden|"
