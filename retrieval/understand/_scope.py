@@ -75,8 +75,9 @@ _HEALTH_WORDS = frozenset(
 # Everyday words of health that the list above leaves out because alone they are too common to vouch for a
 # term ("fit", "diet"): enough to keep a question away from the non-medical refusal below and from small
 # talk ("is spicy food bad for you", "does running ruin your knees", "hands go numb on long bike rides").
+# Only tested once no word of _HEALTH_WORDS is in the question, so none of those is repeated here.
 _LAY_HEALTH = re.compile(
-    r"\b(?:good|bad|better|worse|healthy|healthier|safe|safer|harmful|dangerous|ok|okay)\s+(?:for|to)\s+"
+    r"\b(?:good|bad|better|worse|safer|ok|okay)\s+(?:for|to)\s+"
     r"(?:you|your|me|my|us|a|an|someone|people|kids?|children|babies|teens?|teenagers?|adults?|health)\b|"
     r"\b(?:ruin|damage|hurt|harm|strain)s?\s+(?:your|my|the|his|her)\b|"
     # How much or how often of something, the frame of a question about its effect ("pizza every day - how
@@ -84,16 +85,16 @@ _LAY_HEALTH = re.compile(
     r"\bhow (?:bad|good|healthy|unhealthy|harmful)\b|\b(?:every|a|per) day\b|\bdaily\b|\btoo (?:much|many)\b|"
     r"\b(?:once|twice|\d+ times) a (?:day|week|month)\b|\b(?:is|are) (?:that|it|this|they) bad\b|"
     r"\bhelps? (?:with|against)\b|\bget(?:ting)? older\b|\bbody\b|"
-    r"\b(?:safe|dangerous|healthy|healthier|unhealthy|harmful|fit|fitness|unfit|diet|diets|dieting|"
+    r"\b(?:safe|dangerous|healthier|unhealthy|harmful|fit|fitness|unfit|diet|diets|dieting|"
     r"calories|protein|vitamins?|"
     r"sugar|salt|alcohol|drinking|smoking|smoke|cigarettes?|vap(?:e|ing)|exercise|workout|gym|lifting|"
     r"running|walking|steps|stretch(?:ing)?|nap|naps|sleeping|asleep|tired|exhausted|numb|dizzy|cramps?|"
     r"snore|snores|snoring|sneeze|sneezing|itchy|sore|swollen|ringing|eyesight|knees?|knuckles?|back|neck|"
     r"hips?|joints?|muscles?|belly|tummy|gut|chest|ears?|nose|throat|mouth|gums|jaw|spine|posture|elbows?|"
     r"wrists?|ankles?|shoulders?|foot|feet|toes?|fingers?|hands?|arms?|legs?|head|face|hair|nails|immune|"
-    r"sunburn|tan|tanning|sunbed|jet lag|"
-    r"hangover|hydrated|dehydrated|breath|breathless|stress|stressed|mood|worried|lonely|ageing|aging|"
-    r"pregnant|breastfeeding|breastmilk|periods?|menopause|fasting|keto|vegan|unsafe|toxic|"
+    r"tan|tanning|sunbed|jet lag|"
+    r"hydrated|dehydrated|breath|breathless|stress|stressed|mood|worried|lonely|ageing|aging|"
+    r"breastfeeding|breastmilk|periods?|menopause|fasting|keto|vegan|unsafe|toxic|"
     r"fumes|poisonous|allerg\w*)\b",
     re.IGNORECASE,
 )
@@ -187,7 +188,7 @@ _GENERIC_YOU = re.compile(
     r"(?:\w+\s+)?(?:get|have|need|go|take|lose|gain|feel|keep|stay|catch|eat|drink|sleep|use|wash|change|"
     r"do|start|stop|give|put|wear|live|die|grow|age|walk|run|exercise|fly|travel|swim|work)\b|"
     r"\bmakes?\s+you\b|\byour\s+(?:body|system|skin|brain|heart|teeth|eyes|metabolism|health|blood|"
-    r"bones|joints|muscles|liver|kidneys|lungs|gut|stomach|sleep|weight|age)\b|\bdo\s+to\s+you\b|"
+    r"bones|joints|muscles|liver|kidneys|lungs|gut|stomach|sleep|weight|age)\b|"
     r"\bfor\s+you\b|\bto\s+you\b|\bdoes\s+it\s+\w+\s+you\b",
     re.IGNORECASE,
 )
