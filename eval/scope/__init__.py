@@ -4,9 +4,8 @@ and how many health questions in everyday words are refused by mistake.
 ``eval/data/scope/{dev,test,test2}.jsonl``: English messages labelled ``non_medical`` or ``health``, written
 blind by helpers that never saw the scope check (test and test2: 200 each). Calibrate on dev; each test split
 is read once (``eval/expected/scope.yaml``). The decision is the scope check as the question flow runs it
-on an English question (:func:`retrieval.understand.assess_scope` with the deterministic rewriter's
-vocabulary tests); a question it lets through is searched and then judged by the evidence gate, which is not
-run here.
+on an English question (:meth:`retrieval.understand.DeterministicRewriter.scope`); a question it lets
+through is searched and then judged by the evidence gate, which is not run here.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from retrieval.understand import DeterministicRewriter, assess_scope
+from retrieval.understand import DeterministicRewriter
 
 __all__ = ["SCOPE_DIR", "run_scope"]
 
@@ -31,24 +30,13 @@ def run_scope(split: str = "dev") -> dict[str, Any]:
     path = SCOPE_DIR / f"{split}.jsonl"
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     rewriter = DeterministicRewriter()
-
-    def rewrite(text: str) -> Any:
-        return rewriter.rewrite(text, today=_TODAY)
-
     report: dict[str, Any] = {"split": split}
     for label in ("non_medical", "health"):
         reasons: Counter[str] = Counter()
         wrong: list[str] = []
         items = [r for r in rows if r["label"] == label]
         for r in items:
-            scope = assess_scope(
-                r["text"],
-                rewrite(r["text"]),
-                rewriter.is_known_word,
-                rewrite,
-                rewriter.is_technical_word,
-                rewriter.is_everyday_word,
-            )
+            scope = rewriter.scope(r["text"], rewriter.rewrite(r["text"], today=_TODAY), _TODAY)
             if not scope.in_scope:
                 reasons[str(scope.reason)] += 1
             if scope.in_scope == (label == "non_medical"):

@@ -38,6 +38,7 @@ from retrieval.vocab import (
 from ._context import allowed_in_context
 from ._phi import _PLACEHOLDER, ScrubResult, scrub, strip_phi_from_query
 from ._plan import MAX_LADDER, MAX_PLAN_QUERY_CHARS, Concept, DateLimits, Intent, Pico, QueryPlan
+from ._scope import Scope, assess_scope
 from ._spelling import Speller, correct_spelling, shared_speller
 
 __all__ = ["DEFAULT_RECENT_YEARS", "DeterministicRewriter", "spell_correct"]
@@ -440,6 +441,19 @@ class DeterministicRewriter:
         """A (lower-case) word that is neither everyday English nor a typo of it (one edit away): a drug or
         procedure name. The evidence gate's technical absent terms and the scope check's health test."""
         return self._speller.is_technical(word)
+
+    def scope(self, text: str, plan: QueryPlan, today: datetime.date) -> Scope:
+        """The scope check of an English question with every test this rewriter's vocabulary gives it
+        (``plan``: this rewriter's plan of the question): what the question flow runs, and what
+        ``cometa eval scope`` measures."""
+        return assess_scope(
+            text,
+            plan,
+            self.is_known_word,
+            lambda rest: self.rewrite(rest, today=today),
+            self.is_technical_word,
+            self.is_everyday_word,
+        )
 
     def spell_correct(self, text: str) -> str:
         """``text`` with misspelled words replaced by the closest vocabulary word; everything else kept.

@@ -231,14 +231,7 @@ class QueryUnderstander:
             scope = Scope(True, None, language.code)
         else:
             LANGUAGES.labels("en").inc()
-            scope = assess_scope(
-                found.text,
-                fallback,
-                self.rewriter.is_known_word,
-                lambda text: self.rewriter.rewrite(text, today=today),
-                self.rewriter.is_technical_word,
-                self.rewriter.is_everyday_word,
-            )
+            scope = self.rewriter.scope(found.text, fallback, today)
         if not scope.in_scope:
             return self._deterministic(fallback, qhash, found, f"out of scope: {scope.reason}", scope=scope)
         return found, qhash, fallback, scope

@@ -21,15 +21,7 @@ TODAY = datetime.date(2026, 1, 1)
 
 def full_scope(question: str) -> Scope:
     """The scope check with every test the service gives it (QueryUnderstander)."""
-    plan = REWRITER.rewrite(question, today=TODAY)
-    return assess_scope(
-        question,
-        plan,
-        REWRITER.is_known_word,
-        lambda text: REWRITER.rewrite(text, today=TODAY),
-        REWRITER.is_technical_word,
-        REWRITER.is_everyday_word,
-    )
+    return REWRITER.scope(question, REWRITER.rewrite(question, today=TODAY), TODAY)
 
 
 def scope_of(question: str) -> str | None:
