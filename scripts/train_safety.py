@@ -25,7 +25,7 @@ from scipy import optimize, sparse
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.safety import counted, detect  # noqa: E402
+from app.safety import counted, detect, told_as_over  # noqa: E402
 from app.safety._model import (  # noqa: E402
     CLASSES,
     UrgencyModel,
@@ -124,7 +124,7 @@ def cross_validate(c: float) -> None:
         for text, label, _ in test:
             p, enough = m.read(text)
             p_urgent = 1.0 - float(p[0])
-            table = bool(counted(detect(text), p_urgent, enough))
+            table = bool(counted(detect(text), p_urgent, enough, over=told_as_over(text)))
             truth.append(label)
             for t in thresholds:
                 hits[t].append(table or p_urgent >= t)

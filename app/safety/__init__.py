@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from ._detect import Finding, detect, normalise
+from ._detect import Finding, detect, normalise, told_as_over
 from ._guidance import GUIDANCE_LANGUAGES, SafetySettings, guidance
 from ._model import UrgencyModel, load_model
 from ._patterns import RED_FLAGS, Kind, RedFlag
@@ -37,6 +37,7 @@ __all__ = [
     "guidance",
     "load_model",
     "normalise",
+    "told_as_over",
     "urgent_decision",
 ]
 
@@ -85,21 +86,34 @@ _DELAYED: Final = frozenset(
 )
 
 
-def counted(found: list[Finding], p_urgent: float, informed: bool) -> list[Finding]:
+# Below this P(urgent) a self-harm red flag falls when the message tells it as over and the writer well now
+# (:func:`app.safety._detect.told_as_over`): both must agree. Leaving one batch out (3-9, 11, 13-15, 17) the
+# disguised self-harm messages the model read worst scored 0.021-0.038, and none of them is told as over.
+SELF_HARM_OVER_VETO = 0.1
+
+
+def counted(found: list[Finding], p_urgent: float, informed: bool, *, over: bool = False) -> list[Finding]:
     """The red flags of ``found`` that stand against the urgency model's ``p_urgent``: an emergency flag the
     model finds very unlikely is dropped (not a poisoning's: _DELAYED), if the question was long enough for
     the model to judge (``informed``: "my 6 week old has a fever of 38.5" is too short, the model gives it
-    0.01); self-harm and means always stand."""
-    if p_urgent >= MODEL_VETO or not informed:
+    0.01); a self-harm flag only when the message also tells it as over (``over``, from
+    :func:`told_as_over`) and the model finds it unlikely; means always stand."""
+    if not informed or p_urgent >= max(MODEL_VETO, SELF_HARM_OVER_VETO):
         return found
+    emergency_veto = p_urgent < MODEL_VETO
     veto_combined = p_urgent < MODEL_VETO_COMBINED
-    return [
-        f
-        for f in found
-        if f.kind != "emergency"
-        or f.condition in _DELAYED
-        or (f.condition in _COMBINED and not veto_combined)
-    ]
+    self_harm_veto = over and p_urgent < SELF_HARM_OVER_VETO
+
+    def stands(f: Finding) -> bool:
+        if f.kind == "lethal_means":
+            return True
+        if f.kind == "self_harm":
+            return not self_harm_veto
+        return (
+            not emergency_veto or f.condition in _DELAYED or (f.condition in _COMBINED and not veto_combined)
+        )
+
+    return [f for f in found if stands(f)]
 
 
 def assess_safety(question: str, language: str, settings: SafetySettings) -> SafetyDecision:
@@ -109,7 +123,7 @@ def assess_safety(question: str, language: str, settings: SafetySettings) -> Saf
     (ISO 639-1) picks the guidance's language."""
     model = load_model()
     p, enough = model.read(question)
-    found = counted(detect(question), 1.0 - float(p[0]), enough)
+    found = counted(detect(question), 1.0 - float(p[0]), enough, over=told_as_over(question))
     if found:
         kind = found[0].kind  # detect() puts the most pressing kind first
         conditions = tuple(dict.fromkeys(f.condition for f in found))

@@ -92,7 +92,8 @@ _QUANTITY = (
     r"welche (?:menge|dosis)|quant[oaie]s?|quantidade|qual a dose|quelle (?:dose|quantite)|welke (?:hoeveelheid|dosis)|hoeveel)"
     # "how many people die of ...", "how many lives are saved" and "how much time before he dies" are epidemiology
     # and palliative care
-    r"(?! (?:people|persons|personas|gente|personnes|gens|menschen|leute|pessoas|persone|mensen|deaths|patients|cases|of them|"
+    r"(?! (?:percent|per cent|procent|prozent|porcentaje|por ciento|pourcentage|pour cent|percentagem|por cento|percentuale|"
+    r"per cento|bringt|hilft|helps?|ayuda|aide|ajuda|aiuta|helpt|people|persons|personas|gente|personnes|gens|menschen|leute|pessoas|persone|mensen|deaths|patients|cases|of them|"
     r"lives|vidas|vies|leben|vite|levens|times?|days|weeks|months|years|tiempo|dias|temps|jours|zeit|tage|tempo|giorni|"
     r"tijd|dagen|anos|ans|jahre|anni|jaar)\b)"
 )
@@ -213,7 +214,11 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         "self_harm",
         "self-injury now or recently: cutting, burning, hitting oneself",
         r"(?:(?:hurt|harm|cut|cutting|burn|burning|hit|hitting|injur\w*|scratch\w*) (?:my|him|her|them)sel(?:f|ves)|"
-        r"self[- ]?harm|self[- ]?injur|(?:cuts?|cutting|scars from cutting)\b.{0,80}(?:deeper|couldn't stop the bleeding|won't stop bleeding)|cutting (?:her|his|my) (?:arms|wrists|legs|thighs|skin)|razor blades?|"
+        r"self[- ]?harm|self[- ]?injur|cutting again|(?:start|started|starting|back to|gone back to|went back to) "
+        r"(?:\w+ )?(?:cutting|self.harming|burning myself)\b(?! (?:down|back|out|up|off|costs?|the|my hair|her hair|his hair|"
+        r"into|through|carbs|sugar|wood|grass|it out|class))|volvi a cortarme|(?:recommence|recommencer) a me (?:couper|scarifier)|"
+        r"wieder (?:angefangen )?(?:zu )?ritzen|voltei a me cortar|(?:ricominciato|ricominciata) a tagliarmi|weer (?:begonnen )?"
+        r"(?:met )?(?:snijden|krassen)|(?:cuts?|cutting|scars from cutting)\b.{0,80}(?:deeper|couldn't stop the bleeding|won't stop bleeding)|cutting (?:her|his|my) (?:arms|wrists|legs|thighs|skin)|razor blades?|"
         r"hacerme dano|hacerse dano|cortarme|se corta|autolesi|me faire du mal|se scarifi|me scarifi|scarification|"
         r"automutil|mich (?:selbst )?verletz|ritzt sich|ritze mich|ritzen|selbstverletz|me machucar|me cortar|"
         r"se cortar|se corta|autolesao|farmi del male|tagliarmi|si taglia|autolesion|mezelf (?:pijn doen|snijden|"

@@ -33,6 +33,7 @@ from app.safety import (
     assess_safety,
     detect,
     load_model,
+    told_as_over,
 )
 from app.safety import _model as urgency
 from app.settings import ApiSettings, Settings
@@ -225,6 +226,43 @@ def test_a_poisoning_stands_whatever_the_model_says(monkeypatch: pytest.MonkeyPa
     )
     assert urgency.informed(question)
     assert assess_safety(question, "en", SafetySettings()).kind == "emergency"
+
+
+def test_self_harm_told_as_over_falls_only_with_the_models_agreement(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Self-harm in the past, the writer well now and nothing saying it is back: the flag falls when the
+    model also finds the message unlikely urgent; a relapse, or a plan with "doing better", stands."""
+    over = (
+        "I attempted suicide as a teenager, cut my wrists, the scars are still visible. I'm 34 now and doing "
+        "fine, no thoughts like that for over a decade. Do laser treatments work on old self harm scars?"
+    )
+    over_pt = (
+        "Tive depressão aos 19 anos e pensei em me matar, mas isso foi há mais de 10 anos e estou bem. "
+        "Posso doar sangue?"
+    )
+    back = (
+        "I attempted suicide as a teenager. I'm 34 now and was doing fine for years, but lately the thoughts "
+        "are back and I've started cutting again. Do laser treatments work on old scars?"
+    )
+    planned = (
+        "It's the anniversary of my son's death next week. I've decided I'll join him that day, I've been "
+        "very calm about it and my family think I'm doing better. Is my organ donor card still valid?"
+    )
+    assert told_as_over(over) and told_as_over(over_pt)
+    assert not told_as_over(back) and not told_as_over(planned)
+    monkeypatch.setattr("app.safety.load_model", lambda: _constant_model(0.05))
+    for question in (over, over_pt):
+        assert detect(question)[0].kind == "self_harm"
+        assert not assess_safety(question, "en", SafetySettings()).urgent, question
+    for question in (back, planned):
+        assert assess_safety(question, "en", SafetySettings()).kind == "self_harm", question
+    monkeypatch.setattr("app.safety.load_model", lambda: _constant_model(0.2))  # the model not agreeing
+    assert assess_safety(over, "en", SafetySettings()).kind == "self_harm"
+    # A request for means stands however it is told.
+    monkeypatch.setattr("app.safety.load_model", lambda: _constant_model(0.0))
+    means = "I overdosed years ago and I'm doing fine now, but what is the lethal dose of amitriptyline?"
+    assert assess_safety(means, "en", SafetySettings()).kind == "lethal_means"
 
 
 def test_the_shipped_model_reads_a_bounded_prefix_in_every_language() -> None:
