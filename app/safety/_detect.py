@@ -62,7 +62,8 @@ _NEGATION: Final = re.compile(
 # Said of the past: a year, "x years ago", "last year", "history of".
 _HISTORY: Final = re.compile(
     r"(?:\b(?:in|since|en|em|nel|im|in het|de|desde|depuis|seit|sinds|dal|back in)\s+(?:19|20)\d\d\b|\b(?:19|20)\d\d\b|"
-    r"\b(?:\d+|a|one|two|three|four|five|six|several|few|many|some)\s+(?:years?|yrs?|months?|decades?)\s+ago\b|years ago|\(\d+ ?(?:yrs?|years?)\)|"
+    r"\b(?:\d+|a|one|two|three|four|five|six|several|few|many|some)\s+(?:years?|yrs?|months?|decades?)\s+ago\b|"
+    r"\b(?:[2-9]|two|three|four|five|six|several) weeks ago\b|years ago|\(\d+ ?(?:yrs?|years?)\)|"
     r"\bsurvivors?\b|\bpost[- ]\w+|\b\d+ (?:months?|years?|weeks?) after\b|\bafter (?:my|his|her|the|a)? ?(?:sepsis|stroke|heart attack|surgery|icu|infarct\w*)\b|"
     r"\b(?:quand j'etais|cuando era|als ich|quando (?:eu )?era|quando ero|toen ik) (?:\w+ )?(?:petit|petite|enfant|jeune|nino|nina|pequen[oa]|joven|klein|kind|jung|crianca|piccol[oa]|bambin[oa]|jong)\b|"
     r"\bback in (?:19|20)\d\d\b|\bwhen i was (?:a )?(?:teen|teenager|student|kid|child|younger)\b|\bin my (?:teens|twenties|youth)\b|"
@@ -96,7 +97,8 @@ _RESEARCH: Final = re.compile(
     r"\bwas (?:ist|bedeutet)\b|\bo que (?:e|significa)\b|\bche cos'e\b|\bwat (?:is|betekent)\b|\bsignifica\b|\bmeaning\b|"
     r"\bfor (?:the )?future\b|\bjust (?:want|wanted) to know\b|\bjust in case\b|\bknown (?:thing|side effect|complication)\b|"
     r"\b(?:a (?:bit|little|tiny bit|small amount|lick|drop|dab)) of\b|\bpea.sized\b|\btiny amount\b|\bdiferen\w* entre\b|\bdifference\b|\bestudando\b|"
-    r"\b(?:prova|examen|prufung|esame|tentamen|documental|documentaire|documentary|dokumentation|documentario)\b|"
+    r"\b(?:prova|examen|prufung|esame|tentamen|documental|documentaire|documentary|dokumentation|documentario|doku|docu|osce|"
+    r"simulacro|mir)\b|"
     r"\w*(?:preventie|pravention|prevention|prevencion|prevencao|prevenzione)\b|"
     # a clause that only asks what a condition is: "what is neutropenic sepsis?"
     r"^\s*(?:what(?:'s| is| are)|c'est quoi|qu'est.ce qu(?:e|'une?)|que es|was ist|o que e|che cos'e|wat is) (?:(?:a|an|the|un|une|"
@@ -125,7 +127,8 @@ _RESEARCH: Final = re.compile(
 )
 # "If", "in case": asked about a situation, not in one.
 _HYPOTHETICAL: Final = re.compile(
-    r"(?<!comme )(?<!como )(?<!come )(?<!as )\b(?:if|what if|in case|suppose|supposing|should (?:\w+ ){1,3}ever|whether|si(?= (?:je|j'|tu|il|elle|on|nous|vous|ils|elles|yo|el|ella|mi|mis|mon|ma|mes|usted|alguien|quelqu'un|alguna vez|un jour|jamais)\b)|se (?:um dia|algum dia|mai)\b|als (?:ooit|er ooit)\b|en caso de|au cas ou|en cas de|wenn|falls|"
+    r"(?<!comme )(?<!como )(?<!come )(?<!as )\b(?:if|what if|in case|keep (?:picturing|imagining)|one day|someday|some day|un dia|"
+    r"un jour|eines tages|um dia|un giorno|op een dag|suppose|supposing|should (?:\w+ ){1,3}ever|whether|si(?= (?:je|j'|tu|il|elle|on|nous|vous|ils|elles|yo|el|ella|mi|mis|mon|ma|mes|usted|alguien|quelqu'un|alguna vez|un jour|jamais)\b)|se (?:um dia|algum dia|mai)\b|als (?:ooit|er ooit)\b|en caso de|au cas ou|en cas de|wenn|falls|"
     r"caso|nel caso|qualora|indien|mocht|stel dat)\b(?!.*\b(?:now|right now|currently|ahora|maintenant|jetzt|agora|adesso|ora|nu)\b)",
     _FLAGS,
 )

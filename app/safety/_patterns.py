@@ -88,7 +88,7 @@ class RedFlag:
 # about next to a death word, either order; a way to die that is painless or quickest, or two methods compared
 # on pain; a height or a depth to be sure. Never excused by research or fiction wording (see _detect._excused).
 _QUANTITY = (
-    r"(?:how (?:much|many)|what (?:amount|dose|quantity)|cuant[oa]s?|combien|wie viel\w*|ab welcher (?:menge|dosis)|"
+    r"(?:how (?:much|many)|what (?:amount|dose|quantity)|cuant[oa]s?|combien|wie ?viel\w*|ab welcher (?:menge|dosis)|"
     r"welche (?:menge|dosis)|quant[oaie]s?|quantidade|qual a dose|quelle (?:dose|quantite)|welke (?:hoeveelheid|dosis)|hoeveel)"
     # "how many people die of ...", "how many lives are saved" and "how much time before he dies" are epidemiology
     # and palliative care
@@ -147,12 +147,24 @@ _LETHAL_GENERAL = (
     r"piu (?:rapid|veloce|sicur)\w*|snelste).{0,60}(?:way|method|hang\w*|pills|tablets|gas|jump\w*|cut\w*|wrist|forma|manera|"
     r"metodo|ahorca\w*|tirar\w*|pastillas|facon|methode|pendre|medocs|medicaments|weg\b|art\b|tabletten|abgase|springen|jeito|"
     r"modo|enforca\w*|comprimidos|pastiglie|farmaci|impicca\w*|buttar\w*|manier|ophang\w*|pillen|to go\b|morir|mourir|sterben|"
-    r"morrer|morire|dood|die\b|en finir|zelfmoord)|"
+    r"morrer|morire|dood|die\b|en finir|zelfmoord|overlijd\w*|sterven)|"
     r"(?:how|what|which|de que|de quelle|aus welcher|van welke|da che|da quale|de qual) (?:high|height|tall|altura|hauteur|hohe|"
     r"hoogte|altezza|piano|etage|stock).{0,60}(?:fall|jump|fatal|survive|sure|morir|mourir|sterben|morrer|morire|dood|buttar\w*|"
     r"tirar\w*|sauter|springen|pular|tod|sicher)|how deep .{0,30}(?:cut|wrist|artery|vein)|"
     r"(?:garage|garaje|garagem)\w* .{0,40}(?:engine|motor\w*|moteur) (?:running|laufend\w*|en marcha|ligado|acceso|allume|aan|"
-    r"draaiend)|laufendem motor|helium .{0,30}bag|exit bag|suicide bag|"
+    r"draaiend)|laufendem motor|helium .{0,40}(?:bag|zak|bolsa|sac|beutel|tute|saco|sacchetto)|(?:bag|zak|bolsa|sac|beutel|saco|"
+    r"sacchetto)\b.{0,40}\bhelium|exit bag|suicide bag|"
+    # how deep or which way to cut a wrist, in each language ("per un progetto di anatomia" excuses nothing)
+    r"(?:wrists?|polso|muneca|poignet|handgelenk|pols|pulso)\b.{0,80}\b(?:deep|profond\w*|profund\w*|tief\w*|diep\w*|"
+    r"direction|direzione|direccion|direcao|richtung|richting)|(?:how deep|which (?:way|direction)|quanto profond\w*|in che "
+    r"direzione|que tan profund\w*|en que direccion|quelle profondeur|dans quel sens|wie tief|in welche richtung|quao profund\w*|"
+    r"em que direcao|hoe diep|in welke richting)\b.{0,80}\b(?:wrists?|polso|muneca|poignet|handgelenk|pols|pulso)|"
+    # the fastest poison, either order
+    r"(?:gift|poison|veneno|veleno|vergif|gif)\w*\b.{0,60}\b(?:am schnellsten|fastest|quickest|mas rapid\w*|plus rapide\w*|"
+    r"piu (?:veloce|rapid\w*)|mais rapid\w*|snelst\w*)|(?:schnellste\w*|fastest|quickest|mas rapid\w*|plus rapide\w*|"
+    r"piu (?:veloce|rapid\w*)|mais rapid\w*|snelst\w*) (?:\w+ ){0,3}(?:gift|poison|veneno|veleno|vergif|gif)\w*|"
+    r"(?:take|took|swallow\w*) all (?:of )?(?:your|my|his|her|their) (?:\w+ )?(?:pills|tablets|meds|medicines|medication) "
+    r"(?:at once|in one go|together|at the same time)|"
     # where to cut so that it will not stop bleeding
     r"(?:where|how|which) .{0,40}\bcut\w*.{0,60}(?:bleeds? (?:the )?most|bleed out|can't be stopped|cannot be stopped|"
     r"won't stop|artery|arteries|vein)"
@@ -324,7 +336,8 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         r"gorge (?:qui (?:gonfle|se serre)|gonflee|serree)|levres gonflees|langue gonflee|"
         r"zunge (?:schwillt|geschwollen)|hals schwillt|schwellung im hals|geschwollene lippen|garganta (?:fechando|inchada|inchando)|"
         r"labios inchados|lingua inchada|gola (?:gonfia|chiusa|che si chiude)|labbra gonfie|lingua gonfia|"
-        r"keel (?:zwelt|dik|zit dicht|dichtgeknepen)|opgezwollen (?:lippen|tong)|dikke lippen|tong zwelt)",
+        r"(?:lingua|lengua|langue|zunge|tong|labios|labbra|levres|lippen|garganta|gola|gorge|keel) (?:\w+ ){0,2}(?:inchad|hinchad|"
+        r"gonfl|gonfi|geschwoll|gezwollen|opgezwollen)\w*|keel (?:zwelt|dik|zit dicht|dichtgeknepen)|opgezwollen (?:lippen|tong)|dikke lippen|tong zwelt)",
     ),
     RedFlag(
         "breathing",

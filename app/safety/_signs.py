@@ -98,7 +98,7 @@ EMERGENCY_SIGNS: Final[dict[str, str]] = {
         r"lengua (?:\w+ ){0,2}hinch|garganta (?:\w+ ){0,2}(?:hinch|cerr)|no (?:puede|puedo) tragar|babea|"
         r"langue (?:\w+ ){0,2}gonfl|gorge (?:\w+ ){0,2}(?:gonfl|serr)|du mal a avaler|bave|"
         r"zunge (?:\w+ ){0,2}(?:schwillt|geschwollen)|hals (?:\w+ ){0,2}(?:eng|zu)|kann (?:kaum|nicht) schlucken|sabbert|"
-        r"lingua (?:\w+ ){0,2}inchad|garganta (?:\w+ ){0,2}(?:inchad|fechand)|dificuldade (?:de|para) engolir|baba|"
+        r"lingua (?:\w+ ){0,2}inchad|garganta (?:\w+ ){0,2}(?:inchad|fechand)|dificuldade (?:de|para|pra) engolir|baba|"
         r"lingua (?:\w+ ){0,2}gonfi|gola (?:\w+ ){0,2}(?:gonfi|chius)|fatica a deglutire|sbava|"
         r"tong (?:\w+ ){0,2}(?:zwelt|dik)|keel (?:\w+ ){0,2}(?:zwelt|dicht|dik)|moeite met slikken|kwijlt)"
     ),
@@ -147,7 +147,9 @@ SELF_HARM_SIGNS: Final[dict[str, str]] = {
         r"no aguanto mas|no puedo mas|ya no (?:puedo|quiero)|sin sentido|j'en peux plus|je n'en peux plus|a quoi bon|plus la force|"
         r"ich kann nicht mehr|es hat (?:alles )?keinen sinn|hat keinen sinn mehr|nao aguento mais|nao consigo mais|sem sentido|"
         r"schaff\w* (?:das )?(?:alles )?nicht mehr|je (?:ne )?tiens plus|j'en peux plus|no puedo mas con|not long now|when i'?m ready to go|"
-        r"(?:feeling|feel) like a burden|non ce la faccio piu|non ha (?:piu )?senso|zie het (?:echt )?niet meer zitten|kan het niet meer aan|heeft geen zin meer)"
+        r"(?:feeling|feel) like a burden|no point (?:anymore|any more)|what'?s the point (?:anymore|any more)|nothing (?:left )?to lose|"
+        r"n(?:i|ich)ts mehr zu verlieren|nix mehr zu verlieren|nada (?:mas )?que perder|rien a perdre|nada a perder|niente da perdere|"
+        r"niets (?:meer )?te verliezen|non ce la faccio piu|non ha (?:piu )?senso|zie het (?:echt )?niet meer zitten|kan het niet meer aan|heeft geen zin meer)"
     ),
     "death_thoughts": (
         r"(?:think\w* (?:about |of )?(?:dying|death|ending it|ending my life|killing)|(?:thoughts|thinking) (?:of|about) (?:death|dying|ending)|"
@@ -169,7 +171,7 @@ SELF_HARM_SIGNS: Final[dict[str, str]] = {
         r"pass (?:gut )?auf (?:mama|papa) auf|zorg goed voor|prenditi cura di|i love you all,? goodbye|goodbye\W*$|"
         r"(?:briefje|brief|note|letter|carta|lettre|bilhete|lettera|abschiedsbrief) (?:\w+ ){0,3}(?:geschreven|written|wrote|escrito|ecrit|geschrieben|escrevi|scritto)|"
         r"(?:wrote|written|writing|escrib\w*|ecrit|geschrieben|escrevi|scritto|geschreven) (?:\w+ ){0,3}(?:note|letter|carta|lettre|brief|bilhete|lettera|briefje)|"
-        r"gave (?:his|her|my) \w+ (?:away|to)|"
+        r"gave (?:his|her|my) \w+ (?:away|to)|(?:cat|dog|pets?|bird|rabbit)s? (?:\w+ ){0,3}(?:a )?good home|"
         r"say(?:ing)? goodbye|said goodbye (?:like|as if)|goodbye (?:letter|note|message)s?|(?:gave|giving|given) (?:away )?(?:\w+ ){0,2}"
         r"(?:stuff|things|belongings|possessions|watch|jewel\w*|savings)|(?:you'll|youll) need (?:these|this|it) more than me|"
         r"se (?:despidio|ha despedido)|regalando sus cosas|regalado sus cosas|dit au revoir|donne ses affaires|"
@@ -179,7 +181,7 @@ SELF_HARM_SIGNS: Final[dict[str, str]] = {
     "plan": (
         r"(?:(?:a|my|the) plan and a date|(?:have|got|made) a plan|(?:chosen|decided|picked) (?:how|when|the day)|already (?:chosen|decided) how|"
         r"(?:putting|put|keeping|kept|saving|saved|hiding|hid) (?:my |his |her )?(?:tablets|pills|meds|medication) (?:aside|away|back|up)|"
-        r"(?:bought|achete|compre|gekauft|comprei|comprato|gekocht|got) (?:\w+ )?(?:a |une |una |ein\w* |uma |een )?(?:rope|corde|cuerda|soga|seil|strick|corda|touw|poison|veleno|veneno|gift|gif|rat poison|mort aux rats)|"
+        r"(?:bought|achete|compre|gekauft|comprei|comprato|gekocht|got) (?:\w+ )?(?:a |une |una |ein\w* |uma |een )?(?:rope|corde|cuerda|soga|seil|strick|corda|touw|poison|veleno|veneno|gift|gif|rat poison|mort aux rats)\b|"
         r"(?:comprare|buying) (?:del |some )?(?:veleno|poison)|(?:waffe|gun|arma|pistolet|fusil|pistola|geweer|wapen|rifle|shotgun) (?:\w+ ){0,4}(?:geholt|out|sacado|sorti|tirado|preso|gepakt|holding|sitzt)|"
         r"stockpil\w*|hoard\w*|i have enough now|genoeg pillen|enough pills|suficientes pastillas|assez de (?:pilules|cachets|medicaments)|genug tabletten|comprimidos suficientes|abbastanza pillole|"
         r"wie ich es mache|zusammengesucht|(?:antes de|before i|avant de|bevor ich|prima di|voordat ik) (?:pular|saltar|jump|sauter|springe|saltare|spring)|"
