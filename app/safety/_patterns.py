@@ -152,19 +152,14 @@ _LETHAL_GENERAL = (
     r"hoogte|altezza|piano|etage|stock).{0,60}(?:fall|jump|fatal|survive|sure|morir|mourir|sterben|morrer|morire|dood|buttar\w*|"
     r"tirar\w*|sauter|springen|pular|tod|sicher)|how deep .{0,30}(?:cut|wrist|artery|vein)|"
     r"(?:garage|garaje|garagem)\w* .{0,40}(?:engine|motor\w*|moteur) (?:running|laufend\w*|en marcha|ligado|acceso|allume|aan|"
-    r"draaiend)|laufendem motor|helium .{0,40}(?:bag|zak|bolsa|sac|beutel|tute|saco|sacchetto)|(?:bag|zak|bolsa|sac|beutel|saco|"
-    r"sacchetto)\b.{0,40}\bhelium|exit bag|suicide bag|"
+    r"draaiend)|laufendem motor|helium .{0,40}(?:bag|zak|bolsa|sac|beutel|tute|saco|sacchetto)|(?:bag|zak|bolsa|sac|beutel|saco|sacchetto)\b.{0,40}\bhelium|exit bag|suicide bag|"
     # how deep or which way to cut a wrist, in each language ("per un progetto di anatomia" excuses nothing)
-    r"(?:wrists?|polso|muneca|poignet|handgelenk|pols|pulso)\b.{0,80}\b(?:deep|profond\w*|profund\w*|tief\w*|diep\w*|"
-    r"direction|direzione|direccion|direcao|richtung|richting)|(?:how deep|which (?:way|direction)|quanto profond\w*|in che "
-    r"direzione|que tan profund\w*|en que direccion|quelle profondeur|dans quel sens|wie tief|in welche richtung|quao profund\w*|"
-    r"em que direcao|hoe diep|in welke richting)\b.{0,80}\b(?:wrists?|polso|muneca|poignet|handgelenk|pols|pulso)|"
+    r"(?:wrists?|polso|muneca|poignet|handgelenk|pols|pulso)\b.{0,80}\b(?:deep|profond\w*|profund\w*|tief\w*|diep\w*|direction|direzione|direccion|direcao|richtung|richting)|(?:how deep|which (?:way|direction)|quanto profond\w*|in che "
+    r"direzione|que tan profund\w*|en que direccion|quelle profondeur|dans quel sens|wie tief|in welche richtung|quao profund\w*|em que direcao|hoe diep|in welke richting)\b.{0,80}\b(?:wrists?|polso|muneca|poignet|handgelenk|pols|pulso)|"
     # the fastest poison, either order
-    r"(?:gift|poison|veneno|veleno|vergif|gif)\w*\b.{0,60}\b(?:am schnellsten|fastest|quickest|mas rapid\w*|plus rapide\w*|"
-    r"piu (?:veloce|rapid\w*)|mais rapid\w*|snelst\w*)|(?:schnellste\w*|fastest|quickest|mas rapid\w*|plus rapide\w*|"
+    r"(?:gift|poison|veneno|veleno|vergif|gif)\w*\b.{0,60}\b(?:am schnellsten|fastest|quickest|mas rapid\w*|plus rapide\w*|piu (?:veloce|rapid\w*)|mais rapid\w*|snelst\w*)|(?:schnellste\w*|fastest|quickest|mas rapid\w*|plus rapide\w*|"
     r"piu (?:veloce|rapid\w*)|mais rapid\w*|snelst\w*) (?:\w+ ){0,3}(?:gift|poison|veneno|veleno|vergif|gif)\w*|"
-    r"(?:take|took|swallow\w*) all (?:of )?(?:your|my|his|her|their) (?:\w+ )?(?:pills|tablets|meds|medicines|medication) "
-    r"(?:at once|in one go|together|at the same time)|"
+    r"(?:take|took|swallow\w*) all (?:of )?(?:your|my|his|her|their) (?:\w+ )?(?:pills|tablets|meds|medicines|medication) (?:at once|in one go|together|at the same time)|"
     # where to cut so that it will not stop bleeding
     r"(?:where|how|which) .{0,40}\bcut\w*.{0,60}(?:bleeds? (?:the )?most|bleed out|can't be stopped|cannot be stopped|"
     r"won't stop|artery|arteries|vein)"
@@ -226,9 +221,7 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         "self_harm",
         "self-injury now or recently: cutting, burning, hitting oneself",
         r"(?:(?:hurt|harm|cut|cutting|burn|burning|hit|hitting|injur\w*|scratch\w*) (?:my|him|her|them)sel(?:f|ves)|"
-        r"self[- ]?harm|self[- ]?injur|cutting again|(?:start|started|starting|back to|gone back to|went back to) "
-        r"(?:\w+ )?(?:cutting|self.harming|burning myself)\b(?! (?:down|back|out|up|off|costs?|the|my hair|her hair|his hair|"
-        r"into|through|carbs|sugar|wood|grass|it out|class))|volvi a cortarme|(?:recommence|recommencer) a me (?:couper|scarifier)|"
+        r"self[- ]?harm|self[- ]?injur|cutting again|(?:start|started|starting|back to|gone back to|went back to) (?:\w+ )?(?:cutting|self.harming|burning myself)\b(?! (?:down|back|out|up|off|costs?|the|my hair|her hair|his hair|into|through|carbs|sugar|wood|grass|it out|class))|volvi a cortarme|(?:recommence|recommencer) a me (?:couper|scarifier)|"
         r"wieder (?:angefangen )?(?:zu )?ritzen|voltei a me cortar|(?:ricominciato|ricominciata) a tagliarmi|weer (?:begonnen )?"
         r"(?:met )?(?:snijden|krassen)|(?:cuts?|cutting|scars from cutting)\b.{0,80}(?:deeper|couldn't stop the bleeding|won't stop bleeding)|cutting (?:her|his|my) (?:arms|wrists|legs|thighs|skin)|razor blades?|"
         r"hacerme dano|hacerse dano|cortarme|se corta|autolesi|me faire du mal|se scarifi|me scarifi|scarification|"
