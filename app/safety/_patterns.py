@@ -144,10 +144,10 @@ _LETHAL_GENERAL = (
     + r"|(?:"
     + _PAINLESS
     + r"|most painless|without (?:any )?pain|fastest|surest|mas rapid\w*|plus rapide|schnellste\w*|mais rapid\w*|"
-    r"piu (?:rapid|veloce|sicur)\w*|snelste).{0,60}(?:way|method|hang\w*|pills|tablets|gas|jump\w*|cut\w*|wrist|forma|manera|"
-    r"metodo|ahorca\w*|tirar\w*|pastillas|facon|methode|pendre|medocs|medicaments|weg\b|art\b|tabletten|abgase|springen|jeito|"
-    r"modo|enforca\w*|comprimidos|pastiglie|farmaci|impicca\w*|buttar\w*|manier|ophang\w*|pillen|to go\b|morir|mourir|sterben|"
-    r"morrer|morire|dood|die\b|en finir|zelfmoord|overlijd\w*|sterven)|"
+    # then a death word or a method of self-harm ("the fastest way to get over a cold" asks nothing of the kind)
+    r"piu (?:rapid|veloce|sicur)\w*|snelste).{0,60}(?:"
+    + _DEATH
+    + r"|hang\w*|ahorca\w*|pendre|impicca\w*|ophang\w*|enforca\w*|jump\w* (?:off|from|in front)|springen|sauter|buttar\w*|tirarme|abgase|to go\b|zelfmoord|overlijd\w*|sterven)|"
     r"(?:how|what|which|de que|de quelle|aus welcher|van welke|da che|da quale|de qual) (?:high|height|tall|altura|hauteur|hohe|"
     r"hoogte|altezza|piano|etage|stock).{0,60}(?:fall|jump|fatal|survive|sure|morir|mourir|sterben|morrer|morire|dood|buttar\w*|"
     r"tirar\w*|sauter|springen|pular|tod|sicher)|how deep .{0,30}(?:cut|wrist|artery|vein)|"
@@ -156,9 +156,9 @@ _LETHAL_GENERAL = (
     # how deep or which way to cut a wrist, in each language ("per un progetto di anatomia" excuses nothing)
     r"(?:wrists?|polso|muneca|poignet|handgelenk|pols|pulso)\b.{0,80}\b(?:deep|profond\w*|profund\w*|tief\w*|diep\w*|direction|direzione|direccion|direcao|richtung|richting)|(?:how deep|which (?:way|direction)|quanto profond\w*|in che "
     r"direzione|que tan profund\w*|en que direccion|quelle profondeur|dans quel sens|wie tief|in welche richtung|quao profund\w*|em que direcao|hoe diep|in welke richting)\b.{0,80}\b(?:wrists?|polso|muneca|poignet|handgelenk|pols|pulso)|"
-    # the fastest poison, either order
-    r"(?:gift|poison|veneno|veleno|vergif|gif)\w*\b.{0,60}\b(?:am schnellsten|fastest|quickest|mas rapid\w*|plus rapide\w*|piu (?:veloce|rapid\w*)|mais rapid\w*|snelst\w*)|(?:schnellste\w*|fastest|quickest|mas rapid\w*|plus rapide\w*|"
-    r"piu (?:veloce|rapid\w*)|mais rapid\w*|snelst\w*) (?:\w+ ){0,3}(?:gift|poison|veneno|veleno|vergif|gif)\w*|"
+    # the fastest poison, either order (not food poisoning or poison ivy, nor how to recover from one)
+    r"(?:poisons?|(?:welches|das|ein|einem|dem) gift|veneno|veleno|poison|gif)\b(?! ivy| oak)(?:(?!recover|get over|treat|cure|relief|rid of|antidote).){0,60}\b(?:am schnellsten|fastest|quickest|mas rapid\w*|plus rapide\w*|piu (?:veloce|rapid\w*)|mais rapid\w*|snelst\w*)|"
+    r"(?:schnellste\w*|fastest|quickest|mas rapid\w*|plus rapide\w*|piu (?:veloce|rapid\w*)|mais rapid\w*|snelst\w*) (?:\w+ ){0,3}(?:poisons?|gift|veneno|veleno|gif)\b(?! ivy| oak)|"
     r"(?:take|took|swallow\w*) all (?:of )?(?:your|my|his|her|their) (?:\w+ )?(?:pills|tablets|meds|medicines|medication) (?:at once|in one go|together|at the same time)|"
     # where to cut so that it will not stop bleeding
     r"(?:where|how|which) .{0,40}\bcut\w*.{0,60}(?:bleeds? (?:the )?most|bleed out|can't be stopped|cannot be stopped|"

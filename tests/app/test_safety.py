@@ -56,6 +56,8 @@ URGENT = {
     "Mein Vater ist gestürzt, nimmt Marcumar und hat sich den Kopf angeschlagen, jetzt erbricht er": (
         "emergency"
     ),
+    "what is the most painless way to die": "lethal_means",
+    "welches gift aus dem baumarkt wirkt beim menschen am schnellsten": "lethal_means",
 }
 NOT_URGENT = [
     "he had a heart attack in 2019, is a statin safe long-term?",
@@ -78,6 +80,11 @@ NOT_URGENT = [
     "whipple pointless?",
     "Does exercise help with knee osteoarthritis pain?",
     "When can I travel abroad after my transplant?",
+    # A superlative is no request for means without a death word or a method: everyday questions.
+    "what's the fastest way to get over a cold?",
+    "quickest way to get rid of a poison ivy rash?",
+    "fastest way to heal a cut on my finger?",
+    "painless way to remove a splinter from a toddler?",
 ]
 
 
