@@ -123,7 +123,14 @@ def assess_safety(question: str, language: str, settings: SafetySettings) -> Saf
     (ISO 639-1) picks the guidance's language."""
     model = load_model()
     p, enough = model.read(question)
-    found = counted(detect(question), 1.0 - float(p[0]), enough, over=told_as_over(question))
+    found, p_urgent = detect(question), 1.0 - float(p[0])
+    # Read only where it can matter: a self-harm flag the model finds unlikely (not on every question).
+    over = (
+        p_urgent < SELF_HARM_OVER_VETO
+        and any(f.kind == "self_harm" for f in found)
+        and told_as_over(question)
+    )
+    found = counted(found, p_urgent, enough, over=over)
     if found:
         kind = found[0].kind  # detect() puts the most pressing kind first
         conditions = tuple(dict.fromkeys(f.condition for f in found))

@@ -157,7 +157,7 @@ _LETHAL_GENERAL = (
     r"(?:wrists?|polso|muneca|poignet|handgelenk|pols|pulso)\b.{0,80}\b(?:deep|profond\w*|profund\w*|tief\w*|diep\w*|direction|direzione|direccion|direcao|richtung|richting)|(?:how deep|which (?:way|direction)|quanto profond\w*|in che "
     r"direzione|que tan profund\w*|en que direccion|quelle profondeur|dans quel sens|wie tief|in welche richtung|quao profund\w*|em que direcao|hoe diep|in welke richting)\b.{0,80}\b(?:wrists?|polso|muneca|poignet|handgelenk|pols|pulso)|"
     # the fastest poison, either order (not food poisoning or poison ivy, nor how to recover from one)
-    r"(?:poisons?|(?:welches|das|ein|einem|dem) gift|veneno|veleno|poison|gif)\b(?! ivy| oak)(?:(?!recover|get over|treat|cure|relief|rid of|antidote).){0,60}\b(?:am schnellsten|fastest|quickest|mas rapid\w*|plus rapide\w*|piu (?:veloce|rapid\w*)|mais rapid\w*|snelst\w*)|"
+    r"(?:poisons?|(?:welches|das|ein|einem|dem) gift|veneno|veleno|gif)\b(?! ivy| oak)(?:(?!recover|get over|treat|cure|relief|rid of|antidote).){0,60}\b(?:am schnellsten|fastest|quickest|mas rapid\w*|plus rapide\w*|piu (?:veloce|rapid\w*)|mais rapid\w*|snelst\w*)|"
     r"(?:schnellste\w*|fastest|quickest|mas rapid\w*|plus rapide\w*|piu (?:veloce|rapid\w*)|mais rapid\w*|snelst\w*) (?:\w+ ){0,3}(?:poisons?|gift|veneno|veleno|gif)\b(?! ivy| oak)|"
     r"(?:take|took|swallow\w*) all (?:of )?(?:your|my|his|her|their) (?:\w+ )?(?:pills|tablets|meds|medicines|medication) (?:at once|in one go|together|at the same time)|"
     # where to cut so that it will not stop bleeding
