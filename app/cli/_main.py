@@ -148,8 +148,8 @@ def eutils_search(
     offline: OfflineOpt = False,
     retmax: Annotated[int, typer.Option(min=1, max=10_000)] = 10,
     sort: Annotated[str | None, typer.Option(help="relevance | pub_date | (none: PMID descending)")] = None,
-    mindate: Annotated[str | None, typer.Option(help="YYYY[/MM[/DD]]; needs --maxdate")] = None,
-    maxdate: Annotated[str | None, typer.Option(help="YYYY[/MM[/DD]]; needs --mindate")] = None,
+    mindate: Annotated[str | None, typer.Option(help="YYYY, YYYY/MM or YYYY/MM/DD; needs --maxdate")] = None,
+    maxdate: Annotated[str | None, typer.Option(help="YYYY, YYYY/MM or YYYY/MM/DD; needs --mindate")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """ESearch + EFetch: count, query translation, and the top records with titles."""
@@ -197,8 +197,8 @@ def search(
         bool, typer.Option("--llm/--no-llm", help="Use the configured LLM rewriter (falls back if it fails).")
     ] = True,
     use_dense: DenseOpt = True,
-    mindate: Annotated[str | None, typer.Option(help="YYYY[/MM[/DD]]; needs --maxdate")] = None,
-    maxdate: Annotated[str | None, typer.Option(help="YYYY[/MM[/DD]]; needs --mindate")] = None,
+    mindate: Annotated[str | None, typer.Option(help="YYYY, YYYY/MM or YYYY/MM/DD; needs --maxdate")] = None,
+    maxdate: Annotated[str | None, typer.Option(help="YYYY, YYYY/MM or YYYY/MM/DD; needs --mindate")] = None,
     show: Annotated[int, typer.Option(min=1, max=200, help="Evidence documents to show.")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:

@@ -234,3 +234,25 @@ def test_serve_refuses_an_llm_url_that_is_its_own_address(
         assert not started and "Traceback" not in result.output
     else:
         assert len(started) == 1
+
+
+def _command_paths() -> list[list[str]]:
+    """Every command and sub-command of the CLI, as the words a user types."""
+    import typer.main
+
+    def walk(group: object, prefix: list[str]) -> Iterator[list[str]]:
+        for name, sub in getattr(group, "commands", {}).items():
+            yield [*prefix, name]
+            yield from walk(sub, [*prefix, name])
+
+    return list(walk(typer.main.get_command(app), []))
+
+
+def test_every_command_prints_its_help() -> None:
+    # Option help is Rich markup: "YYYY[/MM[/DD]]" raised a MarkupError traceback on `search --help`.
+    paths = _command_paths()
+    assert ["search"] in paths and ["eval", "safety"] in paths
+    for words in paths:
+        result = CliRunner().invoke(app, [*words, "--help"])
+        assert result.exit_code == 0, (words, result.output[-300:])
+        assert "Usage:" in result.output, words
