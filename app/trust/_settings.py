@@ -65,6 +65,14 @@ class GateSettings(BaseModel):
         le=1,
         description="Abstain below this share of the question's words in the top studies.",
     )
+    min_coverage_named: float = Field(
+        default=0.10,
+        ge=0,
+        le=1,
+        description="Abstain below this share instead of min_coverage when a study the relevance decision "
+        "kept names two or more of the question's concepts (its condition and treatment, say): a long lay "
+        "question's words are not an abstract's, and the concepts already say the study is about it.",
+    )
     min_rerank: float | None = Field(
         default=None,
         description="With a cross-encoder: abstain below this best passage score (None: unused).",

@@ -17,6 +17,8 @@
   :class:`~app.trust._counts.AbsenceCounter`): a drug that does not exist, a procedure the literature has
   never described; ``absent_share``: their share of the question's
   coverage units (a nonexistent drug asked about in four words weighs more than an odd word in a long story);
+* ``named_concepts``: the most of the question's concepts that one study the relevance decision kept names
+  (set when the evidence is weighed: :func:`~app.trust._weigh.weigh_evidence`);
 * ``absent_phrases``: two-word phrases of the question whose words the evidence contains, but never together
   in any document of the source (one ``"w1 w2*"[tiab]`` count each, :func:`phrase_candidates`): "face
   transplant", "tongue splitting", a procedure the literature has not described although its words are
@@ -64,6 +66,7 @@ class EvidenceSignals:
     absent_share: float = 0.0  # absent_terms over the question's coverage units (0..1)
     absent_phrases: int = 0  # phrases whose words the evidence has, but no document of the source together
     absent_technical: int = 0  # of absent_terms, those that are not English words (a drug name, a procedure)
+    named_concepts: int = 0  # the most of the question's concepts one kept study names (relevance decision)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)

@@ -55,8 +55,15 @@ def _dense_floor(signals: EvidenceSignals, settings: GateSettings) -> str | None
     return None
 
 
+# A kept study naming this many of the question's concepts lowers the coverage bar (min_coverage_named).
+_NAMED_ENOUGH = 2
+
+
 def _coverage(signals: EvidenceSignals, settings: GateSettings) -> str | None:
-    if signals.coverage < settings.min_coverage:
+    floor = settings.min_coverage
+    if signals.named_concepts >= _NAMED_ENOUGH:
+        floor = min(floor, settings.min_coverage_named)
+    if signals.coverage < floor:
         return f"the studies mention {signals.coverage:.0%} of the question's words"
     return None
 
@@ -108,7 +115,7 @@ def _rerank(signals: EvidenceSignals, settings: GateSettings) -> str | None:
 # a reason; the calibration evaluates each check once per distinct value of its own fields.
 _CHECKS: tuple[tuple[str, tuple[str, ...], _Check], ...] = (
     ("dense", ("min_dense", "min_dense_strict"), _dense_floor),
-    ("coverage", ("min_coverage",), _coverage),
+    ("coverage", ("min_coverage", "min_coverage_named"), _coverage),
     ("generic", ("min_dense_generic",), _generic_tier),
     ("absent_words", ("absent_max_dense", "absent_min_share"), _absent_words),
     ("absent_technical", ("absent_technical_max_dense",), _absent_technical),

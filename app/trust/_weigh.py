@@ -11,6 +11,7 @@ a partial retraction is cited with its notice but does not raise the certainty.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -119,7 +120,13 @@ def weigh_evidence(
     if items and not kept:
         verdict = EvidenceVerdict("none", signals_of(items), (_not_about(relevance),))
         return Weighed((), tuple(relevance), verdict)
-    verdict = assess_evidence(signals_of(kept), settings)
+    # How specific the relevance decision was: a kept study naming the question's condition and treatment
+    # (two concepts or more) is about it whatever share of a long lay question's words it uses.
+    named = 0
+    if settings.enabled and settings.relevance:
+        named = max((len(r.named) for r in relevance if r.addresses and r.judge == "concepts"), default=0)
+    signals = dataclasses.replace(signals_of(kept), named_concepts=named)
+    verdict = assess_evidence(signals, settings)
     if studies is not None and not verdict.abstain and settings.enabled:
         cap, detail = certainty(studies(kept))
         level = verdict.verdict if _ORDER[verdict.verdict] <= _ORDER[cap] else cap

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from app.trust import EvidenceSignals, GateSettings, assess_evidence, coverage_units, evidence_signals
@@ -281,3 +283,16 @@ def test_an_absent_technical_term_abstains_even_beside_a_close_comparator() -> N
     assert not assess_evidence(drug, off).abstain
     undense = EvidenceSignals(5, None, None, "strict", 0.67, absent_technical=1)
     assert not assess_evidence(undense, off).abstain and assess_evidence(undense, gate).abstain
+
+
+def test_a_study_naming_two_of_the_questions_concepts_lowers_the_coverage_bar() -> None:
+    gate = GATE.model_copy(update={"min_coverage": 0.3, "min_coverage_named": 0.1})
+    low = signals(0.7, 0.2)
+    assert assess_evidence(low, gate).abstain
+    one = dataclasses.replace(low, named_concepts=1)
+    assert "of the question's words" in assess_evidence(one, gate).reasons[0]
+    assert not assess_evidence(dataclasses.replace(low, named_concepts=2), gate).abstain
+    assert assess_evidence(dataclasses.replace(low, coverage=0.05, named_concepts=3), gate).abstain
+    # Never a higher bar than min_coverage.
+    high = gate.model_copy(update={"min_coverage_named": 0.9})
+    assert not assess_evidence(dataclasses.replace(low, coverage=0.4, named_concepts=2), high).abstain

@@ -298,3 +298,23 @@ def test_a_study_under_an_expression_of_concern_does_not_raise_the_certainty() -
     doubted = dataclasses.replace(rct2, notices=(concern,))
     cap, detail = certainty([rct, doubted])
     assert cap == "moderate" and "1 more under an expression of concern, not counted" in detail
+
+
+def test_the_verdict_reads_how_many_concepts_a_kept_study_names() -> None:
+    gate = GateSettings(min_coverage=0.3, min_coverage_named=0.1)
+    docs = ["a", "b"]
+
+    def sparse(kept: object) -> EvidenceSignals:  # a long lay question: few of its words in the abstracts
+        return EvidenceSignals(len(kept), 0.9, None, "strict", 0.2)  # type: ignore[arg-type]
+
+    both = [StudyRelevance("a", True, named=("lung cancer", "fatigue")), StudyRelevance("b", True)]
+    weighed = weigh_evidence(docs, both, sparse, gate)
+    assert weighed.verdict.signals.named_concepts == 2 and not weighed.verdict.abstain
+    one = [StudyRelevance("a", True, named=("lung cancer",)), StudyRelevance("b", False, named=("x", "y"))]
+    weighed = weigh_evidence(docs, one, sparse, gate)
+    assert weighed.verdict.signals.named_concepts == 1 and weighed.verdict.abstain
+    # Kept without a judgement (no concept to check against), or with the relevance decision off: no count.
+    unjudged = [StudyRelevance("a", True, named=("p", "q"), judge="none"), StudyRelevance("b", True)]
+    assert weigh_evidence(docs, unjudged, sparse, gate).verdict.abstain
+    off = gate.model_copy(update={"relevance": False})
+    assert weigh_evidence(docs, both, sparse, off).verdict.signals.named_concepts == 0
