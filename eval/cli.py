@@ -611,7 +611,7 @@ def safety_command(
     out: Annotated[Path | None, typer.Option("--out", help="Write the report (JSON) here.")] = None,
 ) -> None:
     """The safety step (issue 28): urgent recall on the blind urgent set, false urgency on the blind
-    look-alikes and on the answerable gold sets. Calibrate on dev; read test once
+    look-alikes, ordinary questions and the answerable gold sets. Calibrate on dev; read test once
     (eval/expected/safety.yaml)."""
     if split not in ("dev", "test", "all"):
         raise _exit("--split is dev, test or all", 2)
@@ -627,12 +627,12 @@ def safety_command(
             f"{m['by_model']} by the model)",
             markup=False,
         )
-    la = report["lookalike"]
-    _out.print(
-        f"look-alikes: false urgent {la['rate']:.1%} ({la['urgent']}/{la['n']}; "
-        f"{la['by_model']} by the model)",
-        markup=False,
-    )
+    for name, label in (("lookalike", "look-alikes"), ("ordinary", "ordinary questions")):
+        m = report[name]
+        _out.print(
+            f"{label}: false urgent {m['rate']:.1%} ({m['urgent']}/{m['n']}; {m['by_model']} by the model)",
+            markup=False,
+        )
     for name, m in report["answerable"].items():
         _out.print(f"answerable {name}: false urgent {m['urgent']}/{m['n']}", markup=False)
     aa = report["answerable_all"]

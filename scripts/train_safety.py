@@ -59,11 +59,12 @@ def dev_items() -> list[tuple[str, int, int]]:
     for r in _jsonl(SAFETY / "lookalike.jsonl"):
         if r["split"] == "dev" and r["batch"] in TRAIN_BATCHES:
             items.append((r["text"], 0, int(r["batch"])))
-    for name in ("world.jsonl", "bundled.jsonl"):
+    for name in ("world.jsonl", "world2.jsonl", "bundled.jsonl"):
         items.extend((r["question"], 0, 0) for r in _jsonl(RELEVANCE / name))
-    # Ordinary patient questions, mostly about cancer, written blind as "not urgent" training data: what
-    # the service is asked most, which look-alikes (all in an emergency's words) do not teach.
-    items.extend((r["text"], 0, 0) for r in _jsonl(SAFETY / "ordinary.jsonl"))
+    # Ordinary patient questions written blind as "not urgent": what the service is asked most, which
+    # look-alikes (all in an emergency's words) do not teach. Batch 0 was written as training data; a later
+    # batch measures false urgency on ordinary questions (test) before it is trained on.
+    items.extend((r["text"], 0, 0) for r in _jsonl(SAFETY / "ordinary.jsonl") if r["split"] == "dev")
     return items
 
 

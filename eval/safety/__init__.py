@@ -1,5 +1,5 @@
 """The safety step measured (issue 28): urgent recall on the blind urgent set, false urgency on the blind
-look-alikes and on the answerable gold sets, per split.
+look-alikes, on blind ordinary patient questions and on the answerable gold sets, per split.
 
 ``cometa eval safety --split dev`` is for calibration; ``--split test`` is the reported number, read once
 (``eval/expected/safety.yaml`` records what was measured and how often each split was read). Nothing here is
@@ -68,16 +68,24 @@ def run_safety(split: str, gold_dir: Path | None = None, *, answerable: bool = T
         for g in sorted(total)
     }
     report["urgent_missed"] = missed
-    alike = chosen(_jsonl(SAFETY_DIR / "lookalike.jsonl"))
-    decisions = {r["id"]: urgent(r["text"], r["language"]) for r in alike}
-    flagged = [i for i, d in decisions.items() if d.urgent]
-    report["lookalike"] = {
-        "n": len(alike),
-        "urgent": len(flagged),
-        "rate": _rate(len(flagged), len(alike)),
-        "by_model": sum(d.conditions == _MODEL for d in decisions.values()),
-    }
-    report["lookalike_flagged"] = flagged
+
+    def not_urgent(name: str) -> None:
+        """False urgency on one set of questions that are not urgent: report[name] and its ids."""
+        rows = chosen(_jsonl(SAFETY_DIR / f"{name}.jsonl"))
+        decisions = {r["id"]: urgent(r["text"], r["language"]) for r in rows}
+        flagged = [i for i, d in decisions.items() if d.urgent]
+        report[name] = {
+            "n": len(rows),
+            "urgent": len(flagged),
+            "rate": _rate(len(flagged), len(rows)),
+            "by_model": sum(d.conditions == _MODEL for d in decisions.values()),
+        }
+        report[f"{name}_flagged"] = flagged
+
+    # Look-alikes: in an emergency's words, not urgent now. Ordinary patient questions: what the service is
+    # asked most (a false alarm there withholds an answer from someone who only asked about a treatment).
+    not_urgent("lookalike")
+    not_urgent("ordinary")
     if not answerable:
         return report
     sets: dict[str, list[dict[str, Any]]] = {
