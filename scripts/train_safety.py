@@ -63,8 +63,10 @@ def dev_items() -> list[tuple[str, int, int]]:
         items.extend((r["question"], 0, 0) for r in _jsonl(RELEVANCE / name))
     # Ordinary patient questions written blind as "not urgent": what the service is asked most, which
     # look-alikes (all in an emergency's words) do not teach. Batch 0 was written as training data; a later
-    # batch measures false urgency on ordinary questions (test) before it is trained on.
-    items.extend((r["text"], 0, 0) for r in _jsonl(SAFETY / "ordinary.jsonl") if r["split"] == "dev")
+    # batch measures false urgency on ordinary questions, and is trained on like the others (TRAIN_BATCHES).
+    for r in _jsonl(SAFETY / "ordinary.jsonl"):
+        if r["split"] == "dev" and (r["batch"] == 0 or r["batch"] in TRAIN_BATCHES):
+            items.append((r["text"], 0, 0))
     return items
 
 
