@@ -524,7 +524,8 @@ class Pipeline:
         named = [n for c in plan.concepts if c.recognised for n in (c.text, c.mesh) if n]
         warnings.extend(pubmed_warnings(boolean, named))
         t1 = time.perf_counter()
-        fused = fuse(self.settings.evidence, boolean=boolean, dense=dense)
+        recognised = sum(1 for c in plan.concepts if c.recognised)
+        fused = fuse(self.settings.evidence, boolean=boolean, dense=dense, recognised=recognised)
         timings["fuse"] = (time.perf_counter() - t1) * 1000
         min_year, max_year = _year(mindate), _year(maxdate)
         if min_year is None and max_year is None and plan.date_limits is not None:

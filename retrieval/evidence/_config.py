@@ -22,6 +22,14 @@ class EvidenceSettings(BaseModel):
     )
     boolean_weight: float = Field(default=1.0, ge=0, description="RRF weight of the Boolean (Adapt-E) arm.")
     dense_weight: float = Field(default=1.0, ge=0, description="RRF weight of the dense arm.")
+    boolean_weight_vague: float = Field(
+        default=0.25,
+        ge=0,
+        description="RRF weight of the Boolean arm instead of `boolean_weight` when the question's plan "
+        "recognised fewer than two clinical concepts: its ladder is then the question's plain words ('clot "
+        "AND home AND daily AND belly'), and a study both arms return would otherwise outrank the dense "
+        "arm's best. Chosen on the world's dev questions (eval/expected/relevance.yaml).",
+    )
     tie_break: Literal["dense", "boolean"] = Field(
         default="dense",
         description="Arm whose hit goes first when two fused scores tie exactly (with equal weights: a hit "

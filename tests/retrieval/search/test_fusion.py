@@ -194,3 +194,22 @@ def test_fuse_uses_settings_k_and_weights() -> None:
     assert [h.pmid for h in fused] == ["B", "A"]
     assert [h.pmid for h in fuse(settings, dense=[("Z", 0.1)])] == ["Z"]
     assert fuse(settings) == []
+
+
+def test_a_vague_plan_weighs_the_boolean_arm_less() -> None:
+    # A study only the Boolean arm returned interleaves with the dense arm's at full weight; a plan with
+    # fewer than two recognised concepts (plain words for a ladder) puts it below the dense arm's top hits.
+    settings = EvidenceSettings(
+        rrf_k=60, boolean_weight=1.0, dense_weight=1.0, boolean_weight_vague=0.25, tie_break="boolean"
+    )
+    boolean, dense = arm("A", "B"), [("D", 0.9), ("E", 0.8), ("B", 0.7)]
+    assert [h.pmid for h in fuse(settings, boolean=boolean, dense=dense)] == ["B", "A", "D", "E"]
+    for recognised in (2, 3):
+        clear = fuse(settings, boolean=boolean, dense=dense, recognised=recognised)
+        assert [h.pmid for h in clear] == ["B", "A", "D", "E"]
+    for recognised in (0, 1):
+        vague = fuse(settings, boolean=boolean, dense=dense, recognised=recognised)
+        assert [h.pmid for h in vague] == ["B", "D", "E", "A"]
+        assert scores(vague) == pytest.approx(
+            {"A": 0.25 / 61, "B": 0.25 / 62 + 1 / 63, "D": 1 / 61, "E": 1 / 62}
+        )
