@@ -74,7 +74,8 @@ _COMBINED: Final = frozenset(f.condition for f in RED_FLAGS if f.with_)
 MODEL_VETO = 0.1
 # The same for a combination's red flag ("what temperature counts as a fever on chemo? I start on Monday"):
 # leaving one batch out (batches 3-8, trained with 10) 0.05 removed 2 points of false urgency and no urgent
-# item; 0.1 lost a fever on chemotherapy. Self-harm and means are never overruled.
+# item; 0.1 lost a fever on chemotherapy. Also for two emergency conditions found together (batches 3-21:
+# one more false alarm than 0.1). Self-harm and means are never overruled.
 MODEL_VETO_COMBINED = 0.05
 
 
@@ -103,15 +104,17 @@ def counted(found: list[Finding], p_urgent: float, informed: bool, *, over: bool
     emergency_veto = p_urgent < MODEL_VETO
     veto_combined = p_urgent < MODEL_VETO_COMBINED
     self_harm_veto = over and p_urgent < SELF_HARM_OVER_VETO
+    # Two emergency conditions found at once ("crushing chest pain and is sweating": a heart attack and the
+    # warning signs) agree like a combination's cues do, so they fall only as a combination would.
+    several = len({f.condition for f in found if f.kind == "emergency"}) >= 2
 
     def stands(f: Finding) -> bool:
         if f.kind == "lethal_means":
             return True
         if f.kind == "self_harm":
             return not self_harm_veto
-        return (
-            not emergency_veto or f.condition in _DELAYED or (f.condition in _COMBINED and not veto_combined)
-        )
+        combined = f.condition in _COMBINED or several
+        return not emergency_veto or f.condition in _DELAYED or (combined and not veto_combined)
 
     return [f for f in found if stands(f)]
 

@@ -6,8 +6,9 @@ swallows a battery") or as a research or general-information question ("do clot 
 recovery", "what are the signs of a stroke"). A clause that also says *now* ("again", "since this morning")
 keeps its cue whatever else it says. Lethal-means requests are never excused by their phrasing: research
 wording is how such a request is often dressed up. Missing an emergency is worse than an unneeded warning, so
-every excuse is local to the clause that holds the cue; a detail buried in a long question about a routine
-treatment still counts.
+history and research wording excuse only the clause that holds the cue; a detail buried in a long question
+about a routine treatment still counts. An emergency's cue is also excused by "if" earlier in its sentence,
+and by a message set in an exam, a story or a school task, unless the sentence (or the message) says *now*.
 """
 
 from __future__ import annotations
@@ -49,6 +50,12 @@ _CLAUSE: Final = re.compile(
     r"(?:[.!?;:](?!\d)|,(?!\d)|\n|\s[-–—]\s|\((?!\d)|\)|\b(?:but|however|although|pero|aunque|mais|aber|doch|mas|porem|ma|maar)\b|"
     r"\b(?:and|y|et|und|e|en) (?:now|ahora|maintenant|jetzt|agora|ora|adesso|nu)\b|\b(?:also|oh and|anyway|tambien|aussi|ausserdem|"
     r"auch|tambem|inoltre|anche|ook)\b)",
+    _FLAGS,
+)
+# Sentence boundaries: a sentence end, or a turn ("but", "and now"); commas, colons and brackets are not.
+_SENTENCE: Final = re.compile(
+    r"(?:[.!?;](?!\d)|\n|\b(?:but|however|although|pero|aunque|mais|aber|doch|mas|porem|ma|maar)\b|"
+    r"\b(?:and|y|et|und|e|en) (?:now|ahora|maintenant|jetzt|agora|ora|adesso|nu)\b)",
     _FLAGS,
 )
 _NEGATION: Final = re.compile(
@@ -123,6 +130,17 @@ _RESEARCH: Final = re.compile(
     r"\bestudos?\b|\bensaios?\b|\bpesquisas?\b|\bprevencao\b|\bsintomas de\b|\bsinais de\b|"
     r"\bstudi\b|\bstudio\b|\bricerca\b|\bprevenire\b|\bprevenzione\b|\bsintomi (?:di|del|della)\b|\bsegni di\b|"
     r"\bstudies\b|\bonderzoek\b|\bbewijs\b|\brichtlijn\w*|\bvoorkomen\b|\bpreventie\b|\bsymptomen van\b|\btekenen van\b)",
+    _FLAGS,
+)
+# A whole message set in an exam, a story or a school task ("OSCE prep: 2 yr old, 40C fever, non-blanching
+# rash ..."): its emergency words describe nobody's situation, unless it also says *now*.
+_FRAME: Final = re.compile(
+    r"\b(?:osce|(?:for|in) (?:my|the|an|our|a) (?:\w+ )?exams?(?! room)|exam (?:prep|question|revision|tomorrow|next week)|"
+    r"examen|exame|esame|tentamen|prufung|partiel|nursing (?:school|student|exam)|paramedic (?:exam|course|student|school)|"
+    r"writing a novel|(?:my|the|a) novel (?:where|about|in which)|in (?:my|the|a) novel|short story|(?:a|my) story (?:where|about|"
+    r"in which)|writing a story|(?:in|on) (?:the|a) (?:film|movie|show|series|tv)|tv (?:show|drama|series)|grey's|textbook|"
+    r"homework|essay|poster|science fair|coursework|hausarbeit|pflegeschule|tcc|tesi|scriptie|referat|werkstuk|"
+    r"spreekbeurt|romanzo|novela|documentar\w*|doku\w*|revising|je revise)\b",
     _FLAGS,
 )
 # "If", "in case": asked about a situation, not in one.
@@ -239,8 +257,23 @@ def _told_otherwise(clause: str) -> tuple[bool, bool]:
     return _HISTORY.search(clause) is not None, research
 
 
+@functools.lru_cache(maxsize=64)
+def _sentence_starts(text: str) -> list[int]:
+    return [0, *(m.end() for m in _SENTENCE.finditer(text))]
+
+
+def _sentence(text: str, start: int) -> tuple[str, int]:
+    """The sentence holding ``text[start]`` and its start offset."""
+    starts = _sentence_starts(text)
+    i = bisect.bisect_right(starts, start) - 1
+    m = _SENTENCE.search(text, start)
+    return text[starts[i] : m.start() if m else len(text)], starts[i]
+
+
 def _excused(kind: Kind, text: str, start: int, end: int) -> bool:
-    """Whether the cue at ``text[start:end]`` is not happening now, by its own clause."""
+    """Whether the cue at ``text[start:end]`` is not happening now: by its own clause; an emergency's also
+    by an "if" earlier in its sentence ("if he ever falls on his warfarin, hits his head and ...") or by the
+    frame of the whole message (:data:`_FRAME`), when neither says *now*."""
     clause, left = _clause(text, start, end)
     if _NEGATION.search(text[max(left, start - 40) : start]):
         return True
@@ -252,7 +285,16 @@ def _excused(kind: Kind, text: str, start: int, end: int) -> bool:
     # "If I wasn't here" is how thoughts of suicide are often put: no hypothetical excuses self-harm.
     if kind != "self_harm" and _HYPOTHETICAL.search(clause[: start - left]):
         return True
-    return research
+    if research or kind != "emergency":
+        return research
+    # Research wording stays local to the clause: "crushing chest pain, is there a risk with aspirin?".
+    sentence, first = _sentence(text, start)
+    if _NOW.search(sentence):
+        return False
+    # History is not carried: "operada del intestino hace años, lleva 2 dias sin ... vomitando" is now.
+    if _HYPOTHETICAL.search(sentence[: start - first]):
+        return True
+    return _FRAME.search(text) is not None and _NOW.search(text) is None
 
 
 def _counts(

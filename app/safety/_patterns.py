@@ -280,11 +280,11 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         r"(?:having|has|is having|be having|might be having|think (?:he|she|i)'?s? (?:is )?having) a heart attack|"
         r"pain (?:spreading|radiating|going|shooting|moving) (?:up |down )?(?:to|into|down|up) (?:my|his|her|the) "
         r"(?:left )?(?:arm|jaw|neck|shoulder)|(?:jaw|arm) pain .{0,40}(?:sweat|clammy|nause|breath)|"
-        r"dolor (?:en el|de|del) pecho|dolor toracico|opresion (?:en el|del) pecho|presion en el pecho|infarto|ataque (?:al|cardiaco)|"
-        r"douleur (?:a la|dans la|de) poitrine|douleur thoracique|serrement (?:a la|dans la) poitrine|oppression thoracique|"
+        r"dolor (?:\w+ )?(?:en el|de|del) pecho|dolor toracico|opresion (?:en el|del) pecho|presion en el pecho|infarto|ataque (?:al|cardiaco)|"
+        r"douleur (?:\w+ )?(?:a la|dans la|de) poitrine|douleur thoracique|serrement (?:a la|dans la) poitrine|oppression thoracique|"
         r"crise cardiaque|infarctus|brustschmerz|schmerzen? in der brust|druck (?:auf|in) der brust|engegefuhl|"
-        r"enge in der brust|herzinfarkt|dor no peito|aperto no peito|pressao no peito|enfarte|ataque cardiaco|"
-        r"dolore al petto|dolore toracico|oppressione al petto|peso sul petto|pijn op de borst|druk op de borst|"
+        r"enge in der brust|herzinfarkt|dor (?:\w+ )?no peito|aperto no peito|pressao no peito|enfarte|ataque cardiaco|"
+        r"dolore (?:\w+ )?al petto|dolore toracico|oppressione al petto|peso sul petto|pijn op de borst|druk op de borst|"
         r"beklemd gevoel|hartaanval|hartinfarct)",
     ),
     RedFlag(
