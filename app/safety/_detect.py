@@ -45,19 +45,19 @@ _MAJOR_SIGNS: Final = frozenset(EMERGENCY_SIGNS) - {"fever", "vomiting", "acute_
 # request for means also tells the reader to call for help now.
 _PRIORITY: Final[dict[Kind, int]] = {"self_harm": 0, "lethal_means": 1, "emergency": 2}
 
+# A turn in what is said ("but", "and now"): a clause boundary and a sentence boundary alike.
+_TURN: Final = (
+    r"\b(?:but|however|although|pero|aunque|mais|aber|doch|mas|porem|ma|maar)\b|"
+    r"\b(?:and|y|et|und|e|en) (?:now|ahora|maintenant|jetzt|agora|ora|adesso|nu)\b"
+)
 # Clause boundaries: sentence ends (not the dot of "38.5"), semicolons, commas, colons, and "but".
 _CLAUSE: Final = re.compile(
-    r"(?:[.!?;:](?!\d)|,(?!\d)|\n|\s[-–—]\s|\((?!\d)|\)|\b(?:but|however|although|pero|aunque|mais|aber|doch|mas|porem|ma|maar)\b|"
-    r"\b(?:and|y|et|und|e|en) (?:now|ahora|maintenant|jetzt|agora|ora|adesso|nu)\b|\b(?:also|oh and|anyway|tambien|aussi|ausserdem|"
-    r"auch|tambem|inoltre|anche|ook)\b)",
+    r"(?:[.!?;:](?!\d)|,(?!\d)|\n|\s[-–—]\s|\((?!\d)|\)|" + _TURN + r"|\b(?:also|oh and|anyway|tambien|aussi|"
+    r"ausserdem|auch|tambem|inoltre|anche|ook)\b)",
     _FLAGS,
 )
-# Sentence boundaries: a sentence end, or a turn ("but", "and now"); commas, colons and brackets are not.
-_SENTENCE: Final = re.compile(
-    r"(?:[.!?;](?!\d)|\n|\b(?:but|however|although|pero|aunque|mais|aber|doch|mas|porem|ma|maar)\b|"
-    r"\b(?:and|y|et|und|e|en) (?:now|ahora|maintenant|jetzt|agora|ora|adesso|nu)\b)",
-    _FLAGS,
-)
+# Sentence boundaries: a sentence end, or a turn; commas, colons and brackets are not.
+_SENTENCE: Final = re.compile(r"(?:[.!?;](?!\d)|\n|" + _TURN + ")", _FLAGS)
 _NEGATION: Final = re.compile(
     r"\b(?:no|not|never|without|denies|doesn't|don't|didn't|isn't|wasn't|hasn't|haven't|hadn't|none|nor|"
     r"sin|ningun|ninguna|nunca|nada de|sans|pas|jamais|aucun|aucune|rien|kein|keine|keinen|keiner|ohne|nie|niemals|nicht|nichts|"
@@ -230,20 +230,21 @@ def normalise(text: str) -> str:
     return re.sub(r"\s+", " ", text)
 
 
-@functools.lru_cache(maxsize=64)
-def _bounds(text: str) -> tuple[list[int], list[int]]:
-    """Where the clauses of ``text`` start and end (one pass per text, shared by every cue in it)."""
+@functools.lru_cache(maxsize=128)
+def _bounds(text: str, boundary: re.Pattern[str]) -> tuple[list[int], list[int]]:
+    """Where the clauses (or sentences) of ``text`` start and end (one pass per text and ``boundary``, shared
+    by every cue in it)."""
     starts, ends = [0], []
-    for m in _CLAUSE.finditer(text):
+    for m in boundary.finditer(text):
         ends.append(m.start())
         starts.append(m.end())
     ends.append(len(text))
     return starts, ends
 
 
-def _clause(text: str, start: int, end: int) -> tuple[str, int]:
-    """The clause holding ``text[start:end]`` and the clause's start offset."""
-    starts, ends = _bounds(text)
+def _span(text: str, start: int, end: int, boundary: re.Pattern[str] = _CLAUSE) -> tuple[str, int]:
+    """The clause (or, with ``_SENTENCE``, the sentence) holding ``text[start:end]`` and its start offset."""
+    starts, ends = _bounds(text, boundary)
     i = bisect.bisect_right(starts, start) - 1
     j = bisect.bisect_left(ends, end)
     left, right = starts[i], ends[min(max(j, i), len(ends) - 1)]
@@ -258,23 +259,16 @@ def _told_otherwise(clause: str) -> tuple[bool, bool]:
 
 
 @functools.lru_cache(maxsize=64)
-def _sentence_starts(text: str) -> list[int]:
-    return [0, *(m.end() for m in _SENTENCE.finditer(text))]
-
-
-def _sentence(text: str, start: int) -> tuple[str, int]:
-    """The sentence holding ``text[start]`` and its start offset."""
-    starts = _sentence_starts(text)
-    i = bisect.bisect_right(starts, start) - 1
-    m = _SENTENCE.search(text, start)
-    return text[starts[i] : m.start() if m else len(text)], starts[i]
+def _framed(text: str) -> bool:
+    """The whole message is set in an exam, a story or a school task, and says nothing of *now*."""
+    return _FRAME.search(text) is not None and _NOW.search(text) is None
 
 
 def _excused(kind: Kind, text: str, start: int, end: int) -> bool:
     """Whether the cue at ``text[start:end]`` is not happening now: by its own clause; an emergency's also
     by an "if" earlier in its sentence ("if he ever falls on his warfarin, hits his head and ...") or by the
     frame of the whole message (:data:`_FRAME`), when neither says *now*."""
-    clause, left = _clause(text, start, end)
+    clause, left = _span(text, start, end)
     if _NEGATION.search(text[max(left, start - 40) : start]):
         return True
     if kind == "lethal_means":
@@ -288,13 +282,13 @@ def _excused(kind: Kind, text: str, start: int, end: int) -> bool:
     if research or kind != "emergency":
         return research
     # Research wording stays local to the clause: "crushing chest pain, is there a risk with aspirin?".
-    sentence, first = _sentence(text, start)
+    sentence, first = _span(text, start, end, _SENTENCE)
     if _NOW.search(sentence):
         return False
     # History is not carried: "operada del intestino hace años, lleva 2 dias sin ... vomitando" is now.
     if _HYPOTHETICAL.search(sentence[: start - first]):
         return True
-    return _FRAME.search(text) is not None and _NOW.search(text) is None
+    return _framed(text)
 
 
 def _counts(
