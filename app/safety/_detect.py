@@ -117,7 +117,7 @@ _RESEARCH: Final = re.compile(
     r"bachelorarbeit|masterarbeit|trabajo (?:para|de) la (?:uni|universidad|facultad)|trabalho da faculdade)\b|\bwhen (?:i|he|she|we) (?:run|exercise|work out|jog|train|play sport|do sport)\b|\b(?:is|are) (?:\w+ ){1,5}common\b|\b(?:less|lower|higher|more|increased|reduced|any) (?:\w+ )?risk\b|\bhow successful\b|"
     r"\bsuccess rates?\b|\bvictims\b|\bwhat (?:should|do|must) (?:we|i|you|people) (?:know|do) about\b|\badvice\b|\btips\b|"
     r"\bgoing (?:trekking|hiking|camping|travell?ing)\b|\bbefore (?:a|our|my|the) (?:trip|holiday|flight)\b|\bpreven(?:t|ts|tion|ting|tive)\b|\brisk factors?\b|\b(?:reduce|lower|raise|increase)s? "
-    r"(?:the )?risk\b|\brisk of\b|\brates?\b|\bimprove (?:recovery|survival|outcomes?)\b|\bscreening\b|"
+    r"(?:the )?risk\b|\brisk of\b|\brates?\b|\b(?:taxas?|tasas?|taux|tass[oi]) (?:de|di|du|des)\b|\bimprove (?:recovery|survival|outcomes?)\b|\b(?:keep|stop) (?:\w+ ){1,3}(?:from )?(?:ever|getting|having|falling|tripping)\b|\bscreening\b|"
     r"\b(?:can|does|do|could|might|may|will) (?:\w+ ){0,3}(?:cause|trigger|lead to|increase|reduce|improve|help)\b|"
     r"\bside.?effects?\b|\blinked (?:to|with)\b|\bassociated with\b|\bwhat (?:are|is) (?:the )?(?:early |warning |common |typical )?"
     r"(?:signs?|symptoms?)\b|\bsigns? (?:and symptoms )?of\b|\bsymptoms of\b|\bhow (?:do|can|would) (?:you|i|we|one|people) "
@@ -139,7 +139,7 @@ _FRAME: Final = re.compile(
     r"examen|exame|esame|tentamen|prufung|partiel|nursing (?:school|student|exam)|paramedic (?:exam|course|student|school)|"
     r"writing a novel|(?:my|the|a) novel (?:where|about|in which)|in (?:my|the|a) novel|short story|(?:a|my) story (?:where|about|"
     r"in which)|writing a story|(?:in|on) (?:the|a) (?:film|movie|show|series|tv)|tv (?:show|drama|series)|grey's|textbook|"
-    r"homework|essay|poster|science fair|coursework|hausarbeit|pflegeschule|tcc|tesi|scriptie|referat|werkstuk|"
+    r"homework|essay|poster|science fair|coursework|hausarbeit|masterarbeit|bachelorarbeit|thesis|dissertation|tfg|tesis|pflegeschule|tcc|tesi|scriptie|referat|werkstuk|"
     r"spreekbeurt|romanzo|novela|documentar\w*|doku\w*|revising|je revise)\b",
     _FLAGS,
 )

@@ -253,7 +253,7 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         r"(?:mata|mate|kills?|tue|totet|uccide|doodt) (?:mais |mas |plus |more |am |piu |het )?(?:rapido|rapide|vite|quickest|fastest|quicker|schnellsten|veloce|snelst)|"
         r"(?:enough|suffisant|suficiente|genug|abbastanza|genoeg|sure) .{0,40}(?:not survive|don't survive|pas survivre|no sobrevivir|nicht uberleb|nao sobreviver|non sopravviv|niet overleef)|"
         r"(?:wie viel|ab wie viel)\w* .{0,50}\btot\b|per andarsene|andarsene per sempre|para irme para siempre|pour partir pour toujours|fur immer (?:gehen|weg)|"
-        r"para ir embora para sempre|voor altijd weg|(?:y|and|et|und|e|en) (?:no|not|ne pas|nicht mehr|nao|non|niet meer) (?:volver a )?(?:despertar|wake up|se reveiller|aufwachen|acordar|svegliarsi|wakker)|"
+        r"para ir embora para sempre|voor altijd weg|(?:y|and|et|und|e|en) (?:no|not|ne pas|nicht mehr|nao|non|niet meer) (?:volver a )?(?:despertar|wake up|se reveiller|aufwachen|acordar|svegliarsi|wakker(?! te krijgen))|"
         r"car exhaust|exhaust in the garage|nobody could save|no one could save|(?:what|which) (?:number|amount|dose) would (?:it|that) be|"
         r"overdose .{0,40}how many would|"
         r"(?:painless|quickest|easiest|fastest|surest|best|quiet) way to (?:die|kill|end|go)|how (?:to|do you|would i|can i) "
@@ -261,7 +261,7 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         r"(?:kill (?:me|someone|a person)|be enough to die)|enough (?:pills|tablets|insulin|\w+) to (?:die|kill|not wake)|"
         r"dosis (?:letal|mortal)|cantidad (?:letal|mortal)|cuant\w+ .{0,50}(?:para morir|para matar|matan|mataria|mortal|letal)|"
         r"dose (?:letale|mortelle|mortale|letal|fatal)|quantite mortelle|combien .{0,50}(?:pour mourir|mortel|pour (?:me|se) tuer|"
-        r"pour ne (?:plus|pas) se reveiller)|todliche (?:dosis|menge)|letale dosis|wie viele? .{0,50}(?:sterben|todlich|"
+        r"pour ne (?:plus|pas) se reveiller)|todliche (?:dosis|menge)|letale dosis|wie viele?(?! (?:menschen|leute|personen|patienten)) .{0,50}(?:sterben|todlich|"
         r"umbringen|nicht mehr aufwachen)|quant[oa]s .{0,50}(?:morrer|matar|matam|mataria|letal|fatal)|quantidade (?:letal|mortal)|"
         r"quant[ei] .{0,50}(?:morire|uccid|ammazz|mortale|letale)|quantita (?:letale|mortale)|dodelijke (?:dosis|hoeveelheid)|"
         r"hoeveel .{0,50}(?:dood|sterven|dodelijk|niet meer wakker)|" + _LETHAL_GENERAL + ")",
