@@ -59,7 +59,7 @@ _CLAUSE: Final = re.compile(
 # Sentence boundaries: a sentence end, or a turn; commas, colons and brackets are not.
 _SENTENCE: Final = re.compile(r"(?:[.!?;](?!\d)|\n|" + _TURN + ")", _FLAGS)
 _NEGATION: Final = re.compile(
-    r"\b(?:no|not|never|without|denies|doesn't|don't|didn't|isn't|wasn't|hasn't|haven't|hadn't|none|nor|"
+    r"\b(?:no|not|never|without|denies|nobody|no one|nadie|niemand|ninguem|nessuno|doesn't|don't|didn't|isn't|wasn't|hasn't|haven't|hadn't|none|nor|"
     r"sin|ningun|ninguna|nunca|nada de|sans|pas|jamais|aucun|aucune|rien|kein|keine|keinen|keiner|ohne|nie|niemals|nicht|nichts|"
     r"nao|sem|nenhum|nenhuma|senza|mai|nessun|nessuna|niente|nemmeno|geen|zonder|niet|nooit)\s+"
     # at most two words between, and no "and" or "but": "voelt zijn voet niet en het doet pijn" is pain
@@ -112,12 +112,12 @@ _RESEARCH: Final = re.compile(
     r"la|le|el|ein|eine|de|het|o|il|lo) )?(?:\w+ ){0,2}\w+\s*$|"
     r"\b(?:safety plan|plan de seguridad|plan de securite|sicherheitsplan|plano de seguranca|piano di sicurezza|"
     r"veiligheidsplan|differenza|diferencia|diferenca|unterschied|verschil)\b|"
-    r"\b(?:hotline|helpline|crisis line|volunteer\w*|voluntari[oa]|vrijwillig\w*|benevole|ehrenamt\w*|werkstuk|referat|"
+    r"\b(?:hotlines?|helplines?|crisis lines?|volunteer\w*|voluntari[oa]|vrijwillig\w*|benevole|ehrenamt\w*|werkstuk|referat|"
     r"hausarbeit|tesina|homework|school project|spreekbeurt|thesis|dissertation|(?:mon|un|ce|le) memoire|tesis|tese|tesi|scriptie|tfg|tcc|"
     r"bachelorarbeit|masterarbeit|trabajo (?:para|de) la (?:uni|universidad|facultad)|trabalho da faculdade)\b|\bwhen (?:i|he|she|we) (?:run|exercise|work out|jog|train|play sport|do sport)\b|\b(?:is|are) (?:\w+ ){1,5}common\b|\b(?:less|lower|higher|more|increased|reduced|any) (?:\w+ )?risk\b|\bhow successful\b|"
     r"\bsuccess rates?\b|\bvictims\b|\bwhat (?:should|do|must) (?:we|i|you|people) (?:know|do) about\b|\badvice\b|\btips\b|"
     r"\bgoing (?:trekking|hiking|camping|travell?ing)\b|\bbefore (?:a|our|my|the) (?:trip|holiday|flight)\b|\bpreven(?:t|ts|tion|ting|tive)\b|\brisk factors?\b|\b(?:reduce|lower|raise|increase)s? "
-    r"(?:the )?risk\b|\brisk of\b|\brates?\b|\b(?:taxas?|tasas?|taux|tass[oi]) (?:de|di|du|des)\b|\bimprove (?:recovery|survival|outcomes?)\b|\b(?:keep|stop) (?:\w+ ){1,3}(?:from )?(?:ever|getting|having|falling|tripping)\b|\bscreening\b|"
+    r"(?:the )?risk\b|\brisk of\b|\brates?\b|\b(?:fatores de (?:protecao|risco)|factores de (?:proteccion|riesgo)|facteurs de (?:protection|risque)|schutzfaktoren|fattori (?:di )?(?:protezione|rischio)|beschermende factoren|estudante|estudiante|etudiant\w*|studente|studentin)\b|\b(?:taxas?|tasas?|taux|tass[oi]) (?:de|di|du|des)\b|\bimprove (?:recovery|survival|outcomes?)\b|\b(?:keep|stop) (?:\w+ ){1,3}(?:from )?(?:ever|getting|having|falling|tripping)\b|\bscreening\b|"
     r"\b(?:can|does|do|could|might|may|will) (?:\w+ ){0,3}(?:cause|trigger|lead to|increase|reduce|improve|help)\b|"
     r"\bside.?effects?\b|\blinked (?:to|with)\b|\bassociated with\b|\bwhat (?:are|is) (?:the )?(?:early |warning |common |typical )?"
     r"(?:signs?|symptoms?)\b|\bsigns? (?:and symptoms )?of\b|\bsymptoms of\b|\bhow (?:do|can|would) (?:you|i|we|one|people) "
@@ -173,7 +173,7 @@ _WELL_NOW: Final = re.compile(
     r"(?:(?:now|honestly|really|so|much|very|totally|completely|actually|pretty|doing) ){0,3}(?:well|fine|good|stable)\b"
     r"(?! (?:at|with|about|enough))|\bin a (?:\w+ )?good place\b|\bno (?:thoughts|urges|ideas) like that\b|\bnone since\b|"
     r"\bclean (?:for )?\w+ (?:years?|months?)\b|\bhaven't (?:done it|self.harmed|had (?:those|any|such) thoughts)\b|"
-    r"\bbeen well for\b|\b(?:estoy|esta|estamos) (?:\w+ ){0,2}(?:bien|estable)\b|\bme (?:siento|encuentro) (?:\w+ )?bien\b|"
+    r"\bbeen well for\b|\b(?:self.?harm|sh|cutting|suicide attempt) free\b|\bno (?:more )?(?:thoughts|urges) (?:of|about) (?:hurting|harming|killing)\b|\b(?:i'm|i am) doing (?:\w+ ){0,2}better\b|\b(?:estoy|esta|estamos) (?:\w+ ){0,2}(?:bien|estable)\b|\bme (?:siento|encuentro) (?:\w+ )?bien\b|"
     r"\b(?:je vais|il va|elle va) (?:\w+ )?bien\b|\bje suis (?:\w+ )?(?:stabilise|stable)\w*|"
     r"\b(?:es geht (?:mir|ihm|ihr) (?:\w+ )?gut|mir geht es (?:\w+ )?gut|bin (?:\w+ )?stabil)\b|"
     r"\b(?:estou|eu to|to) (?:\w+ ){0,2}(?:bem|estavel)\b|\bme sinto (?:\w+ )?bem\b|\b(?:sto|sta|stiamo) (?:\w+ )?bene\b|"
@@ -182,7 +182,7 @@ _WELL_NOW: Final = re.compile(
 )
 _LONG_AGO: Final = re.compile(
     r"\b(?:\d+|a|one|two|three|four|five|six|seven|eight|nine|ten|several|many|few) (?:years?|yrs?) (?:ago|since|now)\b|"
-    r"\byears ago\b|\bas a (?:teen|teenager|kid|child|student)\b|\bin my (?:teens|twenties|20s|30s|youth)\b|"
+    r"\byears ago\b|\b(?:\d+|two|three|four|five|six|several|many) (?:years?|yrs?) (?:self.?harm|sh|clean|free)\b|\b(?:in|since|back in) (?:january|february|march|april|may|june|july|august|september|october|november|december)\b|\bas a (?:teen|teenager|kid|child|student)\b|\bin my (?:teens|twenties|20s|30s|youth)\b|"
     r"\bwhen i was (?:\d+|a teen\w*|younger|at uni)\b|\b(?:back in|in|since) (?:19|20)\d\d\b|\bat \d\d\b|\blast year\b|"
     r"\bfor (?:\d+|two|three|four|five|six|many|several) years\b|\bhace (?:\d+|\w+) anos\b|\bcon \d+ anos\b|"
     r"\bil y a \d+ ans\b|\bquand j'avais\b|\bdepuis \d+ ans\b|\bvor \d+ jahren\b|\bals ich \d+\b|\bha (?:mais de )?\d+ anos\b|"
@@ -191,7 +191,7 @@ _LONG_AGO: Final = re.compile(
 )
 _BACK: Final = re.compile(
     r"\b(?:lately|recently|this week|tonight|last night|yesterday|today|right now|rn|again|come back|coming back|back|"
-    r"still (?:think|have|get|want)|relapse\w*|ready|plan|planning|decided|anniversary|goodbye)\b",
+    r"still (?:think|have|get|want)|relapse\w*|ready|(?<!safety )plan|planning|decided|anniversary|goodbye)\b",
     _FLAGS,
 )
 

@@ -140,7 +140,10 @@ EMERGENCY_SIGNS: Final[dict[str, str]] = {
 
 SELF_HARM_SIGNS: Final[dict[str, str]] = {
     "hopeless": (
-        r"(?:(?:don't|dont|do not|can't|cannot) see (?:the|any) point|(?:disappointed|upset|sad) (?:that )?i (?:woke|wake|did)|no point (?:in )?(?:anything|living|going on|waking)|"
+        r"(?:(?:don't|dont|do not|can't|cannot) see (?:the|any) point|"
+        r"(?:wil|want) (?:gewoon |just )?(?:dat het|it (?:all )?to) stop|quiero que (?:todo )?(?:pare|termine|se acabe)|je veux que (?:ca|tout) (?:s'arrete|finisse)|"
+        r"ich will,? dass (?:es|alles) aufhort|quero que (?:isso|tudo) (?:pare|acabe)|voglio che (?:tutto )?finisca|cansad[oa] de (?:tudo|todo)|"
+        r"(?:disappointed|upset|sad) (?:that )?i (?:woke|wake|did)|no point (?:in )?(?:anything|living|going on|waking)|"
         r"can't (?:go on|do this anymore|take (?:it|this) anymore|cope anymore)|(?:tired|sick) of (?:living|being alive|everything|life)|"
         r"(?:disappointed|upset) (?:that )?i (?:woke|wake)|(?:stopped|stop) caring|nothing (?:to live for|matters anymore)|"
         r"(?:wish|want) (?:i|he|she) (?:could )?(?:just )?(?:disappear|sleep forever|not wake up|was dead|were dead)|"
@@ -162,12 +165,12 @@ SELF_HARM_SIGNS: Final[dict[str, str]] = {
     "burden": (
         r"(?:(?:a )?burden|better off (?:without|with(?:out)? someone else|if i (?:just )?(?:wasn't|weren't|was not|were not) (?:here|around))|\beine last|\bnur eine last|(?:no one|nobody) (?:will|would) (?:miss|care|notice)|"
         r"won't (?:have to )?worry about me (?:much longer|soon|anymore)|(?:estariamos|estarian|estarias|estaran) mejor sin|una carga|"
-        r"seriez mieux sans|un fardeau|personne ne (?:me )?manquera|besser ohne (?:mich|ihn|sie)|eine last|ficariam melhor sem|um fardo|"
+        r"seriez mieux sans|je (?:ne )?sers a rien|personne (?:ne )?(?:le |me )?remarquer\w*|nadie (?:lo |me )?(?:notaria|echaria de menos)|un fardeau|personne ne (?:me )?manquera|besser ohne (?:mich|ihn|sie)|eine last|ficariam melhor sem|um fardo|"
         r"starebbero meglio senza|un peso|beter af zonder|een last|geen zorgen meer (?:om|over) (?:mij|me) (?:te )?maken|"
         r"binnenkort (?:\w+ ){0,4}geen zorgen)"
     ),
     "goodbye": (
-        r"(?:merci pour tout|pardonne.moi|sorry for everything|forgive me|look after (?:mum|mom|dad|the kids|my|them)|prends soin de|cuida (?:de|a) (?:mama|papa|mis)|"
+        r"(?:merci pour tout|(?:the )?last time (?:i'll|ill|i will|you'll|youll|you will) (?:ever )?(?:be )?(?:writing|hear|see|talk)|pardonne.moi|sorry for everything|forgive me|look after (?:mum|mom|dad|the kids|my|them)|prends soin de|cuida (?:de|a) (?:mama|papa|mis)|"
         r"pass (?:gut )?auf (?:mama|papa) auf|zorg goed voor|prenditi cura di|i love you all,? goodbye|goodbye\W*$|"
         r"(?:briefje|brief|note|letter|carta|lettre|bilhete|lettera|abschiedsbrief) (?:\w+ ){0,3}(?:geschreven|written|wrote|escrito|ecrit|geschrieben|escrevi|scritto)|"
         r"(?:wrote|written|writing|escrib\w*|ecrit|geschrieben|escrevi|scritto|geschreven) (?:\w+ ){0,3}(?:note|letter|carta|lettre|brief|bilhete|lettera|briefje)|"
@@ -179,7 +182,8 @@ SELF_HARM_SIGNS: Final[dict[str, str]] = {
         r"afscheid genomen|sieraden (?:\w+ ){0,3}gegeven|spullen weg(?:gegeven|geven))"
     ),
     "plan": (
-        r"(?:(?:a|my|the) plan and a date|(?:have|got|made) a plan|(?:chosen|decided|picked) (?:how|when|the day)|already (?:chosen|decided) how|"
+        r"(?:(?:a|my|the) plan and a date|(?:so |solo |only |just )?falta (?:\w+ )?(?:escolher|elegir) (?:o|el) dia|"
+        r"(?:only|just) (?:need to |have to )?(?:choose|pick) the day|(?:have|got|made) a plan|(?:chosen|decided|picked) (?:how|when|the day)|already (?:chosen|decided) how|"
         r"(?:putting|put|keeping|kept|saving|saved|hiding|hid) (?:my |his |her )?(?:tablets|pills|meds|medication) (?:aside|away|back|up)|"
         r"(?:bought|achete|compre|gekauft|comprei|comprato|gekocht|got) (?:\w+ )?(?:a |une |una |ein\w* |uma |een )?(?:rope|corde|cuerda|soga|seil|strick|corda|touw|poison|veleno|veneno|gift|gif|rat poison|mort aux rats)\b|"
         r"(?:comprare|buying) (?:del |some )?(?:veleno|poison)|(?:waffe|gun|arma|pistolet|fusil|pistola|geweer|wapen|rifle|shotgun) (?:\w+ ){0,4}(?:geholt|out|sacado|sorti|tirado|preso|gepakt|holding|sitzt)|"
@@ -193,6 +197,18 @@ SELF_HARM_SIGNS: Final[dict[str, str]] = {
         r"(?:ya )?(?:he|tengo) (?:elegido|decidido) como|deja choisi comment|j'ai un plan|schon entschieden wie|einen plan|"
         r"ja (?:escolhi|decidi) como|ho gia deciso come|heb (?:al )?besloten hoe|disappear permanently|desaparecer para siempre|"
         r"disparaitre (?:pour toujours|definitivement)|fur immer verschwinden|desaparecer para sempre|sparire per sempre|voorgoed verdwijnen)"
+    ),
+    # Where a jump or a train is at hand, said of now: a warning sign only beside a second one.
+    "place": (
+        r"(?:(?:sta|staat|estoy|je suis|ich stehe|ich bin|estou|sono|i'm|im|standing) (?:\w+ ){0,2}(?:op het dak|op de brug|op het perron|"
+        r"on (?:the|a) (?:roof|bridge|ledge|platform)|en el (?:tejado|techo|puente|anden)|sur le (?:toit|pont|quai)|auf dem (?:dach|bahnsteig)|"
+        r"auf der brucke|no (?:telhado|terraco|viaduto)|na ponte|sul (?:tetto|ponte|binario))|regarde les trains|watching the trains)"
+    ),
+    # Affairs put in order: a warning sign only beside a second one.
+    "affairs": (
+        r"(?:life insurance|lebensversicherung|seguro de vida|assurance.vie|assicurazione sulla vita|levensverzekering|"
+        r"(?:unterlagen|papers|papeles|papiers|documentos|documenti|papieren|affairs) (?:\w+ ){0,4}(?:sortiert|in order|en orden|en ordre|"
+        r"em ordem|in ordine|op orde|geregelt))"
     ),
 }
 # Signs that are enough alone: a plan, a goodbye, putting pills aside; "ending it" said of oneself.
