@@ -365,7 +365,13 @@ class Pipeline:
 
         def judge() -> tuple[StudyRelevance, ...]:
             expand = lambda h: vocabulary.descendants(h) | frozenset(vocabulary.parents(h))  # noqa: E731
-            return judge_relevance(self.focus(outcome.understanding), docs, expand=expand)
+            return judge_relevance(
+                self.focus(outcome.understanding),
+                docs,
+                expand=expand,
+                terms=vocabulary.entry_terms,
+                min_share=self.gate.relevance_min_words,
+            )
 
         # Off the event loop: the focus asks the speller about every word of the question (4,000 characters
         # of combining marks held the loop 200 ms: bench/worst_case.py).

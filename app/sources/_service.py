@@ -536,7 +536,7 @@ class SourcesService:
         if o.verdict is None:
             lay = self.pipeline.understander.rewriter.lay_words
             keyed = [(f"{e.collection}/{e.doc_id}", e.text) for e in o.evidence]
-            relevance = await asyncio.to_thread(relevance_of_texts, focus, keyed)
+            relevance = await asyncio.to_thread(relevance_of_texts, focus, keyed, gate.relevance_min_words)
 
             def signals_of(kept: Sequence[InstEvidence]) -> EvidenceSignals:
                 texts = [e.text for e in kept]

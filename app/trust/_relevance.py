@@ -24,12 +24,14 @@ only a text (an institutional collection's, a node's).
 
 from __future__ import annotations
 
+import functools
+import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol
 
-from core import QUESTION_FILLER, STOPWORDS, common_english, light_stem, words
+from core import QUESTION_FILLER, STOPWORDS, common_english, english_frequencies, light_stem, words
 from retrieval.query import And, Node, Or, QuerySyntaxError, Term, parse_query
 from retrieval.understand import Concept, QueryPlan, looks_like_injection
 
@@ -131,9 +133,11 @@ class Anchor:
 
 @dataclass(frozen=True, slots=True)
 class Focus:
-    """What a study must be about to address the question (:func:`question_focus`)."""
+    """What a study must be about to address the question (:func:`question_focus`): its anchors, and the
+    question's content words weighted by their rarity in everyday English (:func:`_weighted_words`)."""
 
     anchors: tuple[Anchor, ...]
+    words: tuple[tuple[str, float], ...] = ()
 
     @property
     def groups(self) -> dict[Group, list[Anchor]]:
@@ -155,8 +159,9 @@ class StudyRelevance:
     addresses: bool
     named: tuple[str, ...] = ()
     missing: tuple[str, ...] = ()  # the labels of the groups it fails (the question's own concepts)
-    judge: str = "concepts"  # "concepts" (this module), "llm", "none" (nothing to judge by)
+    judge: str = "concepts"  # "concepts" (this module), "words" (its question words alone), "llm", "none"
     why: str = field(default="", compare=False)  # the judge's own reason when it gave one
+    share: float | None = None  # the weighted share of the question's words the study uses (None: unread)
 
     def reason(self) -> str:
         """In plain words, for the response."""
@@ -166,11 +171,47 @@ class StudyRelevance:
             return "the question names no clinical concept to check the study against"
         if self.addresses:
             return "about " + ", ".join(self.named) if self.named else "about the question"
-        return "does not mention " + " or ".join(self.missing)
+        if self.missing:
+            return "does not mention " + " or ".join(self.missing)
+        return "uses too few of the question's words"
+
+
+def _raw_stems(text: str) -> tuple[str, ...]:
+    return tuple(light_stem(w) for w in words(text) if w.isalnum())
+
+
+# One name per thing for matching alone (the search is untouched): MeSH says "Stomach Neoplasms", a trial
+# "gastric carcinoma", a British abstract "oesophageal tumour". Question and study are read the same way.
+_SAME_STEM: Final = {
+    light_stem(w): "cancer" for w in ("neoplasm", "neoplasia", "carcinoma", "tumor", "tumour", "malignancy")
+}
+_BRITISH: Final = (
+    ("oesophag", "esophag"),
+    ("haem", "hem"),
+    ("anaem", "anem"),
+    ("paed", "ped"),
+    ("oedem", "edem"),
+    ("diarrhoe", "diarrhe"),
+    ("leukaem", "leukem"),
+    ("ischaem", "ischem"),
+    ("oestr", "estr"),
+    ("foet", "fet"),
+    ("caesar", "cesar"),
+    ("gynaec", "gynec"),
+)
+
+
+def _canonical(stem: str) -> str:
+    for british, american in _BRITISH:
+        if british in stem:
+            stem = stem.replace(british, american)
+    return _SAME_STEM.get(stem, stem)
 
 
 def _stems(text: str) -> tuple[str, ...]:
-    return tuple(light_stem(w) for w in words(text) if w.isalnum())
+    """The stems matching reads: possessive "s" dropped ("Barrett's esophagus" is "Barrett esophagus"),
+    British spelling and the names of a malignancy made one (:data:`_SAME_STEM`)."""
+    return tuple(_canonical(s) for s in _raw_stems(text) if s != "s")
 
 
 def _phrase(text: str) -> tuple[str, ...] | None:
@@ -278,15 +319,42 @@ def question_focus(
         group = _GROUP_OF_ROLE.get(c.role)
         label = c.text
         texts, headings = _alternatives(c, groups, owns[:i] + owns[i + 1 :])
-        covered.update(s for t in texts for s in _stems(t))
-        covered.update(s for h in headings for s in _stems(h))
+        covered.update(s for t in texts for s in _raw_stems(t))
+        covered.update(s for h in headings for s in _raw_stems(h))
         if group is None or c.text.lower() in _DEMOGRAPHIC or (c.mesh or "").lower() in _DEMOGRAPHIC:
             continue
         phrases = frozenset(p for t in texts if (p := _phrase(t)) is not None)
         anchors.append(Anchor(label, group, phrases, frozenset(headings)))
     for w in _technical_words(plan.corrected_question, covered, is_plain):
         anchors.append(Anchor(w, "term", frozenset({(light_stem(w),)})))
-    return Focus(tuple(anchors))
+    return Focus(tuple(anchors), _weighted_words(plan.corrected_question))
+
+
+@functools.cache
+def _english_weights() -> tuple[Mapping[str, int], float]:
+    frequencies = english_frequencies()
+    return frequencies, float(sum(frequencies.values()))
+
+
+def _weighted_words(question: str) -> tuple[tuple[str, float], ...]:
+    """The question's content words (four letters or more, no stopword or question filler; an instruction's
+    sentence dropped), each as its matching stem with its weight: -log of its share of everyday English, so
+    "gastric" and "masking" count for more than "grandfather" and "chances"."""
+    frequencies, total = _english_weights()
+    question = " ".join(s for s in re.split(r"(?<=[.!?])\s+|\n+", question) if not looks_like_injection(s))
+    out: dict[str, float] = {}
+    for w in words(question):
+        w = w.lower()
+        if w.isalpha() and len(w) >= 4 and w not in STOPWORDS and w not in QUESTION_FILLER:
+            stem = _canonical(light_stem(w))
+            out[stem] = max(out.get(stem, 0.0), math.log(total / (1 + frequencies.get(w, 0))))
+    return tuple(out.items())
+
+
+def _share(focus: Focus, stems: frozenset[str]) -> float:
+    """The weighted share of the question's words among ``stems`` (a study's)."""
+    total = sum(weight for _, weight in focus.words)
+    return sum(weight for stem, weight in focus.words if stem in stems) / total if total else 1.0
 
 
 def study_text(doc: _Doc) -> str:
@@ -317,10 +385,17 @@ def _names(anchor: Anchor, padded: str, headings: frozenset[str]) -> bool:
     )
 
 
-def _decide(focus: Focus, key: str, text: str, headings: frozenset[str]) -> StudyRelevance:
+def _decide(
+    focus: Focus, key: str, text: str, headings: frozenset[str], min_share: float = 0.0
+) -> StudyRelevance:
+    stems = _stems(text)
+    share = _share(focus, frozenset(stems)) if min_share > 0 and focus.words else None
+    too_few = share is not None and share < min_share
     if not focus.judgeable:
-        return StudyRelevance(key, True, judge="none")
-    padded = f" {' '.join(_stems(text))} "
+        if share is None:
+            return StudyRelevance(key, True, judge="none")
+        return StudyRelevance(key, not too_few, judge="words", share=share)
+    padded = f" {' '.join(stems)} "
     named = [a for a in focus.anchors if _names(a, padded, headings)]
     named_labels = {a.label for a in named}
     groups = focus.groups
@@ -344,29 +419,52 @@ def _decide(focus: Focus, key: str, text: str, headings: frozenset[str]) -> Stud
     if outcomes and not (groups.get("condition") or treatment or terms):
         if not any(a.label in named_labels for a in outcomes):
             missing.append(" or ".join(a.label for a in outcomes))
-    return StudyRelevance(key, not missing, tuple(a.label for a in named), tuple(missing))
+    named_all = tuple(a.label for a in named)
+    return StudyRelevance(key, not missing and not too_few, named_all, tuple(missing), share=share)
+
+
+def _entry_phrases(headings: Iterable[str], terms: Callable[[str], Iterable[str]]) -> set[tuple[str, ...]]:
+    """The phrases of the headings' entry terms, as an abstract writes them: "Gastric Neoplasms" (and so
+    "gastric cancer") for "Stomach Neoplasms"; not the inverted forms ("Neoplasms, Gastric")."""
+    out: set[tuple[str, ...]] = set()
+    for h in headings:
+        for t in terms(h):
+            if "," not in t and (p := _phrase(t)) is not None and (len(p) > 1 or len(p[0]) >= 4):
+                out.add(p)
+    return out
 
 
 def judge_relevance(
-    focus: Focus, docs: Sequence[_Doc], expand: Callable[[str], frozenset[str]] | None = None
+    focus: Focus,
+    docs: Sequence[_Doc],
+    expand: Callable[[str], frozenset[str]] | None = None,
+    terms: Callable[[str], Iterable[str]] | None = None,
+    min_share: float = 0.0,
 ) -> tuple[StudyRelevance, ...]:
     """The decision on each of ``docs`` (in order). ``expand``: the MeSH headings under a heading (a record
-    indexed with "Precursor Cell Lymphoblastic Leukemia-Lymphoma" is about "Leukemia")."""
-    if expand is not None and focus.judgeable:
+    indexed with "Precursor Cell Lymphoblastic Leukemia-Lymphoma" is about "Leukemia"); ``terms``: a
+    heading's entry terms (a text naming one names the heading); ``min_share``: the weighted share of the
+    question's words a study must use as well (0: not read; ``COMETA_GATE__RELEVANCE_MIN_WORDS``)."""
+    if (expand is not None or terms is not None) and focus.judgeable:
         focus = Focus(
             tuple(
                 Anchor(
                     a.label,
                     a.group,
-                    a.phrases,
-                    a.headings | {d.lower() for h in a.headings for d in expand(h)},
+                    a.phrases | _entry_phrases(a.headings, terms) if terms else a.phrases,
+                    a.headings | {d.lower() for h in a.headings for d in expand(h)} if expand else a.headings,
                 )
                 for a in focus.anchors
-            )
+            ),
+            focus.words,
         )
-    return tuple(_decide(focus, d.pmid, study_text(d), frozenset(h.lower() for h in d.mesh)) for d in docs)
+    return tuple(
+        _decide(focus, d.pmid, study_text(d), frozenset(h.lower() for h in d.mesh), min_share) for d in docs
+    )
 
 
-def relevance_of_texts(focus: Focus, keyed: Sequence[tuple[str, str]]) -> tuple[StudyRelevance, ...]:
+def relevance_of_texts(
+    focus: Focus, keyed: Sequence[tuple[str, str]], min_share: float = 0.0
+) -> tuple[StudyRelevance, ...]:
     """The decision on documents that have only a text (a collection's, a node's): ``(key, text)`` each."""
-    return tuple(_decide(focus, key, text, frozenset()) for key, text in keyed)
+    return tuple(_decide(focus, key, text, frozenset(), min_share) for key, text in keyed)

@@ -26,6 +26,13 @@ class GateSettings(BaseModel):
         description="Judge each study against the question's concepts before it may be cited or counted "
         "(the condition and the treatment asked about); off: every retrieved study counts.",
     )
+    relevance_min_words: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="The relevance decision also asks a study to use this share of the question's content "
+        "words, each weighted by its rarity in everyday English (0: off).",
+    )
     relevance_llm: bool = Field(
         default=True,
         description="With an LLM configured: one batched relevance call decides per study (the offline "

@@ -307,6 +307,10 @@ def shared_speller(words: dict[str, int], clinical: frozenset[str]) -> Speller:
     return speller
 
 
+# A pronoun with a contracted verb, with or without its apostrophe (chat spelling drops it).
+_CONTRACTION = re.compile(r"(?:i|you|he|she|it|we|they|that|there|what|who)'?(?:ll|re|ve|d)")
+
+
 def correct_spelling(
     text: str, speller: Speller, lay_words: frozenset[str], protected: Sequence[tuple[int, int]] = ()
 ) -> str:
@@ -335,6 +339,8 @@ def correct_spelling(
         if raw[0].isupper() and not start_of_sentence:
             continue  # a capitalised word mid-sentence is more likely a name than a typo
         norm = raw.lower().replace("’", "'")
+        if _CONTRACTION.fullmatch(norm):
+            continue  # "it'll", "itll", "they've": a pronoun's contraction, never a typo of "ATLL"
         if "'" in norm:
             # "canc'r": an apostrophe inside an unknown word is a typo, not a contraction.
             if norm in speller.known or norm.endswith("'s"):

@@ -156,6 +156,11 @@ class MeshVocabulary:
         canonical = self.canonical(name)
         return self._descriptors.get(_key(canonical)) if canonical else None
 
+    def entry_terms(self, name: str) -> tuple[str, ...]:
+        """The entry terms of the descriptor ``name`` (or 2019 name); () when unknown."""
+        d = self.descriptor(name)
+        return d.entry_terms if d else ()
+
     def tree_numbers(self, name: str) -> tuple[str, ...]:
         d = self.descriptor(name)
         return d.tree_numbers if d else ()

@@ -85,6 +85,38 @@ def test_a_record_indexed_under_a_narrower_heading_names_the_broader_one() -> No
     assert judge_relevance(focus, [doc], expand=lambda h: narrower.get(h, frozenset()))[0].addresses
 
 
+STOMACH = plan(
+    "My grandfather has advanced stomach cancer, is capecitabine pill chemo good for him?",
+    [Concept(text="stomach cancer", mesh="Stomach Neoplasms", role="population")],
+    ['("Stomach Neoplasms"[mh] OR "stomach cancer"[tiab])'],
+)
+
+
+def test_a_heading_is_named_by_its_entry_terms_and_a_malignancy_by_any_of_its_names() -> None:
+    focus = question_focus(STOMACH)
+    gastric = make_doc("21", "Capecitabine in elderly patients with advanced gastric carcinoma.", title="AGC")
+    colon = make_doc("22", "Capecitabine in elderly patients with advanced colon cancer.", title="CRC")
+    entry = {"stomach neoplasms": ("Gastric Neoplasms", "Neoplasms, Gastric", "GC")}
+    # Without the vocabulary's entry terms the trial's own words do not name the question's condition.
+    assert [r.addresses for r in judge_relevance(focus, [gastric, colon])] == [False, False]
+    decided = judge_relevance(focus, [gastric, colon], terms=lambda h: entry.get(h, ()))
+    assert [r.addresses for r in decided] == [True, False]
+
+
+def test_possessives_and_british_spelling_name_the_same_thing() -> None:
+    barrett = plan(
+        "I have Barrett's esophagus, does acetic acid help find precancer?",
+        [Concept(text="barrett esophagus", mesh="Barrett Esophagus", role="population")],
+        ['("Barrett Esophagus"[mh] OR "barrett esophagus"[tiab])'],
+    )
+    focus = question_focus(barrett)
+    docs = [
+        make_doc("23", "Acetic acid-guided biopsies in Barrett\u2019s oesophagus surveillance.", title="ABBA"),
+        make_doc("24", "Acetic acid in gastric intestinal metaplasia.", title="GIM"),
+    ]
+    assert [r.addresses for r in judge_relevance(focus, docs)] == [True, False]
+
+
 def test_the_treatment_asked_about_is_required_not_only_its_comparison() -> None:
     focus = question_focus(LUNG)
     chemo_only = make_doc("5", "Chemotherapy and survival in advanced lung cancer.", title="Chemo in NSCLC")
@@ -120,6 +152,30 @@ def test_a_question_with_no_clinical_concept_is_not_judged_here() -> None:
     vague = plan("what should I do", [], ['"do"[tiab]'])
     decided = judge_relevance(question_focus(vague), [make_doc("11", "Anything at all.")])
     assert decided[0].addresses and decided[0].judge == "none"
+
+
+def test_a_study_must_also_use_enough_of_the_questions_rare_words() -> None:
+    online = plan(
+        "I have heart failure; are online quality of life questionnaires as accurate as paper ones?",
+        [Concept(text="quality of life", mesh="Quality of Life", role="outcome")],
+        ['("Quality of Life"[mh] OR "quality of life"[tiab])'],
+    )
+    focus = question_focus(online)
+    trial = make_doc(
+        "31", "Online versus paper questionnaires of quality of life in heart failure.", title="Web HRQoL"
+    )
+    other = make_doc("32", "Quality of life questionnaires after breast cancer surgery.", title="QoL")
+    # The outcome and the unlisted word let both through; the question's rarer words ("online",
+    # "failure", "paper") are the trial's only.
+    assert [r.addresses for r in judge_relevance(focus, [trial, other])] == [True, True]
+    decided = judge_relevance(focus, [trial, other], min_share=0.5)
+    assert [r.addresses for r in decided] == [True, False]
+    assert decided[1].share is not None and decided[1].share < 0.5 < (decided[0].share or 0)
+    assert decided[1].reason() == "uses too few of the question's words"
+    # A question with no clinical concept is judged by its words alone when the share is asked for.
+    vague = plan("is the online one as good as paper", [], ['"online"[tiab]'])
+    by_words = judge_relevance(question_focus(vague), [trial, other], min_share=0.5)
+    assert [(r.addresses, r.judge) for r in by_words] == [(True, "words"), (False, "words")]
 
 
 def test_texts_of_a_collection_are_judged_alike() -> None:

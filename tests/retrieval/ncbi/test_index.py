@@ -415,6 +415,7 @@ def test_vocabulary_lookup() -> None:
     assert v.lookup("Tumors") == "Neoplasms"  # entry term
     assert v.lookup("fibromatosis, aggressive") == "Desmoid Tumors"  # 2019 name
     assert v.lookup("mitochondria") is None
+    assert "Tumors" in v.entry_terms("neoplasms") and v.entry_terms("Nope") == ()
     v.add_descriptors(["Mitochondria", "Neoplasms"])
     assert v.lookup("mitochondria") == "Mitochondria"
     assert v.descendants("Mitochondria") == frozenset()

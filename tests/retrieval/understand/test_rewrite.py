@@ -155,6 +155,12 @@ def test_spell_correct_fixes_typos(wrong: str, right: str) -> None:
     assert spell_correct(f"is it {wrong} or not") == f"is it {right} or not"
 
 
+def test_spell_correct_keeps_a_pronouns_contraction() -> None:
+    # "itll" is one letter from the leukaemia acronym "ATLL": a contraction is never a typo.
+    text = "will sound masking work, is there anything that says whether it'll (or itll) work? theyve tried"
+    assert spell_correct(text) == text
+
+
 def test_spell_correct_keeps_good_words_acronyms_and_names() -> None:
     text = "The doc thinks FOLFOX and HER2 matter; Dr. Okafor scanned the pancreas and pancreatic duct."
     assert spell_correct(text) == text
