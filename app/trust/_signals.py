@@ -208,6 +208,10 @@ def evidence_signals(
     question (``Scope.health``)."""
     pmids = {d.pmid for d in docs}
     scores = [s for pmid, s in dense if pmid in pmids]
+    # A document the dense arm did not return is no more similar than its last hit: that bound, not
+    # "unmeasured" (which skipped the similarity check when only Boolean hits were kept).
+    if not scores and docs and dense:
+        scores = [min(s for _, s in dense)]
     rerank = [p.scores["rerank"] for p in (context.passages if context else ()) if "rerank" in p.scores]
     units = coverage_units(question, concepts, lay_words)
     coverage = _coverage_share(units, [_doc_stems(d) for d in docs[:top_docs]])

@@ -95,6 +95,11 @@ def test_signals_tier_and_coverage() -> None:
     )
     s = evidence_signals("Does tamoxifen stop cancer coming back?", docs, adapte=generic, dense=[("1", 0.5)])
     assert s.tier == "generic" and s.dense_top == 0.5 and s.documents == 2
+    # Only studies the dense arm did not return: no more similar than its last hit, not unmeasured.
+    dense = [("1", 0.5), ("7", 0.31)]
+    s = evidence_signals("Does tamoxifen stop cancer coming back?", docs[1:], adapte=generic, dense=dense)
+    assert s.dense_top == 0.31
+    assert evidence_signals("Does tamoxifen stop cancer coming back?", docs, adapte=generic).dense_top is None
     strict = AdaptEResult(
         pmids=("1",),
         tiers=(TierResult(1, '"tamoxifen"[tiab] AND "recurrence"[tiab]', 3, 1.0, True, 1),),
