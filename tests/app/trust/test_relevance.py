@@ -111,7 +111,7 @@ def test_possessives_and_british_spelling_name_the_same_thing() -> None:
     )
     focus = question_focus(barrett)
     docs = [
-        make_doc("23", "Acetic acid-guided biopsies in Barrett\u2019s oesophagus surveillance.", title="ABBA"),
+        make_doc("23", "Acetic acid-guided biopsies in Barrett\u2019s oesophagus surveys.", title="ABBA"),
         make_doc("24", "Acetic acid in gastric intestinal metaplasia.", title="GIM"),
     ]
     assert [r.addresses for r in judge_relevance(focus, docs)] == [True, False]
