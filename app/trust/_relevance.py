@@ -281,9 +281,14 @@ def _related(a: str, b: str) -> bool:
     return (len(short) >= 5 and long_.startswith(short)) or a == b
 
 
+def _without_instructions(question: str) -> str:
+    """``question`` without its sentences that instruct the system (:func:`looks_like_injection`)."""
+    return " ".join(s for s in re.split(r"(?<=[.!?])\s+|\n+", question) if not looks_like_injection(s))
+
+
 def _technical_words(question: str, covered: set[str], plain: Callable[[str], bool]) -> list[str]:
     """Words of ``question`` no concept covers that are no everyday word: an unlisted drug or disease."""
-    question = " ".join(s for s in re.split(r"(?<=[.!?])\s+|\n+", question) if not looks_like_injection(s))
+    question = _without_instructions(question)
     out: list[str] = []
     for w in words(question):
         stem = light_stem(w)
@@ -341,7 +346,7 @@ def _weighted_words(question: str) -> tuple[tuple[str, float], ...]:
     sentence dropped), each as its matching stem with its weight: -log of its share of everyday English, so
     "gastric" and "masking" count for more than "grandfather" and "chances"."""
     frequencies, total = _english_weights()
-    question = " ".join(s for s in re.split(r"(?<=[.!?])\s+|\n+", question) if not looks_like_injection(s))
+    question = _without_instructions(question)
     out: dict[str, float] = {}
     for w in words(question):
         w = w.lower()
