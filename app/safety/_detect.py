@@ -71,6 +71,7 @@ _HISTORY: Final = re.compile(
     r"(?:\b(?:in|since|en|em|nel|im|in het|de|desde|depuis|seit|sinds|dal|back in)\s+(?:19|20)\d\d\b|\b(?:19|20)\d\d\b|"
     r"\b(?:\d+|a|one|two|three|four|five|six|several|few|many|some)\s+(?:years?|yrs?|months?|decades?)\s+ago\b|"
     r"\b(?:[2-9]|two|three|four|five|six|several) weeks ago\b|years ago|\(\d+ ?(?:yrs?|years?)\)|"
+    r"\b(?:[2-9]|\d\d|two|three|four|five|six|several) (?:weeks?|months?) out from\b|"
     r"\bsurvivors?\b|\bpost[- ]\w+|\b\d+ (?:months?|years?|weeks?) after\b|\bafter (?:my|his|her|the|a)? ?(?:sepsis|stroke|heart attack|surgery|icu|infarct\w*)\b|"
     r"\b(?:quand j'etais|cuando era|als ich|quando (?:eu )?era|quando ero|toen ik) (?:\w+ )?(?:petit|petite|enfant|jeune|nino|nina|pequen[oa]|joven|klein|kind|jung|crianca|piccol[oa]|bambin[oa]|jong)\b|"
     r"\bback in (?:19|20)\d\d\b|\bwhen i was (?:a )?(?:teen|teenager|student|kid|child|younger)\b|\bin my (?:teens|twenties|youth)\b|"
@@ -119,7 +120,7 @@ _RESEARCH: Final = re.compile(
     r"\bgoing (?:trekking|hiking|camping|travell?ing)\b|\bbefore (?:a|our|my|the) (?:trip|holiday|flight)\b|\bpreven(?:t|ts|tion|ting|tive)\b|\brisk factors?\b|\b(?:reduce|lower|raise|increase)s? "
     r"(?:the )?risk\b|\brisk of\b|\brates?\b|\b(?:fatores de (?:protecao|risco)|factores de (?:proteccion|riesgo)|facteurs de (?:protection|risque)|schutzfaktoren|fattori (?:di )?(?:protezione|rischio)|beschermende factoren|estudante|estudiante|etudiant\w*|studente|studentin)\b|\b(?:taxas?|tasas?|taux|tass[oi]) (?:de|di|du|des)\b|\bimprove (?:recovery|survival|outcomes?)\b|\b(?:keep|stop) (?:\w+ ){1,3}(?:from )?(?:ever|getting|having|falling|tripping)\b|\bscreening\b|"
     r"\b(?:can|does|do|could|might|may|will) (?:\w+ ){0,3}(?:cause|trigger|lead to|increase|reduce|improve|help)\b|"
-    r"\bside.?effects?\b|\blinked (?:to|with)\b|\bassociated with\b|\bwhat (?:are|is) (?:the )?(?:early |warning |common |typical )?"
+    r"\bside.?effects?\b|\bwarnings\b|\b(?:leaflet|package insert|prospecto|notice|beipackzettel|packungsbeilage|bula|bugiardino|bijsluiter)\b|\blinked (?:to|with)\b|\bassociated with\b|\bwhat (?:are|is) (?:the )?(?:early |warning |common |typical )?"
     r"(?:signs?|symptoms?)\b|\bsigns? (?:and symptoms )?of\b|\bsymptoms of\b|\bhow (?:do|can|would) (?:you|i|we|one|people) "
     r"(?:tell|know|recogni[sz]e|spot)\b|\bwarning signs?\b|\bwhat (?:happens|causes)\b|\bin general\b|\bpeople (?:who|with)\b|"
     r"\bpatients (?:who|with)\b|\bchildren (?:who|with)\b|"
@@ -274,6 +275,10 @@ def _excused(kind: Kind, text: str, start: int, end: int) -> bool:
     if kind == "lethal_means":
         return False  # however it is phrased, a request for means gets the guidance
     history, research = _told_otherwise(clause)
+    opened = text.rfind("(", 0, start)
+    if not history and opened > 0 and ")" not in text[opened:start]:
+        # a bracket is an aside to the clause before it: "3 weeks out from a concussion (hit my head ...)"
+        history = _told_otherwise(_span(text, opened - 1, opened)[0])[0]
     if history:
         return True
     # "If I wasn't here" is how thoughts of suicide are often put: no hypothetical excuses self-harm.
