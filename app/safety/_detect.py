@@ -90,7 +90,7 @@ _HISTORY: Final = re.compile(
 # A research, prevention or general-information clause; also a clause about a population, not a person.
 _RESEARCH: Final = re.compile(
     r"(?:\bstud(?:y|ies)\b|\btrials?\b|\bnovel\b|\b(?:novela|romanzo|personaje|personnage|personagem|personaggio|romanfigur)\b|\bstory\b|\bcharacter\b|\bfiction\b|\bexams?\b|\bstudying\b|\bstudents?\b|"
-    r"\bnursing\b|\bcourse\b|\blecture\b|\btraining\b|\bdifference between\b|\bread (?:about|that|online)\b|\bheard (?:about|that)\b|"
+    r"\bnursing\b|\bcourse\b|\blecture\b|\btraining\b|\bdifference between\b|\bread (?:about|that|online)\b|\b(?:li|lei|j'ai lu|ho letto|ik las|ik heb gelezen|habe (?:\w+ )?gelesen) (?:que|qu'|che|dat|dass)|\bheard (?:about|that)\b|"
     r"\bhow often\b|\b(?:hoe vaak|wie oft|wie haufig|con que frecuencia|a quelle frequence|com que frequencia|quanto spesso|con quale frequenza)\b|\bvaccin\w*|\bjabs?\b|\bimmuni[sz]\w*|\brisks?\b|\brisque|\w*risiko\b|\brischio\b|\brisico\b|\briesgo\b|\brisco\b|"
     r"\b(?:reduce|reducir|reduire|senken|verringern|reduzir|ridurre|verlagen|verminderen)\b|"
     r"\b(?:cuantas personas|combien de personnes|wie viele menschen|quantas pessoas|quante persone|hoeveel mensen)\b|"
@@ -118,7 +118,7 @@ _RESEARCH: Final = re.compile(
     r"bachelorarbeit|masterarbeit|trabajo (?:para|de) la (?:uni|universidad|facultad)|trabalho da faculdade)\b|\bwhen (?:i|he|she|we) (?:run|exercise|work out|jog|train|play sport|do sport)\b|\b(?:is|are) (?:\w+ ){1,5}common\b|\b(?:less|lower|higher|more|increased|reduced|any) (?:\w+ )?risk\b|\bhow successful\b|"
     r"\bsuccess rates?\b|\bvictims\b|\bwhat (?:should|do|must) (?:we|i|you|people) (?:know|do) about\b|\badvice\b|\btips\b|"
     r"\bgoing (?:trekking|hiking|camping|travell?ing)\b|\bbefore (?:a|our|my|the) (?:trip|holiday|flight)\b|\bpreven(?:t|ts|tion|ting|tive)\b|\brisk factors?\b|\b(?:reduce|lower|raise|increase)s? "
-    r"(?:the )?risk\b|\brisk of\b|\brates?\b|\b(?:fatores de (?:protecao|risco)|factores de (?:proteccion|riesgo)|facteurs de (?:protection|risque)|schutzfaktoren|fattori (?:di )?(?:protezione|rischio)|beschermende factoren|estudante|estudiante|etudiant\w*|studente|studentin)\b|\b(?:taxas?|tasas?|taux|tass[oi]) (?:de|di|du|des)\b|\bimprove (?:recovery|survival|outcomes?)\b|\b(?:keep|stop) (?:\w+ ){1,3}(?:from )?(?:ever|getting|having|falling|tripping)\b|\bscreening\b|"
+    r"(?:the )?risk\b|\brisk of\b|\brates?\b|\b(?:fatores de (?:protecao|risco)|factores de (?:proteccion|riesgo)|facteurs de (?:protection|risque)|schutzfaktoren|fattori (?:di )?(?:protezione|rischio)|beschermende factoren|estudante|estudiante|etudiant\w*|studente|studentin)\b|\b(?:taxas?|tasas?|taux|tass[oi]) (?:de|di|du|des)\b|\bimprove (?:recovery|survival|outcomes?)\b|\b(?:keep|stop) (?:\w+ ){1,3}(?:from )?(?:ever|getting|having|falling|tripping)\b|\bscreening\b|\b(?:make|making) (?:the |my |our |his |her )?(?:house|home|flat|apartment|kitchen|place|garden) (?:\w+ )?safer?\b|\b(?:child|baby).?proof\w*|"
     r"\b(?:can|does|do|could|might|may|will) (?:\w+ ){0,3}(?:cause|trigger|lead to|increase|reduce|improve|help)\b|"
     r"\bside.?effects?\b|\bwarnings\b|\b(?:leaflet|package insert|prospecto|notice|beipackzettel|packungsbeilage|bula|bugiardino|bijsluiter)\b|\blinked (?:to|with)\b|\bassociated with\b|\bwhat (?:are|is) (?:the )?(?:early |warning |common |typical )?"
     r"(?:signs?|symptoms?)\b|\bsigns? (?:and symptoms )?of\b|\bsymptoms of\b|\bhow (?:do|can|would) (?:you|i|we|one|people) "
@@ -138,7 +138,7 @@ _RESEARCH: Final = re.compile(
 _FRAME: Final = re.compile(
     r"\b(?:osce|(?:for|in) (?:my|the|an|our|a) (?:\w+ )?exams?(?! room)|exam (?:prep|question|revision|tomorrow|next week)|"
     r"examen|exame|esame|tentamen|prufung|partiel|nursing (?:school|student|exam)|paramedic (?:exam|course|student|school)|"
-    r"writing a novel|(?:my|the|a) novel (?:where|about|in which)|in (?:my|the|a) novel|short story|(?:a|my) story (?:where|about|"
+    r"writing (?:a|an|my) (?:\w+ )?(?:novel|book|script|screenplay)|(?:my|the|a) novel (?:where|about|in which)|in (?:my|the|a) novel|short story|(?:a|my) story (?:where|about|"
     r"in which)|writing a story|(?:in|on) (?:the|a) (?:film|movie|show|series|tv)|tv (?:show|drama|series)|grey's|textbook|"
     r"homework|essay|poster|science fair|coursework|hausarbeit|masterarbeit|bachelorarbeit|thesis|dissertation|tfg|tesis|pflegeschule|tcc|tesi|scriptie|referat|werkstuk|"
     r"spreekbeurt|romanzo|novela|documentar\w*|doku\w*|revising|je revise)\b",
@@ -178,12 +178,13 @@ _WELL_NOW: Final = re.compile(
     r"\b(?:je vais|il va|elle va) (?:\w+ )?bien\b|\bje suis (?:\w+ )?(?:stabilise|stable)\w*|"
     r"\b(?:es geht (?:mir|ihm|ihr) (?:\w+ )?gut|mir geht es (?:\w+ )?gut|bin (?:\w+ )?stabil)\b|"
     r"\b(?:estou|eu to|to) (?:\w+ ){0,2}(?:bem|estavel)\b|\bme sinto (?:\w+ )?bem\b|\b(?:sto|sta|stiamo) (?:\w+ )?bene\b|"
-    r"\bsono stabile\b|\bhet gaat (?:\w+ )?goed\b|\bik ben (?:nu )?(?:\w+ )?stabiel\b",
+    r"\bsono stabile\b|\bhet gaat (?:\w+ )?goed\b|\bik ben (?:nu )?(?:\w+ )?stabiel\b|\bklachtenvrij\b|\bllevo (?:mas de )?\S+ anos bien\b",
     _FLAGS,
 )
 _LONG_AGO: Final = re.compile(
     r"\b(?:\d+|a|one|two|three|four|five|six|seven|eight|nine|ten|several|many|few) (?:years?|yrs?) (?:ago|since|now)\b|"
-    r"\byears ago\b|\b(?:\d+|two|three|four|five|six|several|many) (?:years?|yrs?) (?:self.?harm|sh|clean|free)\b|\b(?:in|since|back in) (?:january|february|march|april|may|june|july|august|september|october|november|december)\b|\bas a (?:teen|teenager|kid|child|student)\b|\bin my (?:teens|twenties|20s|30s|youth)\b|"
+    r"\byears ago\b|\b(?:\d+|two|three|four|five|six|several|many) (?:years?|yrs?) (?:self.?harm|sh|clean|free)\b|\b(?:in|since|back in) (?:january|february|march|april|may|june|july|august|september|october|november|december)\b|\bas a (?:teen|teenager|kid|child|student)\b|\bin my (?:early |late |mid )?(?:teens|twenties|20s|30s|youth)\b|"
+    r"\ba los \d+\b|\bllevo (?:mas de )?\d+ anos\b|\bvroeger\b|\bal jaren\b|\brond mijn \d+|"
     r"\bwhen i was (?:\d+|a teen\w*|younger|at uni)\b|\b(?:back in|in|since) (?:19|20)\d\d\b|\bat \d\d\b|\blast year\b|"
     r"\bfor (?:\d+|two|three|four|five|six|many|several) years\b|\bhace (?:\d+|\w+) anos\b|\bcon \d+ anos\b|"
     r"\bil y a \d+ ans\b|\bquand j'avais\b|\bdepuis \d+ ans\b|\bvor \d+ jahren\b|\bals ich \d+\b|\bha (?:mais de )?\d+ anos\b|"

@@ -337,7 +337,7 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         "emergency",
         "severe breathing difficulty: cannot breathe or speak in sentences, blue or grey lips, gasping, choking, "
         "an inhaler that does not help",
-        r"(?:(?:can't|cannot|can not|couldn't|unable to) (?:breathe|breath|get (?:air|a breath)|catch (?:my|his|her) breath)|"
+        r"(?:(?:can't|cannot|can not|couldn't|unable to) (?:breathe|breath|get (?:air|a breath)|catch (?:my|his|her) breath)(?!e?\W*through (?:my|his|her|the|their) nose)|"
         r"not breathing|stopped breathing|struggling (?:to|for) breath|gasping|(?:lips|face|skin) (?:are |is |look |looks |went |turned |turning )?(?:\w+ ){0,2}"
         r"(?:blue|grey|gray|purple)|turning blue|blue lips|can't (?:speak|talk) in (?:full )?sentences|ribs (?:are )?sucking in|"
         r"(?:inhaler|puffer|ventolin|salbutamol|nebuli[sz]er)\w* (?:is |are )?(?:not|isn't|aren't|doesn't|don't|no longer) (?:help|work)|"

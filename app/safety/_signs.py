@@ -174,7 +174,7 @@ SELF_HARM_SIGNS: Final[dict[str, str]] = {
         r"pass (?:gut )?auf (?:mama|papa) auf|zorg goed voor|prenditi cura di|i love you all,? goodbye|goodbye\W*$|"
         r"(?:briefje|brief|note|letter|carta|lettre|bilhete|lettera|abschiedsbrief) (?:\w+ ){0,3}(?:geschreven|written|wrote|escrito|ecrit|geschrieben|escrevi|scritto)|"
         r"(?:wrote|written|writing|escrib\w*|ecrit|geschrieben|escrevi|scritto|geschreven) (?:\w+ ){0,3}(?:note|letter|carta|lettre|brief|bilhete|lettera|briefje)|"
-        r"gave (?:his|her|my) \w+ (?:away|to)|(?:cat|dog|pets?|bird|rabbit)s? (?:\w+ ){0,3}(?:a )?good home|"
+        r"gave (?:his|her|my) \w+ (?:away|to)\b|(?:cat|dog|pets?|bird|rabbit)s? (?:\w+ ){0,3}(?:a )?good home|"
         r"say(?:ing)? goodbye|said goodbye (?:like|as if)|goodbye (?:letter|note|message)s?|(?:gave|giving|given) (?:away )?(?:\w+ ){0,2}"
         r"(?:stuff|things|belongings|possessions|watch|jewel\w*|savings)|(?:you'll|youll) need (?:these|this|it) more than me|"
         r"se (?:despidio|ha despedido)|regalando sus cosas|regalado sus cosas|dit au revoir|donne ses affaires|"
