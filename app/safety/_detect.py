@@ -75,7 +75,7 @@ _HISTORY: Final = re.compile(
     r"\bsurvivors?\b|\bpost[- ]\w+|\b\d+ (?:months?|years?|weeks?) after\b|\bafter (?:my|his|her|the|a)? ?(?:sepsis|stroke|heart attack|surgery|icu|infarct\w*)\b|"
     r"\b(?:quand j'etais|cuando era|als ich|quando (?:eu )?era|quando ero|toen ik) (?:\w+ )?(?:petit|petite|enfant|jeune|nino|nina|pequen[oa]|joven|klein|kind|jung|crianca|piccol[oa]|bambin[oa]|jong)\b|"
     r"\bback in (?:19|20)\d\d\b|\bwhen i was (?:a )?(?:teen|teenager|student|kid|child|younger)\b|\bin my (?:teens|twenties|youth)\b|"
-    r"\blast (?:year|month|summer|winter|spring|autumn|fall|christmas)\b|\bhistory of\b|\bused to\b|\bin the past\b|"
+    r"\blast (?:year|month|summer|winter|spring|autumn|fall|christmas)\b|\bhistory of\b|\bat the time\b|\ba l'epoque\b|\bdamals\b|\ball'epoca\b|\bused to\b|\bin the past\b|"
     r"\bas a (?:child|kid|teenager)\b|\bwhen (?:i|he|she|we) (?:was|were) (?:young|little|a child|a kid|\d+)\b|"
     r"\bsurvived\b|\brecover(?:ed|ing|y)\b|\bsince (?:his|her|my) \w+ (?:in|last)\b|"
     r"\bhace (?:\d+|unos|varios|muchos|un|dos|tres) (?:anos|ano|meses)\b|\bel ano pasado\b|\bantecedentes\b|"
