@@ -67,7 +67,8 @@ def urgent_decision(
 MODEL_CONDITION: Final = "urgency_model"
 # Red flags decided by a combination (a fever *and* an infant under three months): what a bag of n-grams
 # weighs worst, so the model overrules them only when it is all but sure (below MODEL_VETO_COMBINED).
-_COMBINED: Final = frozenset(f.condition for f in RED_FLAGS if f.with_)
+# The warning signs are one too: two danger signs, or a strong one beside its context (cancer and weak legs).
+_COMBINED: Final = frozenset(f.condition for f in RED_FLAGS if f.with_) | {"warning_signs"}
 # Below this P(urgent) the model overrules an emergency red flag of a single cue, or the warning signs: the
 # table's false alarms on fresh batches were history, prevention and mild symptoms told in an emergency's
 # words. Leaving one batch out (batches 3-7) it removed 3-7 points of false urgency and no urgent item.

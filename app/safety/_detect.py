@@ -75,7 +75,7 @@ _HISTORY: Final = re.compile(
     r"\bsurvivors?\b|\bpost[- ]\w+|\b\d+ (?:months?|years?|weeks?) after\b|\bafter (?:my|his|her|the|a)? ?(?:sepsis|stroke|heart attack|surgery|icu|infarct\w*)\b|"
     r"\b(?:quand j'etais|cuando era|als ich|quando (?:eu )?era|quando ero|toen ik) (?:\w+ )?(?:petit|petite|enfant|jeune|nino|nina|pequen[oa]|joven|klein|kind|jung|crianca|piccol[oa]|bambin[oa]|jong)\b|"
     r"\bback in (?:19|20)\d\d\b|\bwhen i was (?:a )?(?:teen|teenager|student|kid|child|younger)\b|\bin my (?:teens|twenties|youth)\b|"
-    r"\blast (?:year|month|summer|winter|spring|autumn|fall|christmas)\b|\bhistory of\b|\bat the time\b|\ba l'epoque\b|\bdamals\b|\ball'epoca\b|\bused to\b|\bin the past\b|"
+    r"\blast (?:year|month|summer|winter|spring|autumn|fall|christmas)\b|\bhistory of\b|\bat the time\b|\bvroeger\b|\ba l'epoque\b|\bdamals\b|\ball'epoca\b|\bused to\b|\bin the past\b|"
     r"\bas a (?:child|kid|teenager)\b|\bwhen (?:i|he|she|we) (?:was|were) (?:young|little|a child|a kid|\d+)\b|"
     r"\bsurvived\b|\brecover(?:ed|ing|y)\b|\bsince (?:his|her|my) \w+ (?:in|last)\b|"
     r"\bhace (?:\d+|unos|varios|muchos|un|dos|tres) (?:anos|ano|meses)\b|\bel ano pasado\b|\bantecedentes\b|"
@@ -90,7 +90,7 @@ _HISTORY: Final = re.compile(
 # A research, prevention or general-information clause; also a clause about a population, not a person.
 _RESEARCH: Final = re.compile(
     r"(?:\bstud(?:y|ies)\b|\btrials?\b|\bnovel\b|\b(?:novela|romanzo|personaje|personnage|personagem|personaggio|romanfigur)\b|\bstory\b|\bcharacter\b|\bfiction\b|\bexams?\b|\bstudying\b|\bstudents?\b|"
-    r"\bnursing\b|\bcourse\b|\blecture\b|\btraining\b|\bdifference between\b|\bread (?:about|that|online)\b|\b(?:li|lei|j'ai lu|ho letto|ik las|ik heb gelezen|habe (?:\w+ )?gelesen) (?:que|qu'|che|dat|dass)|\bheard (?:about|that)\b|"
+    r"\bnursing\b|\bcourse\b|\blecture\b|\btraining\b|\bdifference between\b|\bread (?:about|that|online)\b|\bi (?:have |'ve )?read\b(?! the)|\b(?:li|lei|j'ai lu|ho letto|ik las|ik heb gelezen|habe (?:\w+ )?gelesen) (?:que|qu'|che|dat|dass)|\bheard (?:about|that)\b|"
     r"\bhow often\b|\b(?:hoe vaak|wie oft|wie haufig|con que frecuencia|a quelle frequence|com que frequencia|quanto spesso|con quale frequenza)\b|\bvaccin\w*|\bjabs?\b|\bimmuni[sz]\w*|\brisks?\b|\brisque|\w*risiko\b|\brischio\b|\brisico\b|\briesgo\b|\brisco\b|"
     r"\b(?:reduce|reducir|reduire|senken|verringern|reduzir|ridurre|verlagen|verminderen)\b|"
     r"\b(?:cuantas personas|combien de personnes|wie viele menschen|quantas pessoas|quante persone|hoeveel mensen)\b|"
@@ -101,7 +101,7 @@ _RESEARCH: Final = re.compile(
     r"\bmyth\b|\btextbook\b|\bwhy (?:did|do|does|is|are|was)\b|\b(?:por que|porque|pourquoi|warum|perche|waarom)\b|\bwhen should (?:you|i|we|one|people)\b|"
     r"\bprevien\w*|\bprevin\w*|\bvoorkom\w*|\bvorbeug\w*|"
     r"\b(?:hereditaire|hereditari[oa]|erblich|ereditari[oa]|erfelijk|genetic|inherited|runs in (?:the )?famil\w*)\b|"
-    r"\bwhat (?:is|does) (?:a |an |the )?\w+ (?:\w+ )?(?:mean|look like)\b|\blook like\b|\bq(?:ue)? es (?:el|la|un|una)\b|\bqu'est.ce que\b|"
+    r"\bwhat (?:is|does) (?:a |an |the )?'?\w+(?: \w+){0,3}'? (?:mean|look like)\b|\blook like\b|\bq(?:ue)? es (?:el|la|un|una)\b|\bqu'est.ce que\b|"
     r"\bwas (?:ist|bedeutet)\b|\bo que (?:e|significa)\b|\bche cos'e\b|\bwat (?:is|betekent)\b|\bsignifica\b|\bmeaning\b|"
     r"\bfor (?:the )?future\b|\bjust (?:want|wanted) to know\b|\bjust in case\b|\bknown (?:thing|side effect|complication)\b|"
     r"\b(?:a (?:bit|little|tiny bit|small amount|lick|drop|dab)) of\b|\bpea.sized\b|\btiny amount\b|\bdiferen\w* entre\b|\bdifference\b|\bestudando\b|"
@@ -142,6 +142,18 @@ _FRAME: Final = re.compile(
     r"in which)|writing a story|(?:in|on) (?:the|a) (?:film|movie|show|series|tv)|tv (?:show|drama|series)|grey's|textbook|"
     r"homework|essay|poster|science fair|coursework|hausarbeit|masterarbeit|bachelorarbeit|thesis|dissertation|tfg|tesis|pflegeschule|tcc|tesi|scriptie|referat|werkstuk|"
     r"spreekbeurt|romanzo|novela|documentar\w*|doku\w*|revising|je revise)\b",
+    _FLAGS,
+)
+# A story dated after it is told ("crushing chest pain, grey and sweaty ... that was my dad in March"): what
+# came before is history, unless its own sentence says *now*.
+_DATED_AFTER: Final = re.compile(
+    r"\b(?:that|this|it|all that|all this) (?:was|happened) (?:\w+ ){0,3}(?:in (?:19|20)\d\d|in (?:january|february|march|april|may|"
+    r"june|july|august|september|october|november|december)|last (?:month|year|summer|winter|spring|autumn)|"
+    r"(?:\d+|two|three|four|five|six|a few|several) (?:weeks|months|years) ago|back in)\b|"
+    r"\bc'etait (?:en (?:19|20)\d\d|il y a \d+ (?:mois|ans)|le mois dernier|l'an dernier)|\bdas war (?:im (?:jahr|\w+ (?:19|20)\d\d)|vor \d+ "
+    r"(?:monaten|jahren)|letzten? (?:monat|jahr))|\b(?:eso )?fue (?:en (?:19|20)\d\d|hace \d+ (?:meses|anos)|el (?:mes|ano) pasado)|"
+    r"\b(?:isso )?foi (?:em (?:19|20)\d\d|ha \d+ (?:meses|anos)|no (?:mes|ano) passado)|\b(?:e )?successo (?:nel (?:19|20)\d\d|\d+ "
+    r"(?:mesi|anni) fa|il mese scorso|l'anno scorso)|\bdat was (?:in (?:19|20)\d\d|\d+ (?:maanden|jaar) geleden|vorige maand|vorig jaar)",
     _FLAGS,
 )
 # "If", "in case": asked about a situation, not in one.
@@ -291,6 +303,8 @@ def _excused(kind: Kind, text: str, start: int, end: int) -> bool:
     sentence, first = _span(text, start, end, _SENTENCE)
     if _NOW.search(sentence):
         return False
+    if _DATED_AFTER.search(text, end):
+        return True
     # History is not carried: "operada del intestino hace años, lleva 2 dias sin ... vomitando" is now.
     if _HYPOTHETICAL.search(sentence[: start - first]):
         return True

@@ -28,7 +28,9 @@ EMERGENCY_SIGNS: Final[dict[str, str]] = {
         r"kaum ansprechbar|nicht ansprechbar|benommen|verwirrt|schlafrig|bewusstlos|ohnmacht|"
         r"mal responde|nao responde|muito (?:sonolento|sonolenta)|desmai|confus|"
         r"risponde appena|non risponde|molto (?:sonnolento|assonnato)|confus|svenut|svien|"
-        r"reageert nauwelijks|nauwelijks aanspreekbaar|suf\b|verward|flauw|bewusteloos|heel slaperig)"
+        r"reageert nauwelijks|nauwelijks aanspreekbaar|suf\b|verward|flauw|bewusteloos|heel slaperig|"
+        r"(?:not sure|doesn't know|don't know) what day it is|(?:seeing|sees|see) (?:bugs|insects|spiders|snakes) (?:\w+ ){0,3}(?:crawling|on the walls)|"
+        r"tout mou|toute molle|muy flojit[oa]|molinh[oa]|ganz schlapp|tutto moll[ei]|helemaal slap)"
     ),
     "breathing": (
         r"(?:(?:short|out) of breath|breathless|can't (?:catch (?:my|his|her) )?breathe?|struggl\w* to breathe|hard to breathe|"
@@ -56,7 +58,9 @@ EMERGENCY_SIGNS: Final[dict[str, str]] = {
         r"palid\w* y sud|sudor frio|suda mucho|pale et en sueur|sueurs froides|blass und (?:schweissig|kaltschweissig)|schweissig|kaltschweiss|"
         r"palido e suad|suor frio|suando muito|pallid\w* e sudat|sudore freddo|bleek en (?:zweterig|klam)|klam|koud zweet|"
         r"corazon (?:muy )?(?:acelerado|a mil)|coeur (?:qui )?(?:bat (?:tres )?vite|s'emballe)|herzrasen|coracao (?:acelerado|disparado)|"
-        r"cuore (?:a mille|accelerato)|hartkloppingen|hart (?:gaat|klopt) (?:heel )?snel)"
+        r"cuore (?:a mille|accelerato)|hartkloppingen|hart (?:gaat|klopt) (?:heel )?snel|"
+        # a pulse in the twenties or thirties
+        r"\b[23]\d (?:bpm|di battito|battiti|pulsaciones|latidos|batimentos|battements|schlage|slagen)\b|heart rate (?:of |is |at )?[23]\d\b)"
     ),
     "severe_pain": (
         r"(?:(?:painkillers?|paracetamol|ibuprofen|pain ?relief|morphine|tablets) (?:\w+ ){0,2}(?:aren't|isn't|not|don't|doesn't|won't) (?:touching|helping|working|touch|help|work)|"
@@ -128,6 +132,16 @@ EMERGENCY_SIGNS: Final[dict[str, str]] = {
         r"vomita (?:todo|sin parar)|no para de vomitar|vomit (?:tout|sans arret)|"
         r"erbricht (?:alles|standig|dauernd)|vomita (?:tudo|sem parar)|vomita (?:tutto|continuamente)|moet (?:steeds|constant) overgeven|"
         r"blijft overgeven|green (?:vomit|sick)|vomit\w* (?:blood|sangre|sang|blut|sangue|bloed))"
+    ),
+    # Blood in a baby's or anyone's stool, or the redcurrant-jelly stool of intussusception: beside a second sign.
+    "gut_blood": (
+        r"(?:(?:caca|selles|poop|poo|stool|heces|kacke|stuhl|coco|feci|cacca|poep|ontlasting)\w* (?:\w+ ){0,5}(?:sang|blood|bloody|sangre|blut|sangue|bloed)|"
+        r"red ?currant jelly|gelee de groseille|comme de la gelee|jalea de grosella|johannisbeergelee|geleia de groselha|gelatina di ribes|bessengelei)"
+    ),
+    # Weak legs in someone with cancer: spinal cord compression, enough alone.
+    "cord": (
+        r"(?:cancer|metasta\w*|tumou?r|krebs|cancro|kanker|tumeur)\b.{0,160}(?:legs?|piernas|jambes|beine|pernas|gambe|benen) (?:\w+ ){0,2}"
+        r"(?:weak|giving way|flojas|debiles|faibles|molles|schwach|fracas|deboli|slap|zwak)"
     ),
     "skin": (
         r"(?:skin (?:\w+ ){0,4}(?:peeling|coming off)|peeling (?:skin|off)|blisters|skin (?:is )?(?:white|charred|black)|(?:big|large|huge) (?:area|blisters)|blistering|"
@@ -214,4 +228,4 @@ SELF_HARM_SIGNS: Final[dict[str, str]] = {
 # Signs that are enough alone: a plan, a goodbye, putting pills aside; "ending it" said of oneself.
 SELF_HARM_STRONG: Final = frozenset({"plan", "death_thoughts", "goodbye"})
 # Danger signs that are enough alone: heavy bleeding.
-EMERGENCY_STRONG: Final = frozenset({"bleeding"})
+EMERGENCY_STRONG: Final = frozenset({"bleeding", "cord"})

@@ -66,6 +66,13 @@ URGENT = {
     # ... but an aside after a clause of *now* is now, and a breath that will not come is an emergency.
     "my dad is on warfarin and very sleepy now (he hit his head on the cupboard this morning)": "emergency",
     "my son can't breathe, his lips are blue and he is wheezing": "emergency",
+    # Warning signs with no condition named: a slow pulse and fainting, withdrawal delirium, a floppy baby
+    # with bloody stool, weak legs in someone with cancer.
+    "grandad fainted twice today and his watch says 34 bpm, can it wait till next week?": "emergency",
+    "day 3 off booze, sweating buckets, seeing spiders on the walls, dont know what day it is": "emergency",
+    "my 7 month old screams in bouts, in between he is floppy, now blood in his poo": "emergency",
+    "my wife has breast cancer in her spine and since this morning her legs are weak, can she take more "
+    "oxycodone?": "emergency",
 }
 NOT_URGENT = [
     "he had a heart attack in 2019, is a statin safe long-term?",
@@ -109,6 +116,10 @@ NOT_URGENT = [
     "i gave my son too much cough syrup by mistake, 7.5 ml instead of 5, he is 4",
     "ho letto che il paracetamolo in sovradosaggio distrugge il fegato, 1 grammo due volte al giorno va "
     "bene?",
+    # A story dated after it is told; a term asked about in quotes.
+    "crushing chest pain, grey and sweaty, we called 999. that was my husband in 2021, he has stents now, "
+    "can he fly?",
+    "what does 'passive suicidal ideation' mean? my psychologist used it",
 ]
 
 
