@@ -123,12 +123,14 @@ class _Doc(Protocol):
 @dataclass(frozen=True, slots=True)
 class Anchor:
     """One thing the question is about: its label (the concept as the plan names it), its group, the
-    phrases that name it (stem tuples) and the MeSH headings that index it."""
+    phrases that name it (stem tuples), the MeSH headings that index it, and the stems of the question's own
+    words for it (a study naming the concept uses them: "whipple" for "pancreaticoduodenectomy")."""
 
     label: str
     group: Group
     phrases: frozenset[tuple[str, ...]]
     headings: frozenset[str] = frozenset()
+    surface: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,7 +331,8 @@ def question_focus(
         if group is None or c.text.lower() in _DEMOGRAPHIC or (c.mesh or "").lower() in _DEMOGRAPHIC:
             continue
         phrases = frozenset(p for t in texts if (p := _phrase(t)) is not None)
-        anchors.append(Anchor(label, group, phrases, frozenset(headings)))
+        surface = frozenset(_stems(" ".join(t for t in (c.text, c.surface) if t)))
+        anchors.append(Anchor(label, group, phrases, frozenset(headings), surface))
     for w in _technical_words(plan.corrected_question, covered, is_plain):
         anchors.append(Anchor(w, "term", frozenset({(light_stem(w),)})))
     return Focus(tuple(anchors), _weighted_words(plan.corrected_question))
@@ -394,14 +397,17 @@ def _decide(
     focus: Focus, key: str, text: str, headings: frozenset[str], min_share: float = 0.0
 ) -> StudyRelevance:
     stems = _stems(text)
-    share = _share(focus, frozenset(stems)) if min_share > 0 and focus.words else None
+    padded = f" {' '.join(stems)} "
+    named = [a for a in focus.anchors if _names(a, padded, headings)]
+    # The question's words for a concept the study names count as used ("whipple" in a study of
+    # pancreaticoduodenectomy): the share asks for the question's other words, not its lay names.
+    used = frozenset(stems).union(*(a.surface for a in named))
+    share = _share(focus, used) if min_share > 0 and focus.words else None
     too_few = share is not None and share < min_share
     if not focus.judgeable:
         if share is None:
             return StudyRelevance(key, True, judge="none")
         return StudyRelevance(key, not too_few, judge="words", share=share)
-    padded = f" {' '.join(stems)} "
-    named = [a for a in focus.anchors if _names(a, padded, headings)]
     named_labels = {a.label for a in named}
     groups = focus.groups
     missing: list[str] = []
@@ -458,6 +464,7 @@ def judge_relevance(
                     a.group,
                     a.phrases | _entry_phrases(a.headings, terms) if terms else a.phrases,
                     a.headings | {d.lower() for h in a.headings for d in expand(h)} if expand else a.headings,
+                    a.surface,
                 )
                 for a in focus.anchors
             ),

@@ -439,8 +439,9 @@ class DeterministicRewriter:
 
     def is_technical_word(self, word: str) -> bool:
         """A (lower-case) word that is neither everyday English nor a typo of it (one edit away): a drug or
-        procedure name. The evidence gate's technical absent terms and the scope check's health test."""
-        return self._speller.is_technical(word)
+        procedure name. The evidence gate's technical absent terms and the scope check's health test. The lay
+        lexicon's everyday words ("afterwards", "bedbound") are never technical."""
+        return word not in self.lexicon.common_words and self._speller.is_technical(word)
 
     def scope(self, text: str, plan: QueryPlan, today: datetime.date) -> Scope:
         """The scope check of an English question with every test this rewriter's vocabulary gives it

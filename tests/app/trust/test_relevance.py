@@ -178,6 +178,32 @@ def test_a_study_must_also_use_enough_of_the_questions_rare_words() -> None:
     assert [(r.addresses, r.judge) for r in by_words] == [(True, "words"), (False, "words")]
 
 
+def test_the_questions_words_for_a_named_concept_count_as_used() -> None:
+    whipple = plan(
+        "is the whipple pointless for my mum's pancreas mass",
+        [
+            Concept(
+                text="pancreatic cancer", mesh="Pancreatic Neoplasms", role="population", surface="pancreas"
+            ),
+            Concept(
+                text="pancreaticoduodenectomy",
+                mesh="Pancreaticoduodenectomy",
+                role="intervention",
+                surface="whipple",
+            ),
+        ],
+        ['("Pancreatic Neoplasms"[mh]) AND ("Pancreaticoduodenectomy"[mh])'],
+    )
+    focus = question_focus(whipple)
+    study = make_doc("41", "Pancreaticoduodenectomy for pancreatic cancer: who benefits?", title="PD")
+    # The study says neither "whipple" nor "pancreas" nor "mass"; it names both concepts, so the words the
+    # question used for them count: only "mass" and "pointless" are the study's to lack.
+    decided = judge_relevance(focus, [study], min_share=0.5)[0]
+    assert decided.addresses and decided.share is not None and 0.5 < decided.share < 1.0
+    unnamed = make_doc("42", "Pancreatic cancer: who benefits from surgery?", title="PC")
+    assert not judge_relevance(focus, [unnamed], min_share=0.5)[0].addresses
+
+
 def test_texts_of_a_collection_are_judged_alike() -> None:
     focus = question_focus(LEUKEMIA)
     decided = relevance_of_texts(

@@ -193,10 +193,21 @@ def _mesh(plan: QueryPlan) -> set[str | None]:
         ("what is a lumpectomy", "Mastectomy, Segmental"),
         ("my pap smear was abnormal", "Papanicolaou Test"),
         ("non small cell lung cancer", "Carcinoma, Non-Small-Cell Lung"),
+        ("my dad has type 2 diabetes", "Diabetes Mellitus, Type 2"),
+        ("his blood sugar is all over the place", "Blood Glucose"),
+        ("she has heart failure", "Heart Failure"),
+        ("after a heart attack", "Myocardial Infarction"),
     ],
 )
 def test_lexicon_and_mesh_mapping(rewriter: DeterministicRewriter, question: str, mesh: str) -> None:
     assert mesh in _mesh(rewriter.rewrite(question, today=TODAY))
+
+
+def test_blood_sugar_is_no_dietary_sugar_and_everyday_words_are_no_terms(
+    rewriter: DeterministicRewriter,
+) -> None:
+    assert "Dietary Sugars" not in _mesh(rewriter.rewrite("is his blood sugar too high", today=TODAY))
+    assert not rewriter.is_technical_word("afterwards") and rewriter.is_technical_word("empagliflozin")
 
 
 def test_fillers_do_not_become_concepts(rewriter: DeterministicRewriter) -> None:
