@@ -156,6 +156,7 @@ _DATED_AFTER: Final = re.compile(
     r"(?:mesi|anni) fa|il mese scorso|l'anno scorso)|\bdat was (?:in (?:19|20)\d\d|\d+ (?:maanden|jaar) geleden|vorige maand|vorig jaar)",
     _FLAGS,
 )
+_OPENING: Final = re.compile(r"[\W_]*")
 # "If", "in case": asked about a situation, not in one.
 _HYPOTHETICAL: Final = re.compile(
     r"(?<!comme )(?<!como )(?<!come )(?<!as )\b(?:if|what if|in case|keep (?:picturing|imagining)|one day|someday|some day|un dia|"
@@ -278,6 +279,13 @@ def _framed(text: str) -> bool:
     return _FRAME.search(text) is not None and _NOW.search(text) is None
 
 
+def _dated_next(text: str, sentence_end: int) -> bool:
+    """The sentence after the one ending at ``sentence_end`` opens by dating it ("... on the kitchen floor.
+    That was my dad in March"); a date further on may be another event's, so only the next sentence's start."""
+    opening = _OPENING.match(text, sentence_end)
+    return opening is not None and _DATED_AFTER.match(text, opening.end()) is not None
+
+
 def _excused(kind: Kind, text: str, start: int, end: int) -> bool:
     """Whether the cue at ``text[start:end]`` is not happening now: by its own clause; an emergency's also
     by an "if" earlier in its sentence ("if he ever falls on his warfarin, hits his head and ...") or by the
@@ -303,7 +311,7 @@ def _excused(kind: Kind, text: str, start: int, end: int) -> bool:
     sentence, first = _span(text, start, end, _SENTENCE)
     if _NOW.search(sentence):
         return False
-    if _DATED_AFTER.search(text, end):
+    if _dated_next(text, first + len(sentence)):
         return True
     # History is not carried: "operada del intestino hace años, lleva 2 dias sin ... vomitando" is now.
     if _HYPOTHETICAL.search(sentence[: start - first]):

@@ -66,6 +66,8 @@ URGENT = {
     # ... but an aside after a clause of *now* is now, and a breath that will not come is an emergency.
     "my dad is on warfarin and very sleepy now (he hit his head on the cupboard this morning)": "emergency",
     "my son can't breathe, his lips are blue and he is wheezing": "emergency",
+    # A date further on is another event's: only the next sentence's opening dates a story.
+    "dad has crushing chest pain and is sweating. he had a stroke, that was in 2019. aspirin?": "emergency",
     # Warning signs with no condition named: a slow pulse and fainting, withdrawal delirium, a floppy baby
     # with bloody stool, weak legs in someone with cancer.
     "grandad fainted twice today and his watch says 34 bpm, can it wait till next week?": "emergency",
