@@ -107,7 +107,12 @@ def counted(found: list[Finding], p_urgent: float, informed: bool, *, over: bool
     self_harm_veto = over and p_urgent < SELF_HARM_OVER_VETO
     # Two emergency conditions found at once ("crushing chest pain and is sweating": a heart attack and the
     # warning signs) agree like a combination's cues do, so they fall only as a combination would.
-    several = len({f.condition for f in found if f.kind == "emergency"}) >= 2
+    emergencies = {f.condition for f in found if f.kind == "emergency"}
+    several = len(emergencies) >= 2
+    # The warning signs and a named emergency, each found on its own evidence, stand against the model: it
+    # reads a past event told beside them as the story ("dad has crushing chest pain and is sweating, he had
+    # a stroke in 2019": P 0.001). Dev: no urgent item gained (all caught), ten look-alikes more of 4,515.
+    agreeing = several and "warning_signs" in emergencies
 
     def stands(f: Finding) -> bool:
         if f.kind == "lethal_means":
@@ -115,7 +120,7 @@ def counted(found: list[Finding], p_urgent: float, informed: bool, *, over: bool
         if f.kind == "self_harm":
             return not self_harm_veto
         combined = f.condition in _COMBINED or several
-        return not emergency_veto or f.condition in _DELAYED or (combined and not veto_combined)
+        return not emergency_veto or f.condition in _DELAYED or agreeing or (combined and not veto_combined)
 
     return [f for f in found if stands(f)]
 

@@ -230,7 +230,8 @@ def test_the_model_overrules_an_emergency_flag_only_when_sure_and_informed(
 ) -> None:
     """A self-harm or means red flag stands whatever the model says; an emergency red flag the model finds
     very unlikely falls (a combination the table weighs, "6 week old" with "fever", only when the model is
-    all but sure), and none falls on a question too short for the model to judge."""
+    all but sure; the warning signs beside a named emergency never), and none falls on a question too short
+    for the model to judge."""
     monkeypatch.setattr("app.safety.load_model", lambda: _constant_model(0.0))
     for question, kind in URGENT.items():
         decision = assess_safety(question, "en", SafetySettings())
@@ -250,7 +251,8 @@ def test_the_model_overrules_an_emergency_flag_only_when_sure_and_informed(
     assert [f.condition for f in detect(infant)] == ["infant_fever"]
     for question in (short_chest, short_infant):  # too few words: the model's low P means nothing
         assert assess_safety(question, "en", SafetySettings()).urgent, question
-    assert detect(chest) and not assess_safety(chest, "en", SafetySettings()).urgent
+    # The warning signs and a named emergency agree: not even a sure model overrules them.
+    assert assess_safety(chest, "en", SafetySettings()).urgent
     assert not assess_safety(infant, "en", SafetySettings()).urgent  # below MODEL_VETO_COMBINED
     monkeypatch.setattr("app.safety.load_model", lambda: _constant_model(0.07))
     assert assess_safety(infant, "en", SafetySettings()).conditions == ("infant_fever",)
