@@ -69,7 +69,7 @@ MODEL_CONDITION: Final = "urgency_model"
 # weighs worst, so the model overrules them only when it is all but sure (below MODEL_VETO_COMBINED).
 # The warning signs are one too: two danger signs, or a strong one beside its context (cancer and weak legs).
 _COMBINED: Final = frozenset(f.condition for f in RED_FLAGS if f.with_) | {"warning_signs"}
-# Below this P(urgent) the model overrules an emergency red flag of a single cue, or the warning signs: the
+# Below this P(urgent) the model overrules an emergency red flag of a single cue: the
 # table's false alarms on fresh batches were history, prevention and mild symptoms told in an emergency's
 # words. Leaving one batch out (batches 3-7) it removed 3-7 points of false urgency and no urgent item.
 MODEL_VETO = 0.1
@@ -111,7 +111,7 @@ def counted(found: list[Finding], p_urgent: float, informed: bool, *, over: bool
     several = len(emergencies) >= 2
     # The warning signs and a named emergency, each found on its own evidence, stand against the model: it
     # reads a past event told beside them as the story ("dad has crushing chest pain and is sweating, he had
-    # a stroke in 2019": P 0.001). Dev: no urgent item gained (all caught), ten look-alikes more of 4,515.
+    # a stroke in 2019": P 0.001). Dev: no urgent item gained (all caught), ten look-alikes more of 4,315.
     agreeing = several and "warning_signs" in emergencies
 
     def stands(f: Finding) -> bool:

@@ -399,10 +399,11 @@ def _decide(
     stems = _stems(text)
     padded = f" {' '.join(stems)} "
     named = [a for a in focus.anchors if _names(a, padded, headings)]
-    # The question's words for a concept the study names count as used ("whipple" in a study of
-    # pancreaticoduodenectomy): the share asks for the question's other words, not its lay names.
-    used = frozenset(stems).union(*(a.surface for a in named))
-    share = _share(focus, used) if min_share > 0 and focus.words else None
+    share = None
+    if min_share > 0 and focus.words:
+        # The question's words for a concept the study names count as used ("whipple" in a study of
+        # pancreaticoduodenectomy): the share asks for the question's other words, not its lay names.
+        share = _share(focus, frozenset(stems).union(*(a.surface for a in named)))
     too_few = share is not None and share < min_share
     if not focus.judgeable:
         if share is None:
