@@ -39,7 +39,7 @@ RELEVANCE = ROOT / "eval" / "data" / "relevance"
 WEIGHTS = ROOT / "app" / "safety" / "urgency_model.npz"
 # The batches the shipped model is trained on: every dev batch. The newest blind batch measures it (one read,
 # eval/expected/safety.yaml) and stays out until a newer one exists to measure the retrained model on.
-TRAIN_BATCHES = tuple(range(1, 24))  # batches 24, 25: read once, kept out until a newer batch measures them
+TRAIN_BATCHES = tuple(range(1, 26))  # batch 26: read once, kept out until a newer batch measures it
 TRAINING_ONLY = (10, 12, 16)  # written as training data (12: look-alikes only), never held out by --cv
 C = 100.0  # inverse L2 strength, chosen by --cv among 10, 30, 100, 300
 THRESHOLD = 0.3  # P(urgent) needed, chosen by --cv (recall first: a missed emergency is the worse error)

@@ -21,7 +21,7 @@ from typing import Final
 
 from core import fold_accents
 
-from ._patterns import RED_FLAGS, Kind, RedFlag
+from ._patterns import FEVER, RED_FLAGS, Kind, RedFlag
 from ._signs import EMERGENCY_SIGNS, EMERGENCY_STRONG, SELF_HARM_SIGNS, SELF_HARM_STRONG
 
 __all__ = ["Finding", "detect", "normalise", "told_as_over"]
@@ -164,6 +164,20 @@ _HYPOTHETICAL: Final = re.compile(
     r"caso|nel caso|qualora|indien|mocht|stel dat)\b(?!.*\b(?:now|right now|currently|ahora|maintenant|jetzt|agora|adesso|ora|nu)\b)",
     _FLAGS,
 )
+# Someone else's disclosure imagined, to prepare for it: "if my son ever tells me he is thinking of suicide,
+# what do I say?". The one hypothetical that excuses self-harm: the subject is not the writer ("if I told you
+# I wanted to die" is how such thoughts are often put) and the words are told *to* the writer.
+_IF_TOLD: Final = re.compile(
+    r"\b(?:if|what if|should|suppose) (?:ever |one day |someday )?(?:a |my |our |one of my )(?:\w+ ){0,3}(?:ever )?"
+    r"(?:tells?|told|says?|said|confides?|confided|admits?|admitted) (?:me|us)\b|"
+    r"\bsi (?:algun dia |alguna vez |un jour |jamais )?(?:un |una |mi |mis |mon |ma |mes )(?:\w+ ){0,3}(?:me|nos|m'|nous) ?"
+    r"(?:dice|dijera|dijese|cuenta|contara|confiesa|dit|disait|confie|avoue|raconte)\b|"
+    r"\bse (?:um dia |algum dia |un giorno |mai )?(?:o |a |meu |minha |un |una |mio |mia |il |la )(?:\w+ ){0,3}(?:me|nos|mi|ci) ?"
+    r"(?:disser|dizer|contar|diz|dice|dicesse|confida|confidasse|racconta)\b|"
+    r"\b(?:wenn|falls) (?:mir |uns )?(?:\w+ ){0,4}(?:mir |uns )(?:\w+ ){0,4}(?:sagt|sagen wurde|erzahlt|anvertraut)\b|"
+    r"\b(?:als|stel dat) (?:ooit |er ooit )?(?:een |mijn |onze )(?:\w+ ){0,3}(?:me|mij|ons) (?:\w+ ){0,2}(?:zegt|vertelt|zou zeggen|zou vertellen)\b",
+    _FLAGS,
+)
 # A clause saying *now* keeps its cue against general-question wording ("what is this chest pain, it started an
 # hour ago"); history wording still excuses it: "and now" starts a new clause.
 _NOW: Final = re.compile(
@@ -302,8 +316,11 @@ def _excused(kind: Kind, text: str, start: int, end: int) -> bool:
         history = _told_otherwise(_span(text, opened - 1, opened)[0])[0]
     if history:
         return True
-    # "If I wasn't here" is how thoughts of suicide are often put: no hypothetical excuses self-harm.
+    # "If I wasn't here" is how thoughts of suicide are often put: no hypothetical excuses self-harm, but for
+    # another's disclosure imagined just before the cue (_told_if).
     if kind != "self_harm" and _HYPOTHETICAL.search(clause[: start - left]):
+        return True
+    if kind == "self_harm" and _told_if(text, start, end):
         return True
     if research or kind != "emergency":
         return research
@@ -317,6 +334,36 @@ def _excused(kind: Kind, text: str, start: int, end: int) -> bool:
     if _HYPOTHETICAL.search(sentence[: start - first]):
         return True
     return _framed(text)
+
+
+def _told_if(text: str, start: int, end: int) -> bool:
+    """Another's disclosure imagined (:data:`_IF_TOLD`) before the cue, in its clause or in the clause its
+    own ", that" opens ("wenn mir mein Sohn sagt, dass er ..."), and nothing said of *now*."""
+    sentence, first = _span(text, start, end, _SENTENCE)
+    before = sentence[: start - first]
+    m = list(_IF_TOLD.finditer(before))[-1] if _IF_TOLD.search(before) else None
+    if m is None or _NOW.search(_span(text, start, end)[0]) or not _HOW_TO_RESPOND.search(text):
+        return False
+    gap = _THAT.sub(" ", before[m.end() :])
+    return not _CLAUSE_MARK.search(gap)
+
+
+# The message asks what to say or do in answer: a helper preparing, not a crisis told.
+_HOW_TO_RESPOND: Final = re.compile(
+    r"\b(?:what (?:should|do|would|could|can) (?:i|we) (?:say|do|tell)|(?:right|best|wrong) (?:thing|things|way) to "
+    r"(?:say|do|respond|react)|how (?:should|do|would|can|could) (?:i|we) (?:respond|react|help|answer|handle|support)|"
+    r"que (?:deberia|debo|tengo que|puedo) (?:decir|hacer)|como (?:deberia|debo|puedo) (?:reaccionar|responder|ayudar)|"
+    r"como (?:eu )?(?:devo|deveria|posso) (?:reagir|responder|ajudar|agir)|o que (?:eu )?(?:devo|deveria|posso) (?:dizer|fazer)|"
+    r"que (?:dois|devrais|faut)(?:-je|-il)? (?:lui )?(?:dire|faire|repondre|reagir)|comment (?:reagir|repondre|l'aider|aider)|"
+    r"was (?:soll|sollte|kann) ich (?:\w+ )?(?:sagen|tun|machen)|wie (?:soll|sollte|kann) ich (?:\w+ )?(?:reagieren|helfen|antworten)|"
+    r"cosa (?:devo|dovrei|posso) (?:\w+ )?(?:dire|fare)|come (?:devo|dovrei|posso) (?:reagire|rispondere|aiutar)|"
+    r"wat (?:moet|kan|zou) ik (?:\w+ )?(?:zeggen|doen)|hoe (?:moet|kan|zou) ik (?:\w+ )?(?:reageren|helpen))",
+    _FLAGS,
+)
+
+
+_THAT: Final = re.compile(r", (?:dass|que|qu'|that|dat|che)\b")
+_CLAUSE_MARK: Final = re.compile(r"[,;:]|\b(?:and|but|y|pero|et|mais|und|aber|e|mas|ma|maar)\b")
 
 
 def _counts(
@@ -357,9 +404,28 @@ def _by_signs(text: str) -> list[Finding]:
     return found
 
 
+# A body temperature as written: 37.2, 36,9 (Celsius with a decimal, or whole with a unit), 98.6 F.
+_CELSIUS: Final = re.compile(
+    r"\b(3[4-9]|4[0-2])(?:[.,](\d)\b|(?=\s*(?:°|c\b|degrees|grad|graus|gradi|graden)))"
+    r"(?!\s*(?:\+|weeks|wks|semana|semaine|settiman|woche|weken|kg|mg|ml|%|years|anos|ans|jahr|anni|jaar))"
+)
+_FAHRENHEIT: Final = re.compile(r"\b(9[4-9]|10[0-7])(?:[.,](\d))?\s*(?:°\s*)?f\b")
+_FEVER_WORDS: Final = re.compile(FEVER, _FLAGS)
+
+
+def _afebrile(text: str) -> bool:
+    """Every body temperature the message gives is normal (36.0-37.4 °C, 96.8-99.4 °F): "burning up ... ok I
+    checked, 37.2" is no fever. One reading of fever, or of a low temperature (a cold baby), and it is not."""
+    readings = [float(f"{m[1]}.{m[2] or 0}") for m in _CELSIUS.finditer(text)]
+    readings += [(float(f"{m[1]}.{m[2] or 0}") - 32) / 1.8 for m in _FAHRENHEIT.finditer(text)]
+    return bool(readings) and all(36.0 <= t < 37.5 for t in readings)
+
+
 def detect(question: str) -> list[Finding]:
     """Every red flag that counts in ``question``, most pressing kind first (self-harm, means, emergency)."""
     text = normalise(question)
+    if _afebrile(text):  # the fever words are the worry the reading answers; offsets kept
+        text = _FEVER_WORDS.sub(lambda m: " " * len(m[0]), text)
     found = []
     for flag, cue, groups in _COMPILED:
         at = _counts(flag, cue, groups, text)

@@ -19,7 +19,7 @@ Kind = Literal["emergency", "self_harm", "lethal_means"]
 
 # Shared fragments (folded text: no accents, lower case, apostrophes as ').
 _PERSON = r"(?:he|she|they|i|my \w+|his|her|we|mi|mon|ma|mein|meine|meu|minha|mio|mia|mijn|il|elle|er|sie|ele|ela|lui|lei|hij|zij|ze)"
-_FEVER = (
+FEVER = (
     r"(?:(?<!hay )fever|feverish|temperature|temp of|high temp|3[89](?:[.,]\d)?\s*(?:c\b|°|degrees)|\b(?:3[89]|40|41)[.,]\d\b|feels? (?:very )?hot|hot to (?:the )?touch|10[0-4](?:[.,]\d)?\s*"
     r"(?:f\b|°)|burning up|burning hot|fiebre|calentura|fievre|fieber|febre|febbre|koorts|verhoging)"
 )
@@ -402,7 +402,7 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         "infant_fever",
         "emergency",
         "fever (38 °C or more) in a baby under three months",
-        _FEVER,
+        FEVER,
         (_INFANT_AGE,),
     ),
     RedFlag(
@@ -427,7 +427,7 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         r"licht tut (?:ihm|ihr|mir) weh|la luz le molesta|lumiere (?:lui )?fait mal|luz (?:incomoda|doi)|la luce (?:gli|le) da fastidio|licht doet pijn)",
         (
             r"(?:"
-            + _FEVER
+            + FEVER
             + r"|headache|kopfschmerz|dolor de cabeza|mal de tete|dor de cabeca|mal di testa|hoofdpijn|drowsy|confus|wirr|rash)",
         ),
     ),
@@ -440,7 +440,7 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         r"insolacao|colpo di calore|zonnesteek|hitteberoerte|" + _CONFUSED + r")",
         (
             r"(?:"
-            + _FEVER
+            + FEVER
             + r"|sepsis|septic|infection|infected|mottled|very hot|not sweating|heat|hot to touch|caliente|chaud|"
             r"heiss|quente|caldo|heet|shivering|rigors|shaking uncontrollably|escalofrios|frissons|schuttelfrost|calafrios|brividi|koude rillingen)",
         ),
@@ -452,7 +452,7 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         r"(?:chemo|chemio|quimio|chimio|chemotherap|quimioterap|chemioterap|chemokuur)",
         (
             r"(?:"
-            + _FEVER
+            + FEVER
             + r"|shivering|rigors|shaking|chills|frissons|escalofrios|schuttelfrost|calafrios|brividi|rillingen)",
         ),
     ),
@@ -679,7 +679,7 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         (
             r"(?:pain|ache|dolor|douleur|schmerz|dor\b|dolore|pijn|duele|hurts)",
             r"(?:"
-            + _FEVER
+            + FEVER
             + r"|vomit|throw\w* up|sick|can't (?:walk|stand)|(?:walk|stand)\w* (?:bent|hunched)|getting worse|worse|"
             r"no puedo (?:ni )?caminar|muy fuerte|severe|really bad|agony|vomito|vomi|erbrech|vomitando|vomita|overgeven|braken)",
         ),
@@ -791,7 +791,7 @@ RED_FLAGS: Final[tuple[RedFlag, ...]] = (
         r"(?:sickle|drepanocit|drepanocyt|sichelzell|falciform|falcemi|sikkelcel)",
         (
             r"(?:"
-            + _FEVER
+            + FEVER
             + r"|severe|agony|unbearable|chest|"
             + _BREATHLESS
             + r"|erection|priapism|dolor (?:fuerte|intenso)|"

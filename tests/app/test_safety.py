@@ -75,6 +75,10 @@ URGENT = {
     "my 7 month old screams in bouts, in between he is floppy, now blood in his poo": "emergency",
     "my wife has breast cancer in her spine and since this morning her legs are weak, can she take more "
     "oxycodone?": "emergency",
+    # A disclosure told, the writer's own put as "if", or a present sign beside the "if": self-harm.
+    "my son told me he is thinking of suicide, what should I say?": "self_harm",
+    "if I told you I wanted to kill myself, what would you say?": "self_harm",
+    "what if my friend told me she wants to die and she has pills saved": "self_harm",
 }
 NOT_URGENT = [
     "he had a heart attack in 2019, is a statin safe long-term?",
@@ -122,6 +126,9 @@ NOT_URGENT = [
     "crushing chest pain, grey and sweaty, we called 999. that was my husband in 2021, he has stents now, "
     "can he fly?",
     "what does 'passive suicidal ideation' mean? my psychologist used it",
+    # Someone else's disclosure imagined, asking how to answer it.
+    "if my daughter ever tells me she wants to kill herself, what should I say?",
+    "wenn mir mein Sohn eines Tages sagt, dass er an Selbstmord denkt, was soll ich tun?",
 ]
 
 
@@ -159,6 +166,18 @@ def test_urgent_questions_are_recognised_with_their_kind(question: str) -> None:
 def test_history_research_negation_and_normal_doses_are_not_urgent(question: str) -> None:
     assert detect(question) == [], question
     assert not assess_safety(question, "en", SafetySettings()).urgent, question
+
+
+def test_a_normal_temperature_reading_answers_the_fever_words() -> None:
+    def conditions(question: str) -> list[str]:
+        return [f.condition for f in detect(question)]
+
+    assert conditions("my 6 week old feels hot, ok I checked: 37.1 rectal, feeding well") == []
+    assert conditions("on chemo, fever 99.0 F, feel fine") == []
+    # One reading of fever, a low one (a cold baby), or a number that is no temperature: the words count.
+    assert conditions("my 6 week old feels hot, 37.1 this morning, now 38.2") == ["infant_fever"]
+    assert conditions("my 5 week old feels hot but the thermometer says 35.1") == ["infant_fever"]
+    assert conditions("on chemo and feverish, i am 37 weeks pregnant") == ["chemo_fever"]
 
 
 def test_guidance_is_in_the_questions_language_with_the_deployments_numbers() -> None:
