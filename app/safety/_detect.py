@@ -141,7 +141,10 @@ _FRAME: Final = re.compile(
     r"writing (?:a|an|my) (?:\w+ )?(?:novel|book|script|screenplay)|(?:my|the|a) novel (?:where|about|in which)|in (?:my|the|a) novel|short story|(?:a|my) story (?:where|about|"
     r"in which)|writing a story|(?:in|on) (?:the|a) (?:film|movie|show|series|tv)|tv (?:show|drama|series)|grey's|textbook|"
     r"homework|essay|poster|science fair|coursework|hausarbeit|masterarbeit|bachelorarbeit|thesis|dissertation|tfg|tesis|pflegeschule|tcc|tesi|scriptie|referat|werkstuk|"
-    r"spreekbeurt|romanzo|novela|documentar\w*|doku\w*|revising|je revise)\b",
+    r"spreekbeurt|romanzo|novela|documentar\w*|doku\w*|revising|je revise|"
+    # a school or university paper in the other languages ("un trabajo de bachillerato")
+    r"(?:trabajo|trabalho|travail|ricerca|tesina) (?:de|da|do|para|pour|per) (?:la |el |a |o |l'|il )?"
+    r"(?:clase|bachillerato|escuela|colegio|instituto|uni\w*|facultad|faculdade|escola|ecole|classe|lycee|fac|scuola|liceo))\b",
     _FLAGS,
 )
 # A story dated after it is told ("crushing chest pain, grey and sweaty ... that was my dad in March"): what
