@@ -319,10 +319,14 @@ def question_focus(
     is_plain = plain or (lambda w: w in common_english())
     anchors: list[Anchor] = []
     covered: set[str] = set()
-    found = [c for c in (plan.concepts if concepts is None else concepts) if c.recognised]
-    owns = [_own(c) for c in found]
+    every = list(plan.concepts if concepts is None else concepts)
+    # Every concept's own words, the unrecognised ones' too (a drug searched by its INN stem): a ladder group
+    # that holds another concept's word is not this concept's alternatives.
+    owns = [_own(c) for c in every]
     groups = _ladder_groups(plan.ladder)
-    for i, c in enumerate(found):
+    for i, c in enumerate(every):
+        if not c.recognised:
+            continue
         group = _GROUP_OF_ROLE.get(c.role)
         label = c.text
         texts, headings = _alternatives(c, groups, owns[:i] + owns[i + 1 :])

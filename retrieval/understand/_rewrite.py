@@ -39,7 +39,7 @@ from ._context import allowed_in_context
 from ._phi import _PLACEHOLDER, ScrubResult, scrub, strip_phi_from_query
 from ._plan import MAX_LADDER, MAX_PLAN_QUERY_CHARS, Concept, DateLimits, Intent, Pico, QueryPlan
 from ._scope import Scope, assess_scope
-from ._spelling import Speller, correct_spelling, shared_speller
+from ._spelling import Speller, correct_spelling, drug_stem, shared_speller
 
 __all__ = ["DEFAULT_RECENT_YEARS", "DeterministicRewriter", "spell_correct"]
 
@@ -336,6 +336,9 @@ class _Found:
     kind: Kind
     synonyms: list[str] = field(default_factory=list)
     weight: float = 0.0
+    # A drug known by its INN stem only: searched like a concept, judged like any technical word the
+    # vocabularies do not know (app.trust: half of such words must be named by a study).
+    by_stem: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -478,7 +481,10 @@ class DeterministicRewriter:
         core = self._rank(found, intent)
         concepts = [
             Concept(
-                text=f.text[:120], mesh=f.mesh, role=self._role(f, found, stream), surface=f.surface[:120]
+                text=f.text[:120],
+                mesh=f.mesh,
+                role="other" if f.by_stem else self._role(f, found, stream),
+                surface=f.surface[:120],
             )
             for f in found[:12]
         ]
@@ -578,6 +584,10 @@ class DeterministicRewriter:
                     hit = (length, res)
                     break
             if hit is None:
+                word = stream[i].norm
+                # A drug no vocabulary names, known by its INN stem: PubMed maps the name itself.
+                if word.isalpha() and drug_stem(word) and self.is_technical_word(word):
+                    found.append(_Found(i, i + 1, word, word, None, "intervention", by_stem=True))
                 i += 1
                 continue
             length, (clinical, mesh, kind) = hit

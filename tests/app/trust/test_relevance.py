@@ -400,3 +400,27 @@ def test_the_verdict_reads_how_many_concepts_a_kept_study_names() -> None:
     assert weigh_evidence(docs, unjudged, sparse, gate).verdict.abstain
     off = gate.model_copy(update={"relevance": False})
     assert weigh_evidence(docs, both, sparse, off).verdict.signals.named_concepts == 0
+
+
+def test_a_drug_searched_by_its_stem_stays_a_technical_word_of_the_question() -> None:
+    """The relaxed OR holds the drugs beside the outcome: they are not the outcome's alternatives."""
+    golimumab = plan(
+        "Simponi for rheumatoid arthritis: does golimumab with methotrexate get me into remission?",
+        [
+            Concept(text="golimumab", role="other"),
+            Concept(text="methotrexate", role="other"),
+            Concept(text="remission", mesh="Remission Induction", role="outcome"),
+        ],
+        [
+            '"golimumab"[tiab] AND "methotrexate"[tiab] AND ("Remission Induction"[mh] OR "remission"[tiab])',
+            '"golimumab"[tiab] OR "methotrexate"[tiab] OR "remission"[tiab]',
+        ],
+    )
+    focus = question_focus(golimumab)
+    terms = [a.label for a in focus.anchors if a.group == "term"]
+    assert {"golimumab", "methotrexate"} <= set(terms)
+    docs = [
+        make_doc("31", "Golimumab plus methotrexate: remission in rheumatoid arthritis.", title="GO-FORWARD"),
+        make_doc("32", "Etanercept and remission in rheumatoid arthritis.", title="Other drug"),
+    ]
+    assert [r.addresses for r in judge_relevance(focus, docs)] == [True, False]

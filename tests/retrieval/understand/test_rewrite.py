@@ -419,3 +419,19 @@ def test_concepts_keep_the_words_the_question_used(rewriter: DeterministicRewrit
     surfaces = {c.mesh: c.surface for c in plan.concepts}
     assert surfaces["Pancreaticoduodenectomy"] == "whipple"
     assert surfaces["CA-19-9 Antigen"] == "ca 19 9"
+
+
+def test_a_drug_no_vocabulary_names_is_searched_by_its_inn_stem(rewriter: DeterministicRewriter) -> None:
+    plan = rewriter.rewrite(
+        "I have COPD, my doctor wants me on olodaterol once a day instead of formoterol twice a day. "
+        "Is it as good for my breathing?",
+        today=TODAY,
+    )
+    # Searched, but judged as the unknown technical words they are (not recognised concepts).
+    assert {c.text for c in plan.concepts if not c.recognised} == {"olodaterol", "formoterol"}
+    assert '"olodaterol"[tiab]' in plan.ladder[0] and '"formoterol"[tiab]' in plan.ladder[0]
+
+
+def test_a_name_with_no_stem_is_never_searched(rewriter: DeterministicRewriter) -> None:
+    plan = rewriter.rewrite("my friend kowalczyk takes metformin for diabetes, is it safe", today=TODAY)
+    assert not any("kowalczyk" in q for q in plan.ladder)
