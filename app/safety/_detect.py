@@ -323,7 +323,7 @@ def _excused(kind: Kind, text: str, start: int, end: int) -> bool:
     # another's disclosure imagined just before the cue (_told_if).
     if kind != "self_harm" and _HYPOTHETICAL.search(clause[: start - left]):
         return True
-    if kind == "self_harm" and _told_if(text, start, end):
+    if kind == "self_harm" and _told_if(text, clause, start, end):
         return True
     if research or kind != "emergency":
         return research
@@ -339,18 +339,6 @@ def _excused(kind: Kind, text: str, start: int, end: int) -> bool:
     return _framed(text)
 
 
-def _told_if(text: str, start: int, end: int) -> bool:
-    """Another's disclosure imagined (:data:`_IF_TOLD`) before the cue, in its clause or in the clause its
-    own ", that" opens ("wenn mir mein Sohn sagt, dass er ..."), and nothing said of *now*."""
-    sentence, first = _span(text, start, end, _SENTENCE)
-    before = sentence[: start - first]
-    m = list(_IF_TOLD.finditer(before))[-1] if _IF_TOLD.search(before) else None
-    if m is None or _NOW.search(_span(text, start, end)[0]) or not _HOW_TO_RESPOND.search(text):
-        return False
-    gap = _THAT.sub(" ", before[m.end() :])
-    return not _CLAUSE_MARK.search(gap)
-
-
 # The message asks what to say or do in answer: a helper preparing, not a crisis told.
 _HOW_TO_RESPOND: Final = re.compile(
     r"\b(?:what (?:should|do|would|could|can) (?:i|we) (?:say|do|tell)|(?:right|best|wrong) (?:thing|things|way) to "
@@ -363,10 +351,21 @@ _HOW_TO_RESPOND: Final = re.compile(
     r"wat (?:moet|kan|zou) ik (?:\w+ )?(?:zeggen|doen)|hoe (?:moet|kan|zou) ik (?:\w+ )?(?:reageren|helpen))",
     _FLAGS,
 )
-
-
 _THAT: Final = re.compile(r", (?:dass|que|qu'|that|dat|che)\b")
 _CLAUSE_MARK: Final = re.compile(r"[,;:]|\b(?:and|but|y|pero|et|mais|und|aber|e|mas|ma|maar)\b")
+
+
+def _told_if(text: str, clause: str, start: int, end: int) -> bool:
+    """Another's disclosure imagined (:data:`_IF_TOLD`) before the cue, in its clause or in the clause its
+    own ", that" opens ("wenn mir mein Sohn sagt, dass er ..."), and nothing said of *now* in the cue's
+    ``clause``."""
+    sentence, first = _span(text, start, end, _SENTENCE)
+    before = sentence[: start - first]
+    told = list(_IF_TOLD.finditer(before))
+    if not told or _NOW.search(clause) or not _HOW_TO_RESPOND.search(text):
+        return False
+    gap = _THAT.sub(" ", before[told[-1].end() :])
+    return not _CLAUSE_MARK.search(gap)
 
 
 def _counts(

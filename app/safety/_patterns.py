@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
-__all__ = ["RED_FLAGS", "Kind", "RedFlag"]
+__all__ = ["FEVER", "RED_FLAGS", "Kind", "RedFlag"]
 
 Kind = Literal["emergency", "self_harm", "lethal_means"]
 
